@@ -1,0 +1,189 @@
+"""The data contract every floor of streambench speaks (``../shared/DESIGN.md``, "The data contract").
+
+A *stream* is a sequence of *frames* that arrive one at a time; an *adapter* wraps a causal model and
+answers each frame with zero, one or several *predictions*. Nothing here imports the harness or the
+protocols: concrete adapters import this module and nothing else of ours.
+
+Time convention (DESIGN.md "Time and delay", seed 004 §6.2.2): ``Frame.t`` is the arrival time of the
+frame on the stream clock, in seconds, i.e. the *end* of its capture interval. A stream captured from
+``Stream.t0`` at 25 frames/s has ``t = t0 + 0.04, t0 + 0.08, ...``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Adapter",
+    "AdapterInfo",
+    "AdapterOptions",
+    "Capability",
+    "Frame",
+    "PredictOutput",
+    "Prediction",
+    "Stream",
+    "StreamingAdapter",
+]
+
+
+@dataclass(slots=True)
+class Frame:
+    """One frame of a stream, as the model receives it.
+
+    ``inputs`` holds one payload per modality (``{"audio": ..., "visual": ...}``); a payload of
+    ``None`` means the modality is missing at this step. ``timestamps`` gives per-modality capture
+    times where they differ from ``t`` (e.g. under clock jitter), otherwise it is ``None``.
+    """
+
+    index: int
+    t: float
+    inputs: Mapping[str, Any]
+    timestamps: Mapping[str, float] | None = None
+
+
+@dataclass(slots=True)
+class Prediction:
+    """What an adapter emits for a frame.
+
+    ``scores``: one score per class, a 1-D ``numpy.ndarray`` of shape ``[C]`` (probabilities when the
+    decision rule is a threshold). ``refers_to``: index of the frame this prediction labels; ``None``
+    means the frame just fed. A model with a look-ahead of L frames labels frame ``t - L``; an
+    anticipating model may label a later frame. ``features`` (sparse activations) and ``weights``
+    (router / domain weights) are optional payloads for the stability and hysteresis protocols.
+    """
+
+    scores: np.ndarray
+    refers_to: int | None = None
+    features: np.ndarray | None = None
+    weights: np.ndarray | None = None
+
+
+PredictOutput = Prediction | list[Prediction] | None
+"""``predict()`` returns one prediction, several (e.g. a provisional label for the current frame
+and a refined one for an earlier frame), or ``None`` when it has nothing to say yet."""
+
+
+@dataclass(slots=True)
+class Stream:
+    """A labelled stream: its frames are produced lazily by ``frame_source``.
+
+    ``labels`` is multi-hot ``[T, C]`` (bool) over ``classes``; ``frame_times`` the arrival time of
+    each frame (seconds, end of its capture interval, strictly increasing); ``t0`` the start of the
+    first capture interval, so the stream lasts ``frame_times[-1] - t0`` seconds.
+    ``segment_length_s`` is the unit of segment-level scoring (AVE: 1 s), ``None`` if not defined.
+    """
+
+    stream_id: str
+    classes: tuple[str, ...]
+    labels: np.ndarray
+    frame_times: np.ndarray
+    frame_source: Callable[[], Iterable[Frame]]
+    modalities: tuple[str, ...]
+    t0: float = 0.0
+    segment_length_s: float | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        times = np.asarray(self.frame_times, dtype=np.float64)
+        labels = np.asarray(self.labels, dtype=bool)
+        if times.ndim != 1 or times.size == 0:
+            raise ValueError(f"stream {self.stream_id!r}: frame_times must be a non-empty 1-D array")
+        if labels.shape != (times.size, len(self.classes)):
+            raise ValueError(
+                f"stream {self.stream_id!r}: labels have shape {labels.shape}, expected "
+                f"{(times.size, len(self.classes))} (frames, classes)"
+            )
+        if not np.all(np.isfinite(times)) or np.any(np.diff(times) <= 0) or times[0] <= self.t0:
+            raise ValueError(
+                f"stream {self.stream_id!r}: frame_times must be finite, strictly increasing and after t0"
+            )
+        self.frame_times = times
+        self.labels = labels
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.frame_times.size)
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.frame_times[-1] - self.t0)
+
+    def frames(self) -> Iterator[Frame]:
+        return iter(self.frame_source())
+
+
+Capability = Literal["sequence", "stages", "features", "weights"]
+
+
+class AdapterInfo(BaseModel):
+    """What an adapter declares about itself; recorded in every result."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    classes: tuple[str, ...] = Field(min_length=1)
+    modalities: tuple[str, ...] = Field(min_length=1)
+    device: str = "cpu"
+    version: str | None = None
+    capabilities: frozenset[Capability] = frozenset()
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+
+class AdapterOptions(BaseModel):
+    """Base of an adapter's options. An adapter class declares its own subclass as ``Options``.
+
+    Two field names are *data-bound*: when an adapter's options declare ``classes`` or
+    ``input_dims`` and the user leaves them unset, the runner fills them from the data set
+    (its class names, and the payload size of each modality).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """The narrow interface the engine drives. Any object with these members is an adapter."""
+
+    @property
+    def info(self) -> AdapterInfo: ...
+
+    def reset_state(self) -> None: ...
+
+    def predict(self, frame: Frame) -> PredictOutput: ...
+
+
+class StreamingAdapter(abc.ABC):
+    """Convenience base class for adapters.
+
+    Subclasses set ``Options`` (an :class:`AdapterOptions` subclass) when they take options, build
+    their ``info`` in ``__init__`` and implement ``reset_state`` and ``predict``. ``predict`` must
+    only use the frames it has been given so far: the causality protocol checks that it does.
+    """
+
+    Options: ClassVar[type[AdapterOptions]] = AdapterOptions
+
+    def __init__(self, options: AdapterOptions | None = None) -> None:
+        self.options = options if options is not None else self.Options()
+
+    @property
+    @abc.abstractmethod
+    def info(self) -> AdapterInfo: ...
+
+    @abc.abstractmethod
+    def reset_state(self) -> None: ...
+
+    @abc.abstractmethod
+    def predict(self, frame: Frame) -> PredictOutput: ...
+
+    def predict_sequence(self, frames: Sequence[Frame]) -> list[Prediction]:  # pragma: no cover
+        """Optional: run a whole sequence at once with a causal mask (capability ``sequence``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no sequence mode")

@@ -1,0 +1,311 @@
+"""Reference streaming models for audio-visual event parsing on the synthetic AVE/LLP-shaped data.
+
+Implements the two reference models of streambench (``../shared/DESIGN.md``, "Layout": "reference
+models"), scored on the synthetic stream of ``harness/datasets/synthetic.py``, which mimics AVE (seed
+004 §6.1.1: 28 event classes plus background, 10 s videos labelled in 1 s segments) with LLP's
+modality-specific events (seed 004 §6.1.2: audio-visual, audio-only and visual-only spans).
+
+*Matched filters, no training.* :func:`class_signature` defines one fixed unit vector per (class,
+modality). The synthetic data set renders each payload as ``amplitude * signature + noise``; the
+reference models use the same signatures as the fixed weights of a per-modality linear matched filter,
+so they need no training at run time and are deterministic. Their accuracy on any other data is
+meaningless: they exist to give the harness a known, honest, causal model to measure.
+
+* :class:`CausalReferenceAdapter`: matched filter per modality, late fusion (an event class scores as
+  high as the modality that hears or sees it best; background only as high as the modality that is
+  least sure of it, so an audio-only or visual-only event still wins), causal leaky integration of the
+  fused logits across frames, softmax over classes. Labels the frame just fed.
+* :class:`LookaheadReferenceAdapter`: the same logits, averaged over a window centred on frame
+  ``i - L`` (frames ``i - 2L .. i``); at frame ``i`` it labels frame ``i - L`` (algorithmic delay
+  ``L`` frames), optionally with a provisional causal label for frame ``i``.
+
+Class index 0 is background by convention (the fusion rule treats it specially).
+"""
+
+from __future__ import annotations
+
+import functools
+import zlib
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Annotated, ClassVar
+
+import numpy as np
+import torch
+from pydantic import Field
+from torch import nn
+
+from adapters.contract import (
+    AdapterInfo,
+    AdapterOptions,
+    Frame,
+    Prediction,
+    PredictOutput,
+    StreamingAdapter,
+)
+
+__all__ = [
+    "AVE_EVENT_CLASSES",
+    "CODEBOOK_SEED",
+    "DEFAULT_INPUT_DIMS",
+    "MODALITY_CODES",
+    "CausalReferenceAdapter",
+    "LookaheadOptions",
+    "LookaheadReferenceAdapter",
+    "MatchedFilterFusion",
+    "ReferenceOptions",
+    "class_signature",
+    "default_classes",
+    "modality_code",
+]
+
+CODEBOOK_SEED = 40_042_018
+"""Root seed of the signature codebook shared by the synthetic data set and the reference models."""
+
+MODALITY_CODES: dict[str, int] = {"audio": 1, "visual": 2}
+"""Stable integer code per modality name (other names: ``1000 + crc32(name)``, never ``hash()``)."""
+
+DEFAULT_INPUT_DIMS: dict[str, int] = {"audio": 64, "visual": 128}
+"""Payload size per modality of the default synthetic data set."""
+
+AVE_EVENT_CLASSES: tuple[str, ...] = (
+    "Church bell", "Male speech", "Bark", "Fixed-wing aircraft", "Race car", "Female speech",
+    "Helicopter", "Violin", "Flute", "Ukulele", "Frying (food)", "Truck", "Shofar", "Motorcycle",
+    "Acoustic guitar", "Train horn", "Clock", "Banjo", "Goat", "Baby cry", "Bus", "Chainsaw", "Cat",
+    "Horse", "Toilet flush", "Rodents", "Accordion", "Mandolin",
+)  # fmt: skip
+"""The 28 event categories of AVE (seed 004 §6.1.1; Tian et al., ECCV 2018)."""
+
+
+def default_classes(num_event_classes: int = 28) -> tuple[str, ...]:
+    """Class names of the synthetic data set: ``("background", *events)``.
+
+    With 28 event classes the events are AVE's categories (seed 004 §6.1.1); with any other count
+    they are named ``event_00``, ``event_01``, ...
+    """
+    if num_event_classes < 1:
+        raise ValueError(f"num_event_classes must be >= 1, got {num_event_classes}")
+    if num_event_classes == len(AVE_EVENT_CLASSES):
+        return ("background", *AVE_EVENT_CLASSES)
+    return ("background", *(f"event_{i:02d}" for i in range(num_event_classes)))
+
+
+def modality_code(modality: str) -> int:
+    """Stable integer code of a modality name (the same in every process and Python version)."""
+    code = MODALITY_CODES.get(modality)
+    return code if code is not None else 1000 + zlib.crc32(modality.encode("utf-8"))
+
+
+@functools.lru_cache(maxsize=8192)
+def _signature(class_index: int, dim: int, code: int) -> np.ndarray:
+    vector = np.random.default_rng([CODEBOOK_SEED, code, class_index]).standard_normal(dim)
+    vector /= np.linalg.norm(vector)
+    out = vector.astype(np.float32)
+    out.setflags(write=False)
+    return out
+
+
+def class_signature(class_index: int, dim: int, modality: str) -> np.ndarray:
+    """The fixed unit-length ``float32[dim]`` signature of class ``class_index`` in ``modality``.
+
+    Drawn from ``numpy.random.default_rng([CODEBOOK_SEED, modality_code(modality), class_index])``
+    and normalised: deterministic, and independent of how many classes there are. The synthetic data
+    set renders payloads with it; the reference models use it as their matched-filter weights.
+    """
+    if class_index < 0:
+        raise ValueError(f"class_index must be >= 0, got {class_index}")
+    if dim < 1:
+        raise ValueError(f"dim must be >= 1, got {dim}")
+    return _signature(int(class_index), int(dim), modality_code(modality)).copy()
+
+
+class ReferenceOptions(AdapterOptions):
+    """Options of :class:`CausalReferenceAdapter`. ``classes`` and ``input_dims`` are data-bound."""
+
+    classes: tuple[str, ...] | None = Field(
+        default=None, min_length=2, description="class names, background first; None: default_classes()"
+    )
+    input_dims: dict[str, Annotated[int, Field(ge=1)]] | None = Field(
+        default=None, min_length=1, description="payload size per modality; None: audio 64, visual 128"
+    )
+    smoothing: float = Field(
+        default=0.8, ge=0.0, lt=1.0, description="leaky-integrator coefficient a: s_t = a s_(t-1) + (1-a) x_t"
+    )
+    temperature: float = Field(default=0.1, gt=0.0, description="softmax temperature on the fused logits")
+
+
+class LookaheadOptions(ReferenceOptions):
+    """Options of :class:`LookaheadReferenceAdapter`."""
+
+    lookahead_frames: int = Field(default=5, ge=1, description="L: frame i emits the label of frame i - L")
+    emit_provisional: bool = Field(
+        default=False, description="also emit a provisional causal label for the current frame"
+    )
+
+
+class MatchedFilterFusion(nn.Module):
+    """Per-modality linear matched filters with fixed signature weights, fused late.
+
+    ``forward`` takes ``(modality position, payload)`` pairs for the modalities present and returns the
+    fused logits ``[C]`` (a new tensor), or ``None`` when no modality is present. Fusion: event classes
+    take the maximum over modalities, background (class 0) the minimum. To do both with one element-wise
+    maximum, the background filter is stored negated and the sign is restored on the way out.
+    """
+
+    sign: torch.Tensor
+
+    def __init__(self, num_classes: int, input_dims: Mapping[str, int]) -> None:
+        super().__init__()
+        self.modalities = tuple(input_dims)
+        self._buffer_names = tuple(f"weight_{k}" for k in range(len(self.modalities)))
+        sign = np.ones(num_classes, dtype=np.float32)
+        sign[0] = -1.0
+        for name, (modality, dim) in zip(self._buffer_names, input_dims.items(), strict=True):
+            weight = np.stack([class_signature(c, dim, modality) for c in range(num_classes)])
+            self.register_buffer(name, torch.from_numpy(weight * sign[:, None]))
+        self.register_buffer("sign", torch.from_numpy(sign))
+
+    def forward(self, inputs: Sequence[tuple[int, torch.Tensor]]) -> torch.Tensor | None:
+        if not inputs:
+            return None
+        buffers = self._buffers
+        signed = [torch.mv(buffers[self._buffer_names[k]], x) for k, x in inputs]  # type: ignore[arg-type]
+        if len(signed) == 1:
+            fused = signed[0]
+        elif len(signed) == 2:
+            fused = torch.maximum(signed[0], signed[1])
+        else:
+            fused = torch.stack(signed).amax(dim=0)
+        return fused * self.sign
+
+
+class CausalReferenceAdapter(StreamingAdapter):
+    """Causal reference model: matched filters, late fusion, leaky integration, softmax.
+
+    The recurrent state (the integrated logits) lives here and is cleared by :meth:`reset_state`.
+    A frame whose modalities are all missing leaves the state unchanged and still gets scores.
+    """
+
+    Options = ReferenceOptions
+    NAME: ClassVar[str] = "reference-causal"
+
+    def __init__(self, options: ReferenceOptions | None = None) -> None:
+        opts = options if options is not None else ReferenceOptions()
+        super().__init__(opts)
+        self._opts = opts
+        self._classes = opts.classes if opts.classes is not None else default_classes()
+        dims = dict(opts.input_dims) if opts.input_dims is not None else dict(DEFAULT_INPUT_DIMS)
+        self._modalities = tuple(dims)
+        self._dims = tuple(dims.values())
+        self.model = MatchedFilterFusion(len(self._classes), dims).eval()
+        self._gain = 1.0 - float(opts.smoothing)
+        self._scale = torch.full((len(self._classes),), 1.0 / float(opts.temperature))
+        self._uniform = np.full(len(self._classes), 1.0 / len(self._classes), dtype=np.float32)
+        self._state: torch.Tensor | None = None
+        self._info = AdapterInfo(
+            name=self.NAME,
+            classes=self._classes,
+            modalities=self._modalities,
+            device="cpu",
+            version="1",
+            capabilities=frozenset(),
+        )
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        self._state = None
+
+    def _fused_logits(self, frame: Frame) -> torch.Tensor | None:
+        """Fused logits of one frame from the modalities present (``None`` if all are missing)."""
+        inputs = frame.inputs
+        present: list[tuple[int, torch.Tensor]] = []
+        for k, modality in enumerate(self._modalities):
+            payload = inputs.get(modality)
+            if payload is None:
+                continue
+            array = np.asarray(payload, dtype=np.float32)
+            if array.shape != (self._dims[k],):
+                raise ValueError(
+                    f"frame {frame.index}: {modality!r} payload has shape {array.shape}, "
+                    f"expected ({self._dims[k]},)"
+                )
+            present.append((k, torch.from_numpy(array)))
+        return self.model(present)
+
+    def _integrate(self, logits: torch.Tensor | None) -> None:
+        """Leaky integration ``s_t = a s_(t-1) + (1 - a) x_t``; the first frame initialises the state."""
+        if logits is None:
+            return
+        if self._state is None:
+            self._state = logits.clone()
+        else:
+            self._state.lerp_(logits, self._gain)
+
+    def _scores(self, logits: torch.Tensor | None) -> np.ndarray:
+        if logits is None:
+            return self._uniform.copy()
+        return torch.softmax(logits * self._scale, dim=0).numpy()
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        with torch.inference_mode():
+            self._integrate(self._fused_logits(frame))
+            return Prediction(scores=self._scores(self._state))
+
+
+class LookaheadReferenceAdapter(CausalReferenceAdapter):
+    """Reference model with a fixed look-ahead of ``L`` frames (algorithmic delay ``L / fps``).
+
+    At the ``i``-th frame fed it labels the frame fed ``L`` steps earlier (``refers_to = i - L`` when
+    no frame was dropped) with the softmax of the fused logits averaged over the frames ``i - 2L .. i``
+    (a window centred on ``i - L``, truncated at the stream start; missing frames are left out). It
+    returns ``None`` while fewer than ``L + 1`` frames have been fed. With ``emit_provisional`` it also
+    returns the causal model's label for the current frame (after the refined one).
+    """
+
+    Options = LookaheadOptions
+    NAME: ClassVar[str] = "reference-lookahead"
+
+    def __init__(self, options: LookaheadOptions | None = None) -> None:
+        opts = options if options is not None else LookaheadOptions()
+        super().__init__(opts)
+        self._lookahead = int(opts.lookahead_frames)
+        self._provisional = bool(opts.emit_provisional)
+        self._width = 2 * self._lookahead + 1
+        num_classes = len(self._classes)
+        self._window = torch.zeros(self._width, num_classes)
+        self._present = [False] * self._width
+        self._position = 0
+        self._pending: deque[int] = deque(maxlen=self._lookahead + 1)
+
+    def reset_state(self) -> None:
+        super().reset_state()
+        self._window.zero_()
+        self._present = [False] * self._width
+        self._position = 0
+        self._pending.clear()
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        with torch.inference_mode():
+            logits = self._fused_logits(frame)
+            self._integrate(logits)
+            slot = self._position
+            if logits is None:
+                self._window[slot].zero_()
+            else:
+                self._window[slot].copy_(logits)
+            self._present[slot] = logits is not None
+            self._position = (slot + 1) % self._width
+            self._pending.append(frame.index)
+
+            refined: Prediction | None = None
+            if len(self._pending) == self._lookahead + 1:
+                count = sum(self._present)
+                averaged = self._window.sum(dim=0) / count if count > 0 else self._state
+                refined = Prediction(scores=self._scores(averaged), refers_to=self._pending[0])
+            if not self._provisional:
+                return refined
+            provisional = Prediction(scores=self._scores(self._state))
+            return provisional if refined is None else [refined, provisional]

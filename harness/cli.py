@@ -1,0 +1,132 @@
+"""The ``streambench`` command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from adapters.registry import REGISTRY, AdapterLoadError
+from harness.engine import AdapterOutputError
+from harness.results import ResultFileError, load_recordings, load_result
+from harness.runner import RunConfig, execute_run
+from harness.summary import print_summary
+from protocols import online
+
+app = typer.Typer(
+    help="streambench: measure causal (streaming) models frame by frame, at batch 1.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(code=2)
+
+
+def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; a VALUE that parses as JSON is taken as such (numbers, lists, true)."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise _fail(f"--option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+@app.command()
+def run(
+    adapter: Annotated[
+        str, typer.Option("--adapter", "-a", help="registry name or module:Class")
+    ] = "reference",
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="adapter option KEY=VALUE (repeatable)")
+    ] = None,
+    dataset: Annotated[str, typer.Option(help="data set (embedded: synthetic)")] = "synthetic",
+    seed: Annotated[int, typer.Option(help="data set seed")] = 0,
+    streams: Annotated[int, typer.Option("--streams", "-n", help="number of streams")] = 60,
+    warmup_frames: Annotated[int, typer.Option(help="warm-up frames before the first scored stream")] = 100,
+    decision: Annotated[str, typer.Option(help="threshold | per_class | top_k")] = "threshold",
+    threshold: Annotated[float, typer.Option(help="fixed decision threshold")] = 0.5,
+    top_k: Annotated[int, typer.Option(help="labels per unit for --decision top_k")] = 1,
+    output_dir: Annotated[Path, typer.Option("--output-dir", help="where run directories go")] = Path(
+        "results"
+    ),
+    run_id: Annotated[str | None, typer.Option(help="name of the run directory (default: generated)")] = None,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+) -> None:
+    """Run an adapter through the online protocol and write results/<run_id>/result.json."""
+    try:
+        config = RunConfig.model_validate(
+            {
+                "adapter": adapter,
+                "adapter_options": _parse_options(option or []),
+                "dataset": dataset,
+                "data": {"seed": seed, "num_streams": streams},
+                "protocol": {"decision": {"kind": decision, "threshold": threshold, "k": top_k}},
+                "engine": {"warmup_frames": warmup_frames},
+                "output_dir": output_dir,
+                "run_id": run_id,
+            }
+        )
+    except ValidationError as exc:
+        raise _fail(f"invalid run configuration:\n{exc}") from None
+
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[stream]}"),
+        console=err,
+        transient=True,
+        disable=not progress,
+    )
+    with bar:
+        task = bar.add_task(f"{adapter} · online", total=None, stream="")
+
+        def hook(done: int, total: int, stream_id: str) -> None:
+            bar.update(task, completed=done, total=total, stream=stream_id)
+
+        try:
+            result, _, run_dir = execute_run(config, hook)
+        except (AdapterLoadError, AdapterOutputError, ValueError) as exc:
+            raise _fail(str(exc)) from None
+    print_summary(out, result)
+    out.print(f"\nwrote [bold]{run_dir / 'result.json'}[/]", highlight=False)
+
+
+@app.command()
+def adapters() -> None:
+    """List the registered adapters (any importable module:Class works too)."""
+    width = max(len(name) for name in REGISTRY)
+    for name, target in sorted(REGISTRY.items()):
+        out.print(f"{name:<{width}}  {target}", highlight=False)
+
+
+@app.command()
+def score(run_dir: Annotated[Path, typer.Argument(help="a run directory under results/")]) -> None:
+    """Re-score a saved run from its recorded arrays (no model is run) and print the summary."""
+    try:
+        result = load_result(run_dir)
+        recordings = load_recordings(run_dir if run_dir.is_dir() else run_dir.parent)
+    except ResultFileError as exc:
+        raise _fail(str(exc)) from None
+    rescored = online.score(recordings, result.protocol_config, result.adapter_info.classes)
+    print_summary(out, result.model_copy(update={"metrics": rescored}))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,291 @@
+"""Seeded synthetic audio-visual event streams shaped like AVE, with LLP-style modality visibility.
+
+Implements the data set streambench runs without downloads. Shape after AVE (seed 004 §6.1.1): 28
+event classes plus background, 10 s streams labelled in 1 s segments, one event class per segment,
+about 35-40 % background segments, 1-2 events per stream spanning whole segments. Modality-specific
+events after LLP (seed 004 §6.1.2): each event span is audio-visual, audio-only or visual-only (default
+mix 60/20/20 %); in an audio-only span the visual payload shows the background, in a visual-only span
+the audio payload carries the background.
+
+Payload per frame and modality: ``amplitude * class_signature(shown class) + noise_std * N(0, I)``
+(signatures from :func:`adapters.reference.class_signature`, which the reference models use as their
+matched filters). During the first ``onset_ramp_s`` of an event the signature fades in from the
+background signature. Stream ``k`` depends only on ``(seed, k)``; payloads are rendered when a
+stream's ``frame_source`` is called, identically on every call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from adapters.contract import Frame, Stream
+from adapters.reference import class_signature, default_classes
+
+__all__ = [
+    "MODALITIES",
+    "VISIBILITY_NAMES",
+    "VIS_AUDIO_ONLY",
+    "VIS_AUDIO_VISUAL",
+    "VIS_BACKGROUND",
+    "VIS_VISUAL_ONLY",
+    "WARMUP_KEY",
+    "SyntheticConfig",
+    "VisibilityMix",
+    "classes",
+    "make_streams",
+    "make_warmup_stream",
+]
+
+MODALITIES: tuple[str, str] = ("audio", "visual")
+
+VIS_BACKGROUND, VIS_AUDIO_VISUAL, VIS_AUDIO_ONLY, VIS_VISUAL_ONLY = 0, 1, 2, 3
+VISIBILITY_NAMES: tuple[str, ...] = ("background", "audio_visual", "audio_only", "visual_only")
+"""Codes of ``Stream.meta["visibility"]`` (int8 per frame), after LLP's annotation (seed 004 §6.1.2)."""
+
+WARMUP_KEY = 2**31 - 1
+"""Stream key of the warm-up stream; scored streams use keys ``0 .. num_streams - 1 < WARMUP_KEY``."""
+
+_TOLERANCE = 1e-6
+
+
+class VisibilityMix(BaseModel):
+    """Relative frequency of each visibility among event spans (normalised to sum to 1)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    audio_visual: float = Field(default=0.6, ge=0.0)
+    audio_only: float = Field(default=0.2, ge=0.0)
+    visual_only: float = Field(default=0.2, ge=0.0)
+
+    @model_validator(mode="after")
+    def _positive_total(self) -> VisibilityMix:
+        if self.audio_visual + self.audio_only + self.visual_only <= 0:
+            raise ValueError("visibility: audio_visual + audio_only + visual_only must be > 0")
+        return self
+
+    def probabilities(self) -> np.ndarray:
+        """``[audio_visual, audio_only, visual_only]`` normalised to sum to 1."""
+        weights = np.array([self.audio_visual, self.audio_only, self.visual_only], dtype=np.float64)
+        return weights / weights.sum()
+
+
+def _is_whole(value: float) -> bool:
+    return abs(value - round(value)) <= _TOLERANCE * max(1.0, abs(value))
+
+
+class SyntheticConfig(BaseModel):
+    """Configuration of the synthetic data set. Field order matters: later validators read earlier fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int = Field(default=0, ge=0)
+    num_streams: int = Field(default=60, ge=1, lt=WARMUP_KEY)
+    num_event_classes: int = Field(default=28, ge=1)
+    fps: float = Field(default=25.0, gt=0.0)
+    segment_length_s: float = Field(default=1.0, gt=0.0, description="label unit (AVE: 1 s)")
+    duration_s: float = Field(default=10.0, gt=0.0, description="stream length (AVE: 10 s)")
+    audio_dim: int = Field(default=64, ge=1)
+    visual_dim: int = Field(default=128, ge=1)
+    amplitude: float = Field(default=1.0, gt=0.0, description="signature amplitude once an event is on")
+    noise_std: float = Field(default=0.55, ge=0.0, description="per-element std of the Gaussian noise")
+    onset_ramp_s: float = Field(default=0.4, ge=0.0, description="fade-in time of an event's signature")
+    background_fraction: float = Field(
+        default=0.375, ge=0.0, lt=1.0, description="target share of background segments (AVE: 35-40 %)"
+    )
+    min_event_segments: int = Field(default=2, ge=1)
+    max_event_segments: int = Field(default=5, ge=1)
+    visibility: VisibilityMix = Field(default_factory=VisibilityMix)
+
+    @field_validator("segment_length_s")
+    @classmethod
+    def _segment_whole_frames(cls, value: float, info: ValidationInfo) -> float:
+        fps = info.data.get("fps")
+        if fps is not None and (not _is_whole(value * fps) or round(value * fps) < 1):
+            raise ValueError(
+                f"segment_length_s must be a whole number (>= 1) of frames: "
+                f"segment_length_s * fps = {value} * {fps} = {value * fps:g}"
+            )
+        return value
+
+    @field_validator("duration_s")
+    @classmethod
+    def _duration_whole_segments(cls, value: float, info: ValidationInfo) -> float:
+        segment = info.data.get("segment_length_s")
+        if segment is not None and (not _is_whole(value / segment) or round(value / segment) < 1):
+            raise ValueError(
+                f"duration_s must be a whole number of segments: "
+                f"duration_s / segment_length_s = {value} / {segment} = {value / segment:g}"
+            )
+        return value
+
+    @field_validator("max_event_segments")
+    @classmethod
+    def _event_length_range(cls, value: int, info: ValidationInfo) -> int:
+        low = info.data.get("min_event_segments")
+        if low is not None and value < low:
+            raise ValueError(f"max_event_segments ({value}) must be >= min_event_segments ({low})")
+        segment, duration = info.data.get("segment_length_s"), info.data.get("duration_s")
+        if segment is not None and duration is not None and value > round(duration / segment):
+            raise ValueError(
+                f"max_event_segments ({value}) exceeds the number of segments per stream "
+                f"({round(duration / segment)})"
+            )
+        return value
+
+    @property
+    def frames_per_segment(self) -> int:
+        return round(self.segment_length_s * self.fps)
+
+    @property
+    def num_segments(self) -> int:
+        return round(self.duration_s / self.segment_length_s)
+
+    @property
+    def num_frames(self) -> int:
+        """Frames per scored stream."""
+        return self.frames_per_segment * self.num_segments
+
+
+def classes(config: SyntheticConfig) -> tuple[str, ...]:
+    """Class names of the data set: ``("background", *event classes)`` (background = class 0)."""
+    return default_classes(config.num_event_classes)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Label structure of one block of ``config.num_frames`` frames."""
+
+    frame_class: np.ndarray  # int64 [T]: class index per frame (0 = background)
+    visibility: np.ndarray  # int8 [T]
+    ramp: np.ndarray  # float32 [T]: weight of the event signature (1 except during onsets)
+    events: tuple[dict[str, Any], ...]
+
+
+def _layout(config: SyntheticConfig, key: Sequence[int], frame_offset: int) -> _Layout:
+    """Draw the events of one block from ``default_rng([seed, *key, 0])``."""
+    rng = np.random.default_rng([config.seed, *key, 0])
+    num_segments, low, high = config.num_segments, config.min_event_segments, config.max_event_segments
+    # Two events with probability p, so that E[event segments] = (1 - background_fraction) * S.
+    p_two = min(1.0, max(0.0, (1.0 - config.background_fraction) * num_segments / ((low + high) / 2) - 1.0))
+    lengths = [int(rng.integers(low, high + 1))]
+    two = rng.random() < p_two
+    if two and num_segments - lengths[0] >= low:
+        lengths.append(int(rng.integers(low, min(high, num_segments - lengths[0]) + 1)))
+    n_events = len(lengths)
+    n_items = num_segments - sum(lengths) + n_events  # background segments and events, in random order
+    event_items = set(rng.choice(n_items, size=n_events, replace=False).tolist())
+    event_classes = rng.choice(
+        config.num_event_classes, size=n_events, replace=config.num_event_classes < n_events
+    )
+    visibilities = rng.choice(3, size=n_events, p=config.visibility.probabilities()) + VIS_AUDIO_VISUAL
+
+    fps_seg = config.frames_per_segment
+    frame_class = np.zeros(config.num_frames, dtype=np.int64)
+    visibility = np.zeros(config.num_frames, dtype=np.int8)
+    ramp = np.ones(config.num_frames, dtype=np.float32)
+    ramp_frames = round(config.onset_ramp_s * config.fps)
+    events: list[dict[str, Any]] = []
+    segment, event = 0, 0
+    for item in range(n_items):
+        if item not in event_items:
+            segment += 1
+            continue
+        start, stop = segment * fps_seg, (segment + lengths[event]) * fps_seg
+        frame_class[start:stop] = int(event_classes[event]) + 1
+        visibility[start:stop] = visibilities[event]
+        n_ramp = min(ramp_frames, stop - start)
+        ramp[start : start + n_ramp] = np.arange(1, n_ramp + 1, dtype=np.float32) / (ramp_frames + 1)
+        events.append(
+            {
+                "class_index": int(event_classes[event]) + 1,
+                "start_frame": frame_offset + start,
+                "stop_frame": frame_offset + stop,
+                "visibility": VISIBILITY_NAMES[int(visibilities[event])],
+            }
+        )
+        segment += lengths[event]
+        event += 1
+    return _Layout(frame_class, visibility, ramp, tuple(events))
+
+
+def _render(config: SyntheticConfig, layout: _Layout, key: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Payloads ``(audio [T, audio_dim], visual [T, visual_dim])`` of one block, float32."""
+    rng = np.random.default_rng([config.seed, *key, 1])
+    hidden = {"audio": VIS_VISUAL_ONLY, "visual": VIS_AUDIO_ONLY}  # visibility that hides the modality
+    out = []
+    for modality, dim in zip(MODALITIES, (config.audio_dim, config.visual_dim), strict=True):
+        shown = np.where(layout.visibility == hidden[modality], 0, layout.frame_class)
+        used = np.unique(shown)
+        table = np.zeros((int(used.max()) + 1, dim), dtype=np.float32)
+        for c in used.tolist():
+            table[c] = class_signature(c, dim, modality)
+        weight = np.where(shown > 0, layout.ramp, np.float32(1.0))[:, None]
+        payload = weight * table[shown] + (1.0 - weight) * table[0]
+        payload *= np.float32(config.amplitude)
+        noise = rng.standard_normal((shown.size, dim), dtype=np.float32)
+        payload += np.float32(config.noise_std) * noise
+        out.append(np.ascontiguousarray(payload, dtype=np.float32))
+    return out[0], out[1]
+
+
+def _make_stream(
+    config: SyntheticConfig, keys: Sequence[tuple[int, ...]], stream_id: str, names: tuple[str, ...]
+) -> Stream:
+    """One stream made of ``len(keys)`` blocks of ``config.num_frames`` frames each."""
+    layouts = [_layout(config, key, j * config.num_frames) for j, key in enumerate(keys)]
+    frame_class = np.concatenate([layout.frame_class for layout in layouts])
+    total = frame_class.size
+    labels = np.zeros((total, len(names)), dtype=bool)
+    labels[np.arange(total), frame_class] = True
+    frame_times = np.arange(1, total + 1, dtype=np.float64) / config.fps
+
+    def frame_source() -> Iterator[Frame]:
+        for j, (layout, key) in enumerate(zip(layouts, keys, strict=True)):
+            audio, visual = _render(config, layout, key)
+            offset = j * config.num_frames
+            for i in range(config.num_frames):
+                index = offset + i
+                yield Frame(
+                    index=index, t=float(frame_times[index]), inputs={"audio": audio[i], "visual": visual[i]}
+                )
+
+    return Stream(
+        stream_id=stream_id,
+        classes=names,
+        labels=labels,
+        frame_times=frame_times,
+        frame_source=frame_source,
+        modalities=MODALITIES,
+        t0=0.0,
+        segment_length_s=config.segment_length_s,
+        meta={
+            "visibility": np.concatenate([layout.visibility for layout in layouts]),
+            "events": [event for layout in layouts for event in layout.events],
+            "keys": [list(key) for key in keys],
+            "config": config.model_dump(mode="json"),
+        },
+    )
+
+
+def make_streams(config: SyntheticConfig) -> list[Stream]:
+    """The scored streams ``syn-0000 ..``; stream ``k`` depends on ``(config, k)``, not on ``num_streams``."""
+    names = classes(config)
+    return [_make_stream(config, [(k,)], f"syn-{k:04d}", names) for k in range(config.num_streams)]
+
+
+def make_warmup_stream(config: SyntheticConfig, num_frames: int) -> Stream:
+    """A warm-up stream ``syn-warmup`` of at least ``num_frames`` frames, disjoint from the scored streams.
+
+    It concatenates blocks drawn with keys ``(WARMUP_KEY, j)``, which no scored stream uses.
+    """
+    if num_frames < 1:
+        raise ValueError(f"num_frames must be >= 1, got {num_frames}")
+    blocks = math.ceil(num_frames / config.num_frames)
+    keys = [(WARMUP_KEY, j) for j in range(blocks)]
+    return _make_stream(config, keys, "syn-warmup", classes(config))

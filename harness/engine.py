@@ -1,0 +1,227 @@
+"""The frame loop: the only code in streambench that calls a model (``../shared/DESIGN.md``, "The engine").
+
+Per stream: ``reset_state()``, then the frames one at a time at batch 1, each ``predict()`` timed at its
+boundary with ``time.perf_counter_ns()`` (seed 004 §6.2.3 "计时点": model pre/post-processing
+included, decoding and I/O excluded: a stream's frames are decoded before its first frame is timed).
+Before the first scored stream the engine warms the model up on a stream that is not scored and then
+resets it (seed 004 §6.2.2 "评测前进行 ≥100 帧预热").
+
+The loop is kept lean because its own cost is part of every latency it reports: outputs go into
+preallocated buffers, and only the checks that must stop a bad run at once (type, shape, ``refers_to``
+range) run per frame; finiteness is checked vectorised after the stream, still naming the frame.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from itertools import islice
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters.contract import Adapter, Frame, Prediction, Stream
+from protocols.recording import StreamRecording, StreamRole
+
+__all__ = ["AdapterOutputError", "ClockInfo", "Engine", "EngineConfig", "clock_info"]
+
+
+class EngineConfig(BaseModel):
+    """How the engine feeds a model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    warmup_frames: int = Field(
+        100, ge=0, description="frames fed before the first scored stream (seed 004: at least 100)"
+    )
+
+
+class ClockInfo(BaseModel):
+    """The clock latencies are read from, recorded with every result."""
+
+    name: str
+    implementation: str
+    resolution_ns: float
+    monotonic: bool
+    sync_policy: str
+    pacing: str
+
+
+def clock_info(device: str) -> ClockInfo:
+    info = time.get_clock_info("perf_counter")
+    sync = "none (CPU adapter: the output is ready when predict() returns)"
+    if device.startswith("cuda"):
+        sync = "the adapter synchronises before returning the output it needs"
+    return ClockInfo(
+        name="time.perf_counter_ns",
+        implementation=info.implementation,
+        resolution_ns=info.resolution * 1e9,
+        monotonic=info.monotonic,
+        sync_policy=sync,
+        pacing="unpaced",
+    )
+
+
+class AdapterOutputError(ValueError):
+    """An adapter broke the data contract; names the adapter, the stream and the frame."""
+
+    def __init__(self, adapter: str, stream_id: str, frame: int, problem: str) -> None:
+        super().__init__(f"adapter {adapter!r}, stream {stream_id!r}, frame {frame}: {problem}")
+        self.adapter = adapter
+        self.stream_id = stream_id
+        self.frame = frame
+        self.problem = problem
+
+
+class Engine:
+    """Feeds streams to one adapter and records its outputs and latencies."""
+
+    def __init__(self, adapter: Adapter, config: EngineConfig | None = None) -> None:
+        self.adapter = adapter
+        self.config = config or EngineConfig()
+        info = adapter.info
+        self.name = info.name
+        self.num_classes = info.num_classes
+        self.warmup_frames_run = 0
+
+    def warm_up(self, stream: Stream) -> int:
+        """Feed up to ``warmup_frames`` frames of an unscored stream, then reset. Returns frames fed."""
+        n = self.config.warmup_frames
+        if n == 0:
+            return 0
+        if stream.num_frames < n:
+            raise ValueError(
+                f"warm-up stream {stream.stream_id!r} has {stream.num_frames} frames, {n} are needed"
+            )
+        frames = list(islice(stream.frames(), n))
+        self.adapter.reset_state()
+        self._feed(frames, stream.stream_id, stream.num_frames)
+        self.adapter.reset_state()
+        self.warmup_frames_run = len(frames)
+        return len(frames)
+
+    def run_stream(self, stream: Stream, role: StreamRole = "test") -> StreamRecording:
+        """Reset the adapter, feed the stream frame by frame, return what was recorded."""
+        frames = list(stream.frames())
+        if len(frames) != stream.num_frames:
+            raise ValueError(
+                f"stream {stream.stream_id!r}: frame_source gave {len(frames)} frames, "
+                f"frame_times has {stream.num_frames}"
+            )
+        if len(stream.classes) != self.num_classes:
+            raise ValueError(
+                f"adapter {self.name!r} declares {self.num_classes} classes, stream "
+                f"{stream.stream_id!r} has {len(stream.classes)}"
+            )
+        self.adapter.reset_state()
+        latency_ns, emitted_at, refers_to, scores = self._feed(frames, stream.stream_id, len(frames))
+        segment_ns = round(stream.segment_length_s * 1e9) if stream.segment_length_s else None
+        return StreamRecording(
+            stream_id=stream.stream_id,
+            role=role,
+            t0_ns=round(stream.t0 * 1e9),
+            segment_length_ns=segment_ns,
+            frame_times_ns=np.round(stream.frame_times * 1e9).astype(np.int64),
+            labels=stream.labels,
+            latency_ns=latency_ns,
+            emitted_at=emitted_at,
+            refers_to=refers_to,
+            scores=scores,
+        )
+
+    def _feed(
+        self, frames: Sequence[Frame], stream_id: str, stream_length: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The timed loop. Everything it does per frame beyond ``predict()`` is harness overhead.
+
+        Scores are copied out as raw float32 bytes (an adapter may reuse its output buffer) and
+        joined into one ``[P, C]`` array after the stream.
+        """
+        n = len(frames)
+        shape = (self.num_classes,)
+        latency = [0] * n
+        score_bytes: list[bytes] = []
+        emitted_at: list[int] = []
+        refers_to: list[int] = []
+        keep_scores, keep_emitted, keep_ref = score_bytes.append, emitted_at.append, refers_to.append
+        predict = self.adapter.predict
+        clock = time.perf_counter_ns
+        prediction_type, ndarray, float32 = Prediction, np.ndarray, np.dtype(np.float32)
+        for i, frame in enumerate(frames):
+            start = clock()
+            out = predict(frame)
+            latency[i] = clock() - start
+            if out is None:
+                continue
+            # fast path: one Prediction with float32 scores of the right shape and an int refers_to
+            if type(out) is prediction_type:
+                sc = out.scores
+                ref = out.refers_to
+                if (
+                    type(sc) is ndarray
+                    and sc.dtype is float32
+                    and sc.shape == shape
+                    and (ref is None or type(ref) is int)
+                ):
+                    if ref is None:
+                        ref = i
+                    elif not 0 <= ref < stream_length:
+                        self._check_ref(ref, stream_id, i, stream_length)
+                    keep_scores(sc.tobytes())
+                    keep_emitted(i)
+                    keep_ref(ref)
+                    continue
+            for pred_scores, pred_ref in self._slow_path(out, stream_id, i, stream_length):
+                keep_scores(pred_scores.astype(np.float32).tobytes())
+                keep_emitted(i)
+                keep_ref(pred_ref)
+        k = len(emitted_at)
+        scores = np.frombuffer(b"".join(score_bytes), dtype=np.float32).reshape(k, self.num_classes).copy()
+        emitted = np.asarray(emitted_at, dtype=np.int64)
+        bad = ~np.isfinite(scores).all(axis=1)
+        if bad.any():
+            first = int(np.argmax(bad))
+            raise self._error(stream_id, int(emitted[first]), "scores contain NaN or Inf")
+        return np.asarray(latency, dtype=np.int64), emitted, np.asarray(refers_to, dtype=np.int64), scores
+
+    def _slow_path(
+        self, out: object, stream_id: str, index: int, stream_length: int
+    ) -> list[tuple[np.ndarray, int]]:
+        """Validate an output that is not a single well-formed Prediction; raise with a precise message."""
+        checked = []
+        for pred in out if isinstance(out, list) else [out]:
+            if not isinstance(pred, Prediction):
+                raise self._error(
+                    stream_id,
+                    index,
+                    f"predict() returned {type(pred).__name__}; "
+                    "expected Prediction, list[Prediction] or None",
+                )
+            if not isinstance(pred.scores, np.ndarray):
+                raise self._error(
+                    stream_id,
+                    index,
+                    f"scores are a {type(pred.scores).__name__}; expected a numpy.ndarray "
+                    "(convert tensors with .numpy() inside predict())",
+                )
+            if pred.scores.shape != (self.num_classes,):
+                raise self._error(
+                    stream_id, index, f"scores have shape {pred.scores.shape}, expected ({self.num_classes},)"
+                )
+            ref = (
+                index
+                if pred.refers_to is None
+                else self._check_ref(pred.refers_to, stream_id, index, stream_length)
+            )
+            checked.append((pred.scores, ref))
+        return checked
+
+    def _check_ref(self, ref: object, stream_id: str, index: int, stream_length: int) -> int:
+        if isinstance(ref, bool) or not isinstance(ref, (int, np.integer)):
+            raise self._error(stream_id, index, f"refers_to={ref!r} is not a frame index (int)")
+        if not 0 <= ref < stream_length:
+            raise self._error(stream_id, index, f"refers_to={ref} is outside the stream [0, {stream_length})")
+        return int(ref)
+
+    def _error(self, stream_id: str, frame: int, problem: str) -> AdapterOutputError:
+        return AdapterOutputError(self.name, stream_id, frame, problem)

@@ -1,0 +1,187 @@
+"""The result of a run on disk: ``results/<run_id>/result.json`` and ``arrays.npz`` (DESIGN.md "Results").
+
+``result.json`` is a versioned pydantic schema (:class:`RunResult`); the arrays hold every stream's
+recording so a run can be re-scored without the model. Both are written atomically (a temporary file
+in the same directory, then a rename), so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from adapters.contract import AdapterInfo
+from harness.engine import ClockInfo, EngineConfig
+from protocols.online import OnlineConfig, OnlineScore
+from protocols.recording import StreamRecording, from_arrays, to_arrays
+
+SCHEMA_VERSION = 1
+RESULT_FILE = "result.json"
+ARRAYS_FILE = "arrays.npz"
+
+__all__ = [
+    "RESULT_FILE",
+    "SCHEMA_VERSION",
+    "EnvironmentRecord",
+    "ResultFileError",
+    "RunResult",
+    "SeedRecord",
+    "environment",
+    "load_recordings",
+    "load_result",
+    "package_version",
+    "write_run",
+]
+
+
+class ResultFileError(ValueError):
+    """A result file could not be read; names the file."""
+
+
+class SeedRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: int
+    torch: int
+    split: int
+
+
+class EnvironmentRecord(BaseModel):
+    """What the run was measured on (the full lock list of seed 004 §6.2.2 is gathered by the
+    instruments; these are the items every machine can read)."""
+
+    python: str
+    platform: str
+    machine: str
+    processor: str
+    cpu_count: int | None
+    packages: dict[str, str | None]
+    torch_num_threads: int
+    torch_num_interop_threads: int
+    thread_env: dict[str, str | None]
+
+
+class WarmupRecord(BaseModel):
+    stream_id: str
+    frames: int
+
+
+class RunResult(BaseModel):
+    """Everything a run produced but the arrays. ``schema_version`` changes with any breaking change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    run_id: str
+    created_at: datetime
+    streambench_version: str
+    adapter: str = Field(description="the registry name or module:Class the run was asked for")
+    adapter_options: dict[str, Any]
+    adapter_info: AdapterInfo
+    dataset: str
+    dataset_config: dict[str, Any]
+    protocol: Literal["online"] = "online"
+    protocol_config: OnlineConfig
+    engine: EngineConfig
+    seeds: SeedRecord
+    clock: ClockInfo
+    environment: EnvironmentRecord
+    warmup: WarmupRecord | None
+    streams: dict[str, list[str]] = Field(description="stream ids by role (test, validation)")
+    metrics: OnlineScore
+    arrays_file: str = ARRAYS_FILE
+
+
+def package_version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment() -> EnvironmentRecord:
+    import torch
+
+    packages = ["streambench", "torch", "numpy", "pydantic", "nvidia-ml-py", "psutil"]
+    return EnvironmentRecord(
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+        machine=platform.machine(),
+        processor=platform.processor(),
+        cpu_count=os.cpu_count(),
+        packages={p: package_version(p) for p in packages},
+        torch_num_threads=torch.get_num_threads(),
+        torch_num_interop_threads=torch.get_num_interop_threads(),
+        thread_env={k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")},
+    )
+
+
+def _atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_all(handle: IO[bytes], data: bytes) -> None:
+    handle.write(data)
+
+
+def write_run(run_dir: Path, result: RunResult, recordings: Sequence[StreamRecording]) -> Path:
+    """Write the arrays, then ``result.json`` (last, so its presence means the run is complete)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    arrays = to_arrays(recordings)
+    _atomic_write(run_dir / ARRAYS_FILE, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]
+    text = result.model_dump_json(indent=2).encode()
+    _atomic_write(run_dir / RESULT_FILE, lambda f: _write_all(f, text))
+    return run_dir / RESULT_FILE
+
+
+def load_result(path: Path) -> RunResult:
+    """Read and validate a ``result.json`` (or the run directory holding one)."""
+    if path.is_dir():
+        path = path / RESULT_FILE
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ResultFileError(f"{path}: no such result file") from None
+    except json.JSONDecodeError as exc:
+        raise ResultFileError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    version = raw.get("schema_version") if isinstance(raw, dict) else None
+    if version != SCHEMA_VERSION:
+        raise ResultFileError(
+            f"{path}: schema_version {version!r} is not supported by this streambench "
+            f"(it reads version {SCHEMA_VERSION})"
+        )
+    try:
+        return RunResult.model_validate(raw)
+    except ValidationError as exc:
+        raise ResultFileError(f"{path}: does not match the result schema:\n{exc}") from None
+
+
+def load_recordings(run_dir: Path) -> list[StreamRecording]:
+    path = run_dir / ARRAYS_FILE
+    try:
+        with np.load(path) as arrays:
+            return from_arrays(arrays)
+    except FileNotFoundError:
+        raise ResultFileError(f"{path}: no such arrays file") from None

@@ -1,0 +1,144 @@
+"""Executes a protocol's plan with the engine and writes the run (DESIGN.md "Layout", floor 3).
+
+``execute_run`` is what ``streambench run`` does: build the data set and the adapter, hand the online
+protocol an executor backed by the engine, and write ``result.json`` with the per-frame arrays.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters.contract import Adapter, Stream
+from adapters.registry import create_adapter
+from harness.datasets.synthetic import SyntheticConfig, make_streams, make_warmup_stream
+from harness.engine import Engine, EngineConfig, clock_info
+from harness.results import RunResult, SeedRecord, WarmupRecord, environment, package_version, write_run
+from protocols import online
+from protocols.base import Plan
+from protocols.recording import StreamRecording
+
+__all__ = ["ProgressHook", "RunConfig", "execute_run"]
+
+ProgressHook = Callable[[int, int, str], None]
+"""Called after each stream: (streams done, streams planned, id of the stream just finished)."""
+
+
+class RunConfig(BaseModel):
+    """One run: which adapter, on which data, under which protocol and engine settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    adapter: str = Field("reference", description="registry name or importable module:Class")
+    adapter_options: dict[str, Any] = Field(
+        default_factory=dict, description="validated by the adapter's own Options model"
+    )
+    dataset: Literal["synthetic"] = "synthetic"
+    data: SyntheticConfig = Field(default_factory=SyntheticConfig)
+    protocol: online.OnlineConfig = Field(default_factory=online.OnlineConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    torch_seed: int = 0
+    output_dir: Path = Path("results")
+    run_id: str | None = None
+
+
+class EngineExecutor:
+    """The harness side of a protocol: warms up once, then runs each planned stream through the engine."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        streams: Mapping[str, Stream],
+        warmup: Stream | None,
+        progress: ProgressHook | None = None,
+    ) -> None:
+        self.engine = engine
+        self.streams = streams
+        self.warmup = warmup
+        self.progress = progress
+        self.warmup_record: WarmupRecord | None = None
+
+    def execute(self, plan: Plan) -> Sequence[StreamRecording]:
+        missing = [s.stream_id for s in plan.streams if s.stream_id not in self.streams]
+        if missing:
+            raise KeyError(f"plan names unknown streams: {missing[:5]}")
+        if self.warmup is not None and self.warmup_record is None:
+            frames = self.engine.warm_up(self.warmup)
+            self.warmup_record = WarmupRecord(stream_id=self.warmup.stream_id, frames=frames)
+        recordings = []
+        for done, planned in enumerate(plan.streams, start=1):
+            recordings.append(self.engine.run_stream(self.streams[planned.stream_id], planned.role))
+            if self.progress is not None:
+                self.progress(done, len(plan.streams), planned.stream_id)
+        return recordings
+
+
+def _run_id(adapter: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", adapter.rsplit(":", 1)[-1]).strip("-").lower() or "adapter"
+    return f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{slug}-{secrets.token_hex(3)}"
+
+
+def build_adapter(config: RunConfig, sample: Stream) -> Adapter:
+    """The adapter, with its data-bound options filled from the data set."""
+    first = next(iter(sample.frames()))
+    input_dims = {m: int(getattr(v, "size", 0)) for m, v in first.inputs.items() if v is not None}
+    adapter = create_adapter(
+        config.adapter,
+        config.adapter_options,
+        data_bound={"classes": sample.classes, "input_dims": input_dims},
+    )
+    declared = tuple(adapter.info.classes)
+    if declared != tuple(sample.classes):
+        raise ValueError(
+            f"adapter {config.adapter!r} declares classes {list(declared)[:6]}..., the data set has "
+            f"{list(sample.classes)[:6]}... ({len(declared)} vs {len(sample.classes)} classes); "
+            "they must match in name and order"
+        )
+    return adapter
+
+
+def execute_run(
+    config: RunConfig, progress: ProgressHook | None = None
+) -> tuple[RunResult, list[StreamRecording], Path]:
+    """Run the online protocol end to end and write ``<output_dir>/<run_id>/``."""
+    import torch
+
+    torch.manual_seed(config.torch_seed)
+    streams = make_streams(config.data)
+    warmup = (
+        make_warmup_stream(config.data, config.engine.warmup_frames) if config.engine.warmup_frames else None
+    )
+    adapter = build_adapter(config, streams[0])
+    engine = Engine(adapter, config.engine)
+    executor = EngineExecutor(engine, {s.stream_id: s for s in streams}, warmup, progress)
+    run_plan = online.plan(config.protocol, [s.stream_id for s in streams])
+    recordings = list(executor.execute(run_plan))
+    metrics = online.score(recordings, config.protocol, streams[0].classes)
+
+    run_id = config.run_id or _run_id(config.adapter)
+    result = RunResult(
+        run_id=run_id,
+        created_at=datetime.now(timezone.utc),
+        streambench_version=package_version("streambench") or "unknown",
+        adapter=config.adapter,
+        adapter_options=config.adapter_options,
+        adapter_info=adapter.info,
+        dataset=config.dataset,
+        dataset_config=config.data.model_dump(mode="json"),
+        protocol_config=config.protocol,
+        engine=config.engine,
+        seeds=SeedRecord(dataset=config.data.seed, torch=config.torch_seed, split=config.protocol.split_seed),
+        clock=clock_info(adapter.info.device),
+        environment=environment(),
+        warmup=executor.warmup_record,
+        streams={role: run_plan.ids(role) for role in ("test", "validation")},
+        metrics=metrics,
+    )
+    path = write_run(config.output_dir / run_id, result, recordings)
+    return result, recordings, path.parent

@@ -1,0 +1,69 @@
+"""The readable summary ``streambench run`` prints: the F1@Δt curve and the latency row."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.results import RunResult
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def print_summary(console: Console, result: RunResult) -> None:
+    metrics = result.metrics
+    overall = metrics.overall
+    acc = overall.accuracy
+    deltas = [p.delta_ms for p in acc.curves["frame"]["strict"]]
+
+    frame, segment = acc.curves["frame"], acc.curves["segment"]
+    curve = Table(
+        title="Accuracy given how late the answer may come (%, algorithmic clock)",
+        caption="frame units unless noted; micro F1 unless noted",
+        title_justify="left",
+    )
+    for name in ("Δt ms", "F1 Strict", "F1 Early-ok", "macro F1 Strict", "Acc Strict", "segment F1 Strict"):
+        curve.add_column(name, justify="right")
+    for i, delta in enumerate(deltas):
+        curve.add_row(
+            f"{delta:g}",
+            _pct(frame["strict"][i].f1_micro),
+            _pct(frame["early_ok"][i].f1_micro),
+            _pct(frame["strict"][i].f1_macro),
+            _pct(frame["strict"][i].accuracy),
+            _pct(segment["strict"][i].f1_micro),
+        )
+    console.print(curve)
+
+    speed = overall.speed
+    lat = speed.latency
+    timing = Table(title=f"Latency of predict() over {lat.n} frames (ms)", title_justify="left")
+    for name in ("avg", "p50", "p95", "p99", "max", "FPS", "RTF"):
+        timing.add_column(name, justify="right")
+    timing.add_row(
+        f"{lat.mean_ms:.3f}",
+        f"{lat.p50_ms:.3f}",
+        f"{lat.p95_ms:.3f}",
+        f"{lat.p99_ms:.3f}",
+        f"{lat.max_ms:.3f}",
+        f"{speed.fps:.0f}",
+        f"{speed.rtf:.4f}",
+    )
+    console.print(timing)
+
+    decision = metrics.decision
+    rule = (
+        decision.kind
+        if decision.kind != "threshold"
+        else f"threshold {decision.thresholds[0] if decision.thresholds else ''}"
+    )
+    console.print(
+        f"offline: segment F1 micro {_pct(acc.segment_f1_micro)} % · macro {_pct(acc.segment_f1_macro)} % · "
+        f"frame accuracy {_pct(acc.frame_accuracy)} %\n"
+        f"{len(metrics.streams)} test streams, {acc.num_frames} frames, {acc.num_segments} segments · "
+        f"decision: {rule} · adapter {result.adapter_info.name} on {result.adapter_info.device} · "
+        f"warm-up {result.warmup.frames if result.warmup else 0} frames · clock {result.clock.name}",
+        highlight=False,
+    )

@@ -1,0 +1,87 @@
+"""Latency-tolerant scoring: which prediction counts for each unit under a delay window Δt.
+
+DESIGN.md "Time and delay" and seed 004 (``seeds/004_45b65944d7246517.txt``) §6.2.2 (1), Acc@Δt /
+F1@Δt: the delay of a prediction is ``t_pred - t_seg`` (integer nanoseconds; negative for a label
+emitted before its unit is complete). For each evaluated unit the *latest* prediction that refers to
+it and lies inside the window counts; a unit with no such prediction predicts nothing.
+
+- Strict: ``0 <= delay <= Δt`` (early labels ignored; the seed's default, used in its Fig. 6.1).
+- Early-ok: ``|delay| <= Δt``.
+
+Both bounds are inclusive: a prediction with ``delay == Δt`` counts.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from protocols.metrics.events import BoolArray, IntArray, _check_int, _check_int_vector, _check_multi_hot
+
+DelayMode = Literal["strict", "early_ok"]
+
+
+def select_in_window(
+    unit_of_pred: npt.ArrayLike,
+    delay_ns: npt.ArrayLike,
+    num_units: int,
+    window_ns: int | None,
+    mode: DelayMode = "strict",
+) -> IntArray:
+    """For each unit, the index of the latest prediction inside the delay window, or -1.
+
+    Definition: seed 004 §6.2.2 (1) (Strict / Early-ok) and DESIGN.md "Time and delay".
+    Predictions are given in emission order ``p = 0..P-1``: prediction ``p`` refers to unit
+    ``unit_of_pred[p]`` (``0 <= unit < num_units``) and has delay ``delay_ns[p]`` (int64 ns, may be
+    negative). A prediction is in the window when
+
+    - ``mode="strict"``: ``0 <= delay <= window_ns``;
+    - ``mode="early_ok"``: ``-window_ns <= delay <= window_ns``;
+    - ``window_ns=None`` (either mode): always — no delay limit, the latest prediction of each unit
+      whatever its delay (the offline view, including early labels).
+
+    "Latest" is the largest emission index ``p``, not the largest delay. Returns int64 ``[num_units]``.
+    """
+    units = _check_int_vector(unit_of_pred, "unit_of_pred")
+    delays = _check_int_vector(delay_ns, "delay_ns")
+    n_units = _check_int(num_units, "num_units", minimum=0)
+    if delays.shape != units.shape:
+        raise ValueError(f"delay_ns has {delays.size} entries, expected one per prediction ({units.size})")
+    if units.size and (units.min() < 0 or units.max() >= n_units):
+        raise ValueError(f"unit_of_pred values must lie in [0, num_units={n_units})")
+    if mode not in ("strict", "early_ok"):
+        raise ValueError(f"mode must be 'strict' or 'early_ok', got {mode!r}")
+    if window_ns is None:
+        valid = np.ones(units.shape, dtype=np.bool_)
+    else:
+        window = _check_int(window_ns, "window_ns", minimum=0)
+        lower = 0 if mode == "strict" else -window
+        valid = (delays >= lower) & (delays <= window)
+    out = np.full(n_units, -1, dtype=np.int64)
+    idx = np.flatnonzero(valid).astype(np.int64)
+    np.maximum.at(out, units[idx], idx)  # order-independent "latest wins" for repeated units
+    return out
+
+
+def gather_decisions(chosen: npt.ArrayLike, decided: npt.ArrayLike, num_classes: int) -> BoolArray:
+    """Decisions per unit ``[num_units, C]``: the rows of ``decided`` picked by ``chosen``.
+
+    ``decided`` is the decision rule applied to every prediction (``[P, C]``, bool or 0/1, e.g. from
+    :func:`protocols.metrics.decision.apply_thresholds`); ``chosen`` comes from
+    :func:`select_in_window`. A unit with ``chosen == -1`` predicts nothing (all False), as DESIGN.md
+    "Time and delay" and seed 004 §6.2.2 (1) require for a unit without an in-window prediction.
+    ``num_classes`` fixes ``C`` (it must equal ``decided.shape[1]``; it matters when ``P == 0``).
+    """
+    c = _check_int(num_classes, "num_classes", minimum=1)
+    sel = _check_int_vector(chosen, "chosen")
+    dec = _check_multi_hot(decided, "decided")
+    if dec.shape[1] != c:
+        raise ValueError(f"decided has {dec.shape[1]} classes, expected num_classes={c}")
+    if sel.size and (sel.min() < -1 or sel.max() >= dec.shape[0]):
+        raise ValueError(f"chosen values must be -1 or lie in [0, {dec.shape[0]}) (rows of decided)")
+    out = np.zeros((sel.size, c), dtype=np.bool_)
+    has = sel >= 0
+    out[has] = dec[sel[has]]
+    return out

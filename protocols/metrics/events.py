@@ -1,0 +1,308 @@
+"""Label metrics: segment-level F1 (micro / macro), frame accuracy and exact-match accuracy.
+
+Definitions follow seed 004 (``seeds/004_45b65944d7246517.txt``) §6.2.1: F1 is built on per-class
+TP/FP/FN with the seed's ``1e-9`` epsilons, micro-averaged by default (TP/FP/FN accumulated over all
+classes and segments first), macro-averaged on request (mean of per-class F1).
+
+Pure numpy: no I/O, no global state. Public functions validate their arguments and raise ``ValueError``
+naming the offending argument; the private helpers trust their inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+EPS = 1e-9
+"""The epsilon of seed 004 §6.2.1 (1): added to every denominator of precision, recall and F1."""
+
+Average = Literal["micro", "macro"]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+# --------------------------------------------------------------------------------------------------
+# validation helpers (shared by the metrics package)
+
+
+def _check_multi_hot(x: npt.ArrayLike, name: str) -> BoolArray:
+    """A ``[N, C]`` array of bool or 0/1 values (any integer or float dtype), returned as bool."""
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D multi-hot array [N, C], got shape {arr.shape}")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one class (shape {arr.shape})")
+    if arr.dtype == np.bool_:
+        return arr
+    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise ValueError(f"{name} must be bool or 0/1 numbers, got dtype {arr.dtype}")
+    if not np.all((arr == 0) | (arr == 1)):
+        raise ValueError(f"{name} must contain only 0/1 values (multi-hot)")
+    return arr.astype(np.bool_)
+
+
+def _check_same_shape(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
+    if a.shape != b.shape:
+        raise ValueError(f"{name_b} has shape {b.shape}, expected the shape of {name_a} {a.shape}")
+
+
+def _check_int_vector(x: npt.ArrayLike, name: str) -> IntArray:
+    """A 1-D array of an integer dtype (bool rejected), returned as int64."""
+    arr = np.asarray(x)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array, got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name} must have an integer dtype, got {arr.dtype}")
+    return arr.astype(np.int64, copy=False)
+
+
+def _check_int(x: object, name: str, minimum: int | None = None) -> int:
+    """A Python or numpy integer (bool rejected), optionally bounded below."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {x!r}")
+    value = int(x)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _check_average(average: object) -> Average:
+    if average not in ("micro", "macro"):
+        raise ValueError(f"average must be 'micro' or 'macro', got {average!r}")
+    return average
+
+
+# --------------------------------------------------------------------------------------------------
+# counts
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ClassCounts:
+    """Per-class confusion counts, each an int64 array ``[C]`` (read-only).
+
+    ``support`` is the number of reference positives of each class (``tp + fn``). Counts of several
+    streams add with ``+`` (and ``sum(...)``, which starts from ``0``), so a micro F1 over many streams
+    is the F1 of the summed counts. Equality is identity (``eq=False``): compare the fields.
+    """
+
+    tp: IntArray
+    fp: IntArray
+    fn: IntArray
+    support: IntArray
+
+    def __post_init__(self) -> None:
+        shape: tuple[int, ...] | None = None
+        for name in ("tp", "fp", "fn", "support"):
+            arr = np.array(getattr(self, name), copy=True)
+            if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+                raise ValueError(f"{name} must be a 1-D integer array [C], got {arr.dtype} {arr.shape}")
+            if np.any(arr < 0):
+                raise ValueError(f"{name} must be non-negative counts")
+            if shape is not None and arr.shape != shape:
+                raise ValueError(f"{name} has shape {arr.shape}, expected {shape} like tp")
+            shape = arr.shape
+            arr = arr.astype(np.int64)
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.tp.size)
+
+    @classmethod
+    def zeros(cls, num_classes: int) -> ClassCounts:
+        """All-zero counts for ``num_classes`` classes (the neutral element of ``+``)."""
+        n = _check_int(num_classes, "num_classes", minimum=1)
+        z = np.zeros(n, dtype=np.int64)
+        return cls(tp=z, fp=z, fn=z, support=z)
+
+    def __add__(self, other: object) -> ClassCounts:
+        if not isinstance(other, ClassCounts):
+            return NotImplemented
+        if other.num_classes != self.num_classes:
+            raise ValueError(
+                f"other has {other.num_classes} classes, cannot add to counts of {self.num_classes} classes"
+            )
+        return ClassCounts(
+            tp=self.tp + other.tp,
+            fp=self.fp + other.fp,
+            fn=self.fn + other.fn,
+            support=self.support + other.support,
+        )
+
+    def __radd__(self, other: object) -> ClassCounts:
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:  # sum() starts at 0
+            return self
+        return self.__add__(other)
+
+
+def class_counts(gt: npt.ArrayLike, pred: npt.ArrayLike) -> ClassCounts:
+    """Per-class TP / FP / FN / support of multi-hot ``pred`` against ``gt``, both ``[N, C]``.
+
+    Definition: the counts of the Micro-F1 pseudo-code of seed 004 §6.2.1 (1), kept per class
+    (``TP += p==1 and y==1``, ``FP += p==1 and y==0``, ``FN += p==0 and y==1``).
+    ``gt`` and ``pred`` are bool or 0/1 arrays; ``N`` may be 0 (all counts zero).
+    """
+    g = _check_multi_hot(gt, "gt")
+    p = _check_multi_hot(pred, "pred")
+    _check_same_shape(g, p, "gt", "pred")
+    tp = np.count_nonzero(g & p, axis=0)
+    fp = np.count_nonzero(~g & p, axis=0)
+    fn = np.count_nonzero(g & ~p, axis=0)
+    return ClassCounts(tp=tp, fp=fp, fn=fn, support=tp + fn)
+
+
+# --------------------------------------------------------------------------------------------------
+# F1
+
+
+@dataclass(frozen=True, slots=True)
+class PrecisionRecallF1:
+    """Precision, recall and F1 (fractions in [0, 1]) with the averaging that produced them."""
+
+    precision: float
+    recall: float
+    f1: float
+    average: Average
+    num_classes_averaged: int
+
+
+def _prf(tp: FloatArray, fp: FloatArray, fn: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Seed 004 §6.2.1 (1) formulas, elementwise (operation order as in the pseudo-code)."""
+    precision = tp / (tp + fp + EPS)
+    recall = tp / (tp + fn + EPS)
+    f1 = 2 * precision * recall / (precision + recall + EPS)
+    return precision, recall, f1
+
+
+def precision_recall_f1_from_counts(
+    counts: ClassCounts, average: Average = "micro", exclude_empty_classes: bool = False
+) -> PrecisionRecallF1:
+    """Precision, recall and F1 from per-class counts — seed 004 §6.2.1 (1).
+
+    - ``average="micro"`` (the seed's default): TP, FP, FN summed over all classes (and segments, and
+      streams if the counts were added), then ``P = TP/(TP+FP+1e-9)``, ``R = TP/(TP+FN+1e-9)``,
+      ``F1 = 2PR/(P+R+1e-9)``. ``exclude_empty_classes`` has no effect (empty classes add nothing).
+    - ``average="macro"``: the same formulas per class, then the mean over classes of P, R and F1
+      (so the macro F1 is the mean of per-class F1, not the F1 of the macro P and R). By default the
+      mean runs over all ``C`` classes, as the seed defines it: a class with neither references nor
+      predictions scores F1 = 0. With ``exclude_empty_classes=True`` such classes are left out of the
+      mean; if every class is empty the result is 0.0.
+
+    Conventions compared with scikit-learn: ``f1_score(..., zero_division=z)`` has no epsilons
+    (results differ by O(1e-9)) and gives an empty class (no reference, no prediction, F1 = 0/0) the
+    value ``z`` *inside* the mean. ``zero_division=0`` therefore matches the default here, while
+    ``exclude_empty_classes=True`` matches sklearn with ``labels=`` restricted to the non-empty
+    classes; ``zero_division=1`` (count empty classes as perfect) has no equivalent here.
+    """
+    if not isinstance(counts, ClassCounts):
+        raise ValueError(f"counts must be a ClassCounts, got {type(counts).__name__}")
+    avg = _check_average(average)
+    if not isinstance(exclude_empty_classes, (bool, np.bool_)):
+        raise ValueError(f"exclude_empty_classes must be a bool, got {exclude_empty_classes!r}")
+    tp = counts.tp.astype(np.float64)
+    fp = counts.fp.astype(np.float64)
+    fn = counts.fn.astype(np.float64)
+    if avg == "micro":
+        p, r, f = _prf(tp.sum(keepdims=True), fp.sum(keepdims=True), fn.sum(keepdims=True))
+        return PrecisionRecallF1(float(p[0]), float(r[0]), float(f[0]), "micro", counts.num_classes)
+    keep = np.ones(counts.num_classes, dtype=np.bool_)
+    if exclude_empty_classes:
+        keep = (counts.support > 0) | (counts.tp + counts.fp > 0)
+    n_kept = int(np.count_nonzero(keep))
+    if n_kept == 0:
+        return PrecisionRecallF1(0.0, 0.0, 0.0, "macro", 0)
+    p, r, f = _prf(tp[keep], fp[keep], fn[keep])
+    return PrecisionRecallF1(float(p.mean()), float(r.mean()), float(f.mean()), "macro", n_kept)
+
+
+def f1_from_counts(
+    counts: ClassCounts, average: Average = "micro", exclude_empty_classes: bool = False
+) -> float:
+    """F1 from per-class counts — seed 004 §6.2.1 (1), micro by default, macro on request.
+
+    See :func:`precision_recall_f1_from_counts` for both averages, the ``exclude_empty_classes``
+    option and how they relate to scikit-learn's ``zero_division``.
+    """
+    return precision_recall_f1_from_counts(counts, average, exclude_empty_classes).f1
+
+
+def segment_f1(
+    gt: npt.ArrayLike,
+    pred: npt.ArrayLike,
+    average: Average = "micro",
+    exclude_empty_classes: bool = False,
+) -> float:
+    """Segment-level F1 of multi-hot ``pred`` against ``gt`` (``[S, C]``) — seed 004 §6.2.1 (1).
+
+    ``f1_from_counts(class_counts(gt, pred), average, exclude_empty_classes)``; micro by default (the
+    seed's default), macro = mean of per-class F1 over all classes unless ``exclude_empty_classes``.
+    Use :func:`segment_labels` to turn frame labels into segment labels.
+    """
+    return f1_from_counts(class_counts(gt, pred), average, exclude_empty_classes)
+
+
+# --------------------------------------------------------------------------------------------------
+# accuracies
+
+
+def frame_accuracy(gt: npt.ArrayLike, pred: npt.ArrayLike) -> float:
+    """Frame-level accuracy of single-label integer sequences ``[N]`` — seed 004 §6.2.1 (3).
+
+    ``Acc = correct_frames / total_frames``, i.e. ``mean(gt == pred)`` (scikit-learn's
+    ``accuracy_score`` on label vectors). ``N`` must be at least 1.
+    """
+    g = np.asarray(gt)
+    p = np.asarray(pred)
+    for arr, name in ((g, "gt"), (p, "pred")):
+        if arr.ndim != 1:
+            raise ValueError(f"{name} must be a 1-D array of class indices [N], got shape {arr.shape}")
+        if not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_):
+            raise ValueError(f"{name} must hold integer class indices, got dtype {arr.dtype}")
+    _check_same_shape(g, p, "gt", "pred")
+    if g.size == 0:
+        raise ValueError("gt is empty: accuracy of zero frames is undefined")
+    return float(np.count_nonzero(g == p) / g.size)
+
+
+def exact_match_accuracy(gt: npt.ArrayLike, pred: npt.ArrayLike) -> float:
+    """Fraction of rows whose whole label set matches, for multi-hot ``[N, C]`` arrays.
+
+    The Acc of seed 004 §6.2.2 (1) (``1[y_pred == y_gt]``) applied to multi-hot labels: a row counts
+    only if every class agrees (scikit-learn's "subset accuracy", ``accuracy_score`` on indicator
+    matrices). ``N`` must be at least 1.
+    """
+    g = _check_multi_hot(gt, "gt")
+    p = _check_multi_hot(pred, "pred")
+    _check_same_shape(g, p, "gt", "pred")
+    if g.shape[0] == 0:
+        raise ValueError("gt has no rows: accuracy of zero units is undefined")
+    return float(np.count_nonzero(np.all(g == p, axis=1)) / g.shape[0])
+
+
+def segment_labels(frame_labels: npt.ArrayLike, segment_index: npt.ArrayLike, num_segments: int) -> BoolArray:
+    """Segment labels ``[S, C]``: the OR of the labels of the frames in each segment.
+
+    Seed 004 §6.2.1 (1) cuts a stream into fixed windows and labels each window: a class is present
+    in a segment if it is present in any of its frames. Frame ``i`` belongs to segment
+    ``segment_index[i]`` (any order; ``0 <= segment_index[i] < num_segments``); a segment without
+    frames has no labels.
+    """
+    labels = _check_multi_hot(frame_labels, "frame_labels")
+    seg = _check_int_vector(segment_index, "segment_index")
+    n_seg = _check_int(num_segments, "num_segments", minimum=0)
+    if seg.shape[0] != labels.shape[0]:
+        raise ValueError(
+            f"segment_index has {seg.shape[0]} entries, "
+            f"expected one per frame of frame_labels ({labels.shape[0]})"
+        )
+    if seg.size and (seg.min() < 0 or seg.max() >= n_seg):
+        raise ValueError(f"segment_index values must lie in [0, num_segments={n_seg})")
+    out = np.zeros((n_seg, labels.shape[1]), dtype=np.bool_)
+    rows, cols = np.nonzero(labels)
+    out[seg[rows], cols] = True  # every written value is True, so repeated indices are harmless
+    return out

@@ -1,0 +1,97 @@
+"""What a run records for each stream: the raw material every protocol scores.
+
+The engine fills one :class:`StreamRecording` per stream; protocols compute metrics from it without
+calling a model, so a saved run can be re-scored (``../shared/DESIGN.md``, "Layout").
+Times are integers in nanoseconds on the stream clock (``frame_times_ns``) so that delay windows such
+as ``0 <= delay <= 200 ms`` are compared exactly, never through float rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+StreamRole = Literal["test", "validation"]
+
+_ARRAY_FIELDS = (
+    "frame_times_ns",
+    "labels",
+    "latency_ns",
+    "emitted_at",
+    "refers_to",
+    "scores",
+)
+
+
+@dataclass(slots=True)
+class StreamRecording:
+    """The outputs of one stream, in emission order.
+
+    - ``frame_times_ns`` ``[T]`` int64: arrival time of each frame (end of its capture interval).
+    - ``t0_ns``: start of the stream's first capture interval.
+    - ``labels`` ``[T, C]`` bool: the reference, multi-hot over the stream's classes.
+    - ``latency_ns`` ``[T]`` int64: host wall time of each ``predict()`` call.
+    - ``emitted_at`` ``[P]`` int64: index of the frame whose ``predict()`` returned prediction p.
+    - ``refers_to`` ``[P]`` int64: index of the frame prediction p labels.
+    - ``scores`` ``[P, C]`` float32: the per-class scores of prediction p.
+    """
+
+    stream_id: str
+    role: StreamRole
+    t0_ns: int
+    segment_length_ns: int | None
+    frame_times_ns: np.ndarray
+    labels: np.ndarray
+    latency_ns: np.ndarray
+    emitted_at: np.ndarray
+    refers_to: np.ndarray
+    scores: np.ndarray
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.frame_times_ns.size)
+
+    @property
+    def num_predictions(self) -> int:
+        return int(self.emitted_at.size)
+
+    @property
+    def duration_ns(self) -> int:
+        return int(self.frame_times_ns[-1] - self.t0_ns)
+
+
+def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
+    """Flatten recordings into named arrays for ``numpy.savez`` (keys ``s{i}/<field>``)."""
+    out: dict[str, np.ndarray] = {}
+    for i, rec in enumerate(recordings):
+        for name in _ARRAY_FIELDS:
+            out[f"s{i}/{name}"] = getattr(rec, name)
+        out[f"s{i}/meta"] = np.array(
+            [rec.stream_id, rec.role, str(rec.t0_ns), str(rec.segment_length_ns or "")]
+        )
+    return out
+
+
+def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
+    """Inverse of :func:`to_arrays`."""
+    recordings = []
+    i = 0
+    while f"s{i}/meta" in arrays:
+        stream_id, role, t0, seg = (str(x) for x in arrays[f"s{i}/meta"])
+        fields = {name: np.asarray(arrays[f"s{i}/{name}"]) for name in _ARRAY_FIELDS}
+        if role not in ("test", "validation"):
+            raise ValueError(f"stream {stream_id!r}: unknown role {role!r} in recorded arrays")
+        recordings.append(
+            StreamRecording(
+                stream_id=stream_id,
+                role=role,  # type: ignore[arg-type]
+                t0_ns=int(t0),
+                segment_length_ns=int(seg) if seg else None,
+                **fields,
+            )
+        )
+        i += 1
+    return recordings

@@ -1,0 +1,89 @@
+"""The adapter registry: lazy short names, module:Class paths, helpful errors, data-bound options."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from adapters import registry
+from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, StreamingAdapter
+from adapters.registry import AdapterLoadError, create_adapter, resolve
+
+
+class _Opts(AdapterOptions):
+    classes: tuple[str, ...] | None = None
+    gain: float = 1.0
+
+
+class _Toy(StreamingAdapter):
+    Options = _Opts
+
+    @property
+    def info(self) -> AdapterInfo:
+        assert isinstance(self.options, _Opts)
+        return AdapterInfo(name="toy", classes=self.options.classes or ("a",), modalities=("x",))
+
+    def reset_state(self) -> None:
+        pass
+
+    def predict(self, frame: Frame) -> Prediction | None:
+        return None
+
+
+@pytest.fixture
+def toy_module(monkeypatch: pytest.MonkeyPatch) -> str:
+    module = types.ModuleType("toy_adapters")
+    module._Toy = _Toy  # type: ignore[attr-defined]
+    module.not_a_class = 3  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "toy_adapters", module)
+    return "toy_adapters"
+
+
+def test_registry_is_lazy_and_resolves_short_names() -> None:
+    assert all(":" in target for target in registry.REGISTRY.values())
+    assert {"reference", "reference-lookahead", "null"} <= set(registry.REGISTRY)
+    assert resolve("null").__name__ == "NullAdapter"
+
+
+def test_unknown_name_suggests_close_matches() -> None:
+    with pytest.raises(AdapterLoadError, match=r"unknown adapter 'refrence'\. Did you mean 'reference'"):
+        resolve("refrence")
+    with pytest.raises(AdapterLoadError, match="Known adapters: null, reference"):
+        resolve("zzz")
+
+
+def test_module_class_paths(toy_module: str) -> None:
+    assert resolve(f"{toy_module}:_Toy") is _Toy
+    with pytest.raises(AdapterLoadError, match=r"has no attribute '_Tyo'\. Did you mean '_Toy'"):
+        resolve(f"{toy_module}:_Tyo")
+    with pytest.raises(AdapterLoadError, match="cannot import module 'no_such_module_xyz'"):
+        resolve("no_such_module_xyz:Model")
+    with pytest.raises(AdapterLoadError, match="is not a class"):
+        resolve(f"{toy_module}:not_a_class")
+
+
+def test_options_are_validated_and_data_bound_ones_filled(toy_module: str) -> None:
+    adapter = create_adapter(f"{toy_module}:_Toy", {"gain": 2}, data_bound={"classes": ("p", "q")})
+    assert adapter.info.classes == ("p", "q")
+    explicit = create_adapter(f"{toy_module}:_Toy", {"classes": ["z"]}, data_bound={"classes": ("p", "q")})
+    assert explicit.info.classes == ("z",)
+    with pytest.raises(AdapterLoadError, match="gain"):
+        create_adapter(f"{toy_module}:_Toy", {"gain": "loud"})
+    with pytest.raises(AdapterLoadError, match="volume"):
+        create_adapter(f"{toy_module}:_Toy", {"volume": 3})
+
+
+def test_objects_without_the_interface_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("not_adapters")
+
+    class Nope:
+        pass
+
+    module.Nope = Nope  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "not_adapters", module)
+    with pytest.raises(AdapterLoadError, match="lacks the adapter interface"):
+        create_adapter("not_adapters:Nope")
+    with pytest.raises(AdapterLoadError, match="takes no options"):
+        create_adapter("not_adapters:Nope", {"x": 1})

@@ -1,0 +1,137 @@
+"""The engine: reset per stream, warm-up unscored, batch-1 frame loop, validation of adapter outputs."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from adapters.contract import Frame, Prediction
+from harness.engine import AdapterOutputError, Engine, EngineConfig
+from tests.support import ScriptedAdapter, constant, make_stream
+
+OK = [0.2, 0.8]
+
+
+def test_reset_exactly_once_per_stream_and_frames_in_order() -> None:
+    adapter = ScriptedAdapter(constant(OK))
+    engine = Engine(adapter, EngineConfig(warmup_frames=0))
+    streams = [make_stream(f"s{i}", num_frames=5 + i) for i in range(3)]
+    for stream in streams:
+        engine.run_stream(stream)
+    expected: list[tuple[str, int | None]] = []
+    for stream in streams:
+        expected.append(("reset", None))
+        expected.extend(("predict", i) for i in range(stream.num_frames))
+    assert adapter.calls == expected
+
+
+def test_warmup_is_fed_then_reset_and_never_recorded() -> None:
+    seen: list[float] = []
+
+    def script(frame: Frame) -> Prediction:
+        seen.append(float(frame.inputs["x"][0]))
+        return Prediction(scores=np.asarray(OK, dtype=np.float32))
+
+    adapter = ScriptedAdapter(script)
+    engine = Engine(adapter, EngineConfig(warmup_frames=100))
+    warm = make_stream("warm", num_frames=150)
+    scored = make_stream("scored", num_frames=30)
+    assert engine.warm_up(warm) == 100
+    rec = engine.run_stream(scored)
+    warm_marker, scored_marker = float(abs(hash("warm")) % 1000), float(abs(hash("scored")) % 1000)
+    assert seen.count(warm_marker) == 100 and seen.count(scored_marker) == 30
+    # reset before warm-up, after warm-up, before the scored stream
+    assert [c for c in adapter.calls if c[0] == "reset"] == [("reset", None)] * 3
+    assert adapter.calls[101] == ("reset", None)
+    assert rec.num_frames == 30 and rec.latency_ns.shape == (30,) and rec.num_predictions == 30
+    np.testing.assert_array_equal(rec.emitted_at, np.arange(30))
+
+
+def test_warmup_stream_too_short_is_an_error() -> None:
+    engine = Engine(ScriptedAdapter(constant(OK)), EngineConfig(warmup_frames=100))
+    with pytest.raises(ValueError, match="warm-up stream 'w' has 50 frames, 100 are needed"):
+        engine.warm_up(make_stream("w", num_frames=50))
+
+
+def test_recording_holds_scores_refers_to_and_latency() -> None:
+    def script(frame: Frame) -> Prediction | list[Prediction] | None:
+        if frame.index == 0:
+            return None
+        scores = np.array([0.1, 0.9], dtype=np.float32) * frame.index
+        if frame.index % 2:
+            return Prediction(scores=scores, refers_to=frame.index - 1)
+        return [
+            Prediction(scores=scores),
+            Prediction(scores=scores + 1, refers_to=0),
+            Prediction(scores=scores),
+        ]
+
+    rec = Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0)).run_stream(make_stream(num_frames=8))
+    # frames 1,3,5,7 emit one prediction, frames 2,4,6 three: 4 + 9 = 13 > 8 frames (buffers grow)
+    assert rec.num_predictions == 13
+    np.testing.assert_array_equal(rec.emitted_at, [1, 2, 2, 2, 3, 4, 4, 4, 5, 6, 6, 6, 7])
+    np.testing.assert_array_equal(rec.refers_to, [0, 2, 0, 2, 2, 4, 0, 4, 4, 6, 0, 6, 6])
+    np.testing.assert_allclose(rec.scores[2], [1.2, 2.8], rtol=1e-6)
+    assert rec.scores.dtype == np.float32 and rec.latency_ns.dtype == np.int64
+    assert np.all(rec.latency_ns > 0)
+
+
+def test_latency_is_measured_at_the_predict_boundary() -> None:
+    def slow(frame: Frame) -> Prediction:
+        end = time.perf_counter_ns() + 2_000_000  # busy-wait 2 ms on odd frames
+        while frame.index % 2 and time.perf_counter_ns() < end:
+            pass
+        return Prediction(scores=np.asarray(OK, dtype=np.float32))
+
+    rec = Engine(ScriptedAdapter(slow), EngineConfig(warmup_frames=0)).run_stream(make_stream(num_frames=6))
+    assert np.all(rec.latency_ns[1::2] >= 2_000_000)
+    assert np.all(rec.latency_ns[0::2] < 2_000_000)
+
+
+@pytest.mark.parametrize(
+    ("output", "problem"),
+    [
+        (Prediction(scores=np.zeros(3, dtype=np.float32)), r"scores have shape \(3,\), expected \(2,\)"),
+        (Prediction(scores=np.zeros((1, 2), dtype=np.float32)), r"scores have shape \(1, 2\)"),
+        (Prediction(scores=np.array([0.5, np.nan], dtype=np.float32)), "NaN or Inf"),
+        (Prediction(scores=np.array([np.inf, 0.5])), "NaN or Inf"),
+        (
+            Prediction(scores=np.zeros(2, dtype=np.float32), refers_to=20),
+            r"refers_to=20 is outside the stream \[0, 20\)",
+        ),
+        (Prediction(scores=np.zeros(2, dtype=np.float32), refers_to=-1), "refers_to=-1 is outside"),
+        (Prediction(scores=np.zeros(2, dtype=np.float32), refers_to=2.0), "is not a frame index"),  # type: ignore[arg-type]
+        (Prediction(scores=[0.5, 0.5]), "scores are a list; expected a numpy.ndarray"),  # type: ignore[arg-type]
+        (np.zeros(2), "predict\\(\\) returned ndarray; expected Prediction"),
+        ([Prediction(scores=np.zeros(2, dtype=np.float32)), "x"], "returned str"),
+    ],
+)
+def test_contract_violations_name_adapter_stream_and_frame(output: object, problem: str) -> None:
+    def script(frame: Frame) -> object:
+        return output if frame.index == 7 else Prediction(scores=np.asarray(OK, dtype=np.float32))
+
+    engine = Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0))  # type: ignore[arg-type]
+    with pytest.raises(AdapterOutputError, match=problem) as info:
+        engine.run_stream(make_stream("clip-9", num_frames=20))
+    assert info.value.frame == 7 and info.value.stream_id == "clip-9" and info.value.adapter == "scripted"
+    assert str(info.value).startswith("adapter 'scripted', stream 'clip-9', frame 7: ")
+
+
+def test_numpy_integer_refers_to_and_anticipation_are_accepted() -> None:
+    def script(frame: Frame) -> Prediction:
+        target = np.int64(min(frame.index + 3, 9))  # anticipation: labels a later frame
+        return Prediction(scores=np.asarray(OK, dtype=np.float32), refers_to=target)  # type: ignore[arg-type]
+
+    rec = Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0)).run_stream(
+        make_stream(num_frames=10)
+    )
+    np.testing.assert_array_equal(rec.refers_to, [3, 4, 5, 6, 7, 8, 9, 9, 9, 9])
+
+
+def test_class_count_mismatch_is_refused() -> None:
+    engine = Engine(ScriptedAdapter(constant(OK)), EngineConfig(warmup_frames=0))
+    stream = make_stream("three", classes=("a", "b", "c"))
+    with pytest.raises(ValueError, match="declares 2 classes, stream 'three' has 3"):
+        engine.run_stream(stream)

@@ -1,0 +1,122 @@
+"""End to end: the runner, the result files, the CLI, and the README's adapter example."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.results import ResultFileError, RunResult, load_recordings, load_result
+from harness.runner import RunConfig, execute_run
+from protocols import online
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def small(tmp_path: Path, **changes: object) -> RunConfig:
+    base: dict[str, object] = {"data": {"num_streams": 6}, "output_dir": tmp_path, "run_id": "run"}
+    base.update(changes)
+    return RunConfig.model_validate(base)
+
+
+def test_reference_run_writes_a_valid_result(tmp_path: Path) -> None:
+    result, recordings, run_dir = execute_run(small(tmp_path))
+    assert run_dir == tmp_path / "run"
+    loaded = load_result(run_dir)
+    assert loaded == result
+    assert RunResult.model_validate(json.loads((run_dir / "result.json").read_text())) == result
+    assert result.schema_version == 1 and result.warmup is not None and result.warmup.frames == 100
+    assert result.streams["test"] == [f"syn-{i:04d}" for i in range(6)]
+    assert result.clock.name == "time.perf_counter_ns" and result.seeds.dataset == 0
+    # the arrays hold exactly the scored streams (no warm-up frames) and re-score to the same figures
+    saved = load_recordings(run_dir)
+    assert [r.stream_id for r in saved] == [r.stream_id for r in recordings]
+    assert sum(r.num_frames for r in saved) == result.metrics.overall.accuracy.num_frames == 6 * 250
+    assert online.score(saved, result.protocol_config, result.adapter_info.classes) == result.metrics
+    f1 = result.metrics.f1_at(0)
+    assert 0.3 < f1 < 0.99, f"reference F1@0 = {f1}"
+    assert result.metrics.overall.speed.latency.n == 6 * 250
+
+
+def test_lookahead_model_f1_rises_with_delta(tmp_path: Path) -> None:
+    result, _, _ = execute_run(small(tmp_path, adapter="reference-lookahead"))
+    curve = [p.f1_micro for p in result.metrics.overall.accuracy.curves["frame"]["strict"]]
+    assert result.metrics.f1_at(0) < result.metrics.f1_at(500)
+    assert curve[0] == 0.0  # every label comes 5 frames = 200 ms late
+    assert curve[-1] > 0.5
+
+
+def test_null_adapter_is_scored_as_predicting_background_rarely(tmp_path: Path) -> None:
+    result, _, _ = execute_run(small(tmp_path, adapter="null", engine={"warmup_frames": 0}))
+    assert result.warmup is None
+    # uniform scores over 29 classes are all below 0.5: nothing is ever predicted
+    assert result.metrics.f1_at(1000) == 0.0
+
+
+def test_per_class_rule_splits_streams(tmp_path: Path) -> None:
+    result, recordings, _ = execute_run(
+        small(tmp_path, protocol={"decision": {"kind": "per_class", "validation_fraction": 0.34}})
+    )
+    assert len(result.streams["validation"]) == 2 and len(result.streams["test"]) == 4
+    assert result.metrics.decision.fitted_on == result.streams["validation"]
+    assert [r.role for r in recordings].count("validation") == 2
+
+
+def test_unknown_adapter_and_bad_config_fail_clearly(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["run", "--adapter", "refernce", "--output-dir", str(tmp_path), "--no-progress"])
+    assert res.exit_code == 2 and "Did you mean 'reference'" in res.output
+    res = runner.invoke(app, ["run", "--streams", "0", "--output-dir", str(tmp_path), "--no-progress"])
+    assert res.exit_code == 2 and "num_streams" in res.output
+    res = runner.invoke(app, ["run", "-o", "smoothing", "--no-progress"])
+    assert res.exit_code == 2 and "expected KEY=VALUE" in res.output
+
+
+def test_cli_run_prints_the_summary_and_score_reproduces_it(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(
+        app, ["run", "--streams", "3", "--output-dir", str(tmp_path), "--run-id", "cli", "--no-progress"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "F1 Early-ok" in res.output and "p95" in res.output and "RTF" in res.output
+    result = load_result(tmp_path / "cli")
+    f1_500 = result.metrics.f1_at(500)
+    row = re.search(r"│\s+500 │\s+([\d.]+) │.*", res.output)
+    assert row is not None and float(row.group(1)) == pytest.approx(100 * f1_500, abs=0.051)
+    rescored = runner.invoke(app, ["score", str(tmp_path / "cli")])
+    assert rescored.exit_code == 0, rescored.output
+    assert re.search(r"│\s+500 │.*", rescored.output).group(0) == row.group(0)  # type: ignore[union-attr]
+    listed = runner.invoke(app, ["adapters"])
+    assert "reference-lookahead" in listed.output and "adapters.null:NullAdapter" in listed.output
+
+
+def test_result_files_are_checked_on_load(tmp_path: Path) -> None:
+    (tmp_path / "result.json").write_text('{"schema_version": 99}')
+    with pytest.raises(ResultFileError, match="schema_version 99 is not supported"):
+        load_result(tmp_path)
+    (tmp_path / "result.json").write_text('{"schema_version": 1,\n "run_id": ')
+    with pytest.raises(ResultFileError, match="line 2: not valid JSON"):
+        load_result(tmp_path / "result.json")
+    (tmp_path / "result.json").write_text('{"schema_version": 1}')
+    with pytest.raises(ResultFileError, match="does not match the result schema"):
+        load_result(tmp_path)
+
+
+def test_readme_adapter_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = re.findall(r"```python\n(# my_adapter\.py\n.*?)```", README.read_text(), flags=re.S)
+    assert len(blocks) == 1
+    (tmp_path / "my_adapter.py").write_text(blocks[0])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "my_adapter", raising=False)
+    result, recordings, _ = execute_run(
+        small(tmp_path, adapter="my_adapter:LoudnessAdapter", adapter_options={"window": 3})
+    )
+    assert result.adapter_info.name == "loudness" and len(result.adapter_info.classes) == 29
+    assert all(np.allclose(r.scores.sum(axis=1), 1.0) for r in recordings)
+    assert 0.0 <= result.metrics.f1_at(0) <= 1.0

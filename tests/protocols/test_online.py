@@ -1,0 +1,245 @@
+"""The online protocol's plan and score on hand-built recordings.
+
+Seed 004 §6.2.2 and DESIGN.md "Time and delay" define the semantics.
+
+Every stream below runs at 10 frames/s: frame i arrives at (i + 1) * 100 ms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from protocols import online
+from protocols.online import DecisionRule, OnlineConfig
+from protocols.recording import StreamRecording, from_arrays, to_arrays
+
+CLASSES = ("background", "event")
+MS = 1_000_000
+
+
+def labels_bg_then_event(num_frames: int = 10, event_from: int = 5) -> np.ndarray:
+    labels = np.zeros((num_frames, 2), dtype=bool)
+    labels[:event_from, 0] = True
+    labels[event_from:, 1] = True
+    return labels
+
+
+def recording(
+    emitted_at: list[int],
+    refers_to: list[int],
+    scores: np.ndarray | list[list[float]],
+    labels: np.ndarray | None = None,
+    stream_id: str = "s0",
+    role: str = "test",
+    latency_ms: float = 10.0,
+    segment_ms: int | None = 500,
+) -> StreamRecording:
+    labels = labels_bg_then_event() if labels is None else labels
+    t = labels.shape[0]
+    return StreamRecording(
+        stream_id=stream_id,
+        role=role,  # type: ignore[arg-type]
+        t0_ns=0,
+        segment_length_ns=None if segment_ms is None else segment_ms * MS,
+        frame_times_ns=(np.arange(t, dtype=np.int64) + 1) * 100 * MS,
+        labels=labels,
+        latency_ns=np.full(t, round(latency_ms * MS), dtype=np.int64),
+        emitted_at=np.asarray(emitted_at, dtype=np.int64),
+        refers_to=np.asarray(refers_to, dtype=np.int64),
+        scores=np.asarray(scores, dtype=np.float32),
+    )
+
+
+def one_hot_scores(labels: np.ndarray) -> np.ndarray:
+    return np.where(labels, 0.9, 0.1).astype(np.float32)
+
+
+def point(score: online.OnlineScore, delta_ms: float, mode: str, unit: str = "frame") -> online.CurvePoint:
+    return next(p for p in score.overall.accuracy.curves[unit][mode] if p.delta_ms == delta_ms)  # type: ignore[index]
+
+
+CONFIG = OnlineConfig()
+
+
+def test_causal_perfect_model_scores_one_at_every_delta() -> None:
+    labels = labels_bg_then_event()
+    rec = recording(list(range(10)), list(range(10)), one_hot_scores(labels))
+    score = online.score([rec], CONFIG, CLASSES)
+    for mode in ("strict", "early_ok"):
+        for p in score.overall.accuracy.curves["frame"][mode]:  # type: ignore[index]
+            assert p.f1_micro == pytest.approx(1.0, abs=1e-8) and p.accuracy == 1.0 and p.answered == 1.0
+
+
+def test_strict_ignores_anticipation_early_ok_counts_it_within_delta() -> None:
+    # at frame i the model labels frame i+1 (delay -100 ms); frame 0 is never labelled
+    labels = labels_bg_then_event()
+    emitted = list(range(9))
+    refers = [i + 1 for i in emitted]
+    rec = recording(emitted, refers, one_hot_scores(labels)[refers])
+    score = online.score([rec], CONFIG, CLASSES)
+    for delta in CONFIG.deltas_ms:
+        assert point(score, delta, "strict").f1_micro == 0.0
+        assert point(score, delta, "strict").accuracy == 0.0
+    assert point(score, 50, "early_ok").f1_micro == 0.0
+    # Early-ok at 100 ms: 9 frames right, frame 0 predicts nothing -> TP 9, FP 0, FN 1
+    p, r = 9 / (9 + 1e-9), 9 / (10 + 1e-9)
+    assert point(score, 100, "early_ok").f1_micro == pytest.approx(2 * p * r / (p + r + 1e-9), abs=1e-12)
+    assert point(score, 100, "early_ok").accuracy == pytest.approx(0.9)
+    assert point(score, 100, "early_ok").answered == pytest.approx(0.9)
+
+
+def test_lookahead_counts_only_once_delta_covers_it() -> None:
+    # a look-ahead of 2 frames: at frame i the label of frame i-2 (delay 200 ms)
+    labels = labels_bg_then_event()
+    emitted = list(range(2, 10))
+    refers = [i - 2 for i in emitted]
+    rec = recording(emitted, refers, one_hot_scores(labels)[refers])
+    score = online.score([rec], CONFIG, CLASSES)
+    curve = [p.f1_micro for p in score.overall.accuracy.curves["frame"]["strict"]]
+    assert curve[:3] == [0.0, 0.0, 0.0]  # 0, 50, 100 ms
+    assert curve[3] == curve[4] == curve[5] > 0.88  # 8 of 10 frames labelled
+    assert score.f1_at(0) < score.f1_at(500)
+
+
+def test_latest_prediction_inside_the_window_wins() -> None:
+    # frame i: a wrong provisional label for i; frame i+1: the right label for i (delay 100 ms)
+    labels = labels_bg_then_event()
+    right, wrong = one_hot_scores(labels), one_hot_scores(~labels)
+    emitted, refers, scores = [], [], []
+    for i in range(10):
+        emitted.append(i), refers.append(i), scores.append(wrong[i])
+        if i >= 1:
+            emitted.append(i), refers.append(i - 1), scores.append(right[i - 1])
+    order = np.lexsort((np.arange(len(emitted)), emitted))
+    rec = recording(list(np.array(emitted)[order]), list(np.array(refers)[order]), np.array(scores)[order])
+    score = online.score([rec], CONFIG, CLASSES)
+    assert point(score, 0, "strict").accuracy == 0.0  # only the provisional label is in time
+    assert point(score, 50, "strict").accuracy == 0.0
+    assert point(score, 100, "strict").accuracy == pytest.approx(0.9)  # frame 9 is never corrected
+    assert score.overall.accuracy.frame_accuracy == pytest.approx(0.9)  # offline: latest, any delay
+
+
+def test_segment_units_are_timed_from_the_segment_last_frame() -> None:
+    # 500 ms segments = 5 frames. The model labels only frames 0..3 of segment 0 and 5..8 of segment 1,
+    # each at once; the segment's delay is emission time minus the arrival of its last frame (< 0 here).
+    labels = labels_bg_then_event()
+    frames = [0, 1, 2, 3, 5, 6, 7, 8]
+    rec = recording(frames, frames, one_hot_scores(labels)[frames])
+    score = online.score([rec], CONFIG, CLASSES)
+    assert score.overall.accuracy.num_segments == 2
+    assert point(score, 50, "strict", "segment").answered == 0.0
+    assert point(score, 100, "early_ok", "segment").accuracy == 1.0  # frame 3 at 400 ms, segment ends 500 ms
+    assert point(score, 0, "early_ok", "segment").accuracy == 0.0
+    assert score.overall.accuracy.segment_f1_micro == pytest.approx(1.0, abs=1e-8)
+
+
+def test_macro_f1_and_excluded_classes() -> None:
+    # model always says "event": frames 0-4 are wrong (FP event, FN background)
+    rec = recording(list(range(10)), list(range(10)), np.tile([0.1, 0.9], (10, 1)))
+    score = online.score([rec], CONFIG, CLASSES)
+    eps = 1e-9
+    f1_event = 2 * (5 / (10 + eps)) * (5 / (5 + eps)) / (5 / (10 + eps) + 5 / (5 + eps) + eps)
+    assert point(score, 0, "strict").f1_macro == pytest.approx((0.0 + f1_event) / 2, abs=1e-9)
+    # micro over both classes: TP 5 (event), FP 5 (event on background), FN 5 (background missed)
+    assert point(score, 0, "strict").f1_micro == pytest.approx(0.5, abs=1e-8)
+    only_event = online.score([rec], OnlineConfig(exclude_classes=("background",)), CLASSES)
+    assert only_event.classes == ["event"]
+    assert point(only_event, 0, "strict").f1_macro == pytest.approx(f1_event, abs=1e-9)
+    assert point(only_event, 0, "strict").accuracy == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="exclude_classes: unknown class"):
+        online.score([rec], OnlineConfig(exclude_classes=("speech",)), CLASSES)
+
+
+def test_micro_f1_aggregates_counts_over_streams() -> None:
+    labels = labels_bg_then_event()
+    good = recording(list(range(10)), list(range(10)), one_hot_scores(labels), stream_id="good")
+    bad = recording(list(range(10)), list(range(10)), one_hot_scores(~labels), stream_id="bad")
+    score = online.score([good, bad], CONFIG, CLASSES)
+    # good: TP 10; bad: FP 10, FN 10 -> P = 10/20, R = 10/20
+    assert point(score, 0, "strict").f1_micro == pytest.approx(0.5, abs=1e-8)
+    assert [s.stream_id for s in score.streams] == ["good", "bad"]
+    assert score.streams[1].accuracy.curves["frame"]["strict"][0].f1_micro == 0.0
+
+
+def test_latency_fps_and_rtf() -> None:
+    labels = labels_bg_then_event()
+    rec = recording(list(range(10)), list(range(10)), one_hot_scores(labels), latency_ms=10.0)
+    rec.latency_ns[-1] = 50 * MS
+    speed = online.score([rec], CONFIG, CLASSES).overall.speed
+    assert speed.latency.n == 10 and speed.latency.max_ms == pytest.approx(50.0)
+    assert speed.latency.mean_ms == pytest.approx(14.0)
+    assert speed.latency.p50_ms == pytest.approx(10.0)
+    assert speed.fps == pytest.approx(1000 / 14.0)
+    assert speed.rtf == pytest.approx(0.14 / 1.0)  # 140 ms of processing for a 1 s stream
+    assert speed.duration_s == pytest.approx(1.0)
+
+
+def test_decision_rules_threshold_and_top_k() -> None:
+    labels = labels_bg_then_event()
+    scores = np.where(labels, 0.45, 0.05).astype(np.float32)  # right ranking, below 0.5
+    rec = recording(list(range(10)), list(range(10)), scores)
+    assert point(online.score([rec], CONFIG, CLASSES), 0, "strict").f1_micro == 0.0
+    low = OnlineConfig(decision=DecisionRule(threshold=0.4))
+    assert point(online.score([rec], low, CLASSES), 0, "strict").accuracy == 1.0
+    top1 = online.score([rec], OnlineConfig(decision=DecisionRule(kind="top_k", k=1)), CLASSES)
+    assert point(top1, 0, "strict").accuracy == 1.0 and top1.decision.k == 1
+
+
+def test_per_class_thresholds_are_fitted_on_validation_streams_only() -> None:
+    config = OnlineConfig(decision=DecisionRule(kind="per_class", validation_fraction=0.25))
+    plan = online.plan(config, [f"s{i}" for i in range(8)])
+    assert plan == online.plan(config, [f"s{i}" for i in range(8)])
+    val, test = plan.ids("validation"), plan.ids("test")
+    assert len(val) == 2 and len(test) == 6 and not set(val) & set(test)
+
+    labels = labels_bg_then_event()
+    calibrated = np.where(labels, 0.35, 0.25).astype(np.float32)
+
+    def recs(test_scores: np.ndarray) -> list[StreamRecording]:
+        return [
+            recording(
+                list(range(10)),
+                list(range(10)),
+                calibrated if s.role == "validation" else test_scores,
+                stream_id=s.stream_id,
+                role=s.role,
+            )
+            for s in plan.streams
+        ]
+
+    a = online.score(recs(calibrated), config, CLASSES)
+    b = online.score(recs(np.full((10, 2), 0.99, dtype=np.float32)), config, CLASSES)
+    assert a.decision.thresholds == b.decision.thresholds
+    assert a.decision.fitted_on == val
+    assert all(0.25 < t <= 0.35 for t in a.decision.thresholds or [])
+    assert point(a, 0, "strict").accuracy == 1.0
+    assert [s.stream_id for s in a.streams] == test
+
+
+def test_scoring_needs_test_streams_and_segment_length() -> None:
+    labels = labels_bg_then_event()
+    rec = recording(list(range(10)), list(range(10)), one_hot_scores(labels), role="validation")
+    with pytest.raises(ValueError, match="no test stream"):
+        online.score([rec], CONFIG, CLASSES)
+    no_seg = recording(list(range(10)), list(range(10)), one_hot_scores(labels), segment_ms=None)
+    with pytest.raises(ValueError, match="no segment length"):
+        online.score([no_seg], CONFIG, CLASSES)
+    assert (
+        online.score([no_seg], OnlineConfig(segment_length_s=0.5), CLASSES).overall.accuracy.num_segments == 2
+    )
+
+
+def test_config_rejects_unordered_deltas() -> None:
+    with pytest.raises(ValueError, match="deltas_ms"):
+        OnlineConfig(deltas_ms=(100, 50))
+
+
+def test_rescoring_saved_arrays_gives_the_same_score() -> None:
+    labels = labels_bg_then_event()
+    recs = [
+        recording(list(range(2, 10)), list(range(8)), one_hot_scores(labels)[:8], stream_id="a"),
+        recording(list(range(10)), list(range(10)), one_hot_scores(~labels), stream_id="b"),
+    ]
+    again = from_arrays(to_arrays(recs))
+    assert online.score(again, CONFIG, CLASSES) == online.score(recs, CONFIG, CLASSES)

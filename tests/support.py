@@ -1,0 +1,68 @@
+"""Shared test helpers: tiny hand-built streams and adapters that misbehave on purpose."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from adapters.contract import AdapterInfo, Frame, Prediction, PredictOutput, Stream
+
+
+def make_stream(
+    stream_id: str = "s0",
+    num_frames: int = 20,
+    classes: tuple[str, ...] = ("background", "event"),
+    fps: float = 10.0,
+    labels: np.ndarray | None = None,
+    segment_length_s: float | None = 1.0,
+) -> Stream:
+    """A stream whose frame payload is ``{"x": [stream marker, frame index]}``."""
+    if labels is None:
+        labels = np.zeros((num_frames, len(classes)), dtype=bool)
+        labels[:, 0] = True
+    times = (np.arange(num_frames) + 1) / fps
+    marker = float(abs(hash(stream_id)) % 1000)
+
+    def frames() -> list[Frame]:
+        return [
+            Frame(index=i, t=float(times[i]), inputs={"x": np.array([marker, i], dtype=np.float32)})
+            for i in range(num_frames)
+        ]
+
+    return Stream(
+        stream_id=stream_id,
+        classes=classes,
+        labels=labels,
+        frame_times=times,
+        frame_source=frames,
+        modalities=("x",),
+        segment_length_s=segment_length_s,
+    )
+
+
+class ScriptedAdapter:
+    """An adapter whose output for each frame is decided by ``script(frame)``; logs every call."""
+
+    def __init__(
+        self, script: Callable[[Frame], PredictOutput], classes: tuple[str, ...] = ("background", "event")
+    ):
+        self.script = script
+        self.calls: list[tuple[str, int | None]] = []
+        self._info = AdapterInfo(name="scripted", classes=classes, modalities=("x",))
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        self.calls.append(("reset", None))
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        self.calls.append(("predict", frame.index))
+        return self.script(frame)
+
+
+def constant(scores: list[float], refers_to: int | None = None) -> Callable[[Frame], PredictOutput]:
+    arr = np.asarray(scores, dtype=np.float32)
+    return lambda frame: Prediction(scores=arr, refers_to=refers_to)
