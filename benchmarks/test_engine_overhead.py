@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from adapters.null import NullAdapter
 
 from adapters.contract import Frame, Stream
+from adapters.null import NullAdapter
 from harness.engine import Engine, EngineConfig
 
 pytestmark = pytest.mark.benchmark
