@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from adapters.registry import REGISTRY, AdapterLoadError
 from harness.engine import AdapterOutputError
-from harness.results import ResultFileError, load_recordings, load_result
+from harness.results import ResultFileError, RunResult, load_recordings, load_result
 from harness.runner import RunConfig, execute_run
 from harness.summary import print_summary
 from protocols import online
@@ -116,9 +116,13 @@ def adapters() -> None:
         out.print(f"{name:<{width}}  {target}", highlight=False)
 
 
-@app.command()
-def score(run_dir: Annotated[Path, typer.Argument(help="a run directory under results/")]) -> None:
-    """Re-score a saved run from its recorded arrays (no model is run) and print the summary."""
+score_app = typer.Typer(help="Score saved outputs without running a model.", no_args_is_help=True)
+app.add_typer(score_app, name="score")
+
+
+@score_app.command("online")
+def score_online(run_dir: Annotated[Path, typer.Argument(help="a run directory under results/")]) -> None:
+    """Re-score a saved online run from its recorded arrays and print the summary."""
     try:
         result = load_result(run_dir)
         recordings = load_recordings(run_dir if run_dir.is_dir() else run_dir.parent)
@@ -126,6 +130,12 @@ def score(run_dir: Annotated[Path, typer.Argument(help="a run directory under re
         raise _fail(str(exc)) from None
     rescored = online.score(recordings, result.protocol_config, result.adapter_info.classes)
     print_summary(out, result.model_copy(update={"metrics": rescored}))
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of result.json."""
+    out.print_json(json.dumps(RunResult.model_json_schema()))
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -89,11 +90,23 @@ def test_cli_run_prints_the_summary_and_score_reproduces_it(tmp_path: Path) -> N
     f1_500 = result.metrics.f1_at(500)
     row = re.search(r"│\s+500 │\s+([\d.]+) │.*", res.output)
     assert row is not None and float(row.group(1)) == pytest.approx(100 * f1_500, abs=0.051)
-    rescored = runner.invoke(app, ["score", str(tmp_path / "cli")])
+    rescored = runner.invoke(app, ["score", "online", str(tmp_path / "cli")])
     assert rescored.exit_code == 0, rescored.output
     assert re.search(r"│\s+500 │.*", rescored.output).group(0) == row.group(0)  # type: ignore[union-attr]
     listed = runner.invoke(app, ["adapters"])
     assert "reference-lookahead" in listed.output and "adapters.null:NullAdapter" in listed.output
+
+
+def test_result_json_validates_against_the_published_json_schema(tmp_path: Path) -> None:
+    execute_run(small(tmp_path, data={"num_streams": 2}))
+    printed = CliRunner().invoke(app, ["schema"])
+    assert printed.exit_code == 0
+    schema = json.loads(printed.output)
+    document = json.loads((tmp_path / "run" / "result.json").read_text())
+    jsonschema.validate(document, schema)
+    document["metrics"]["overall"]["speed"]["latency"]["p95_ms"] = "fast"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, schema)
 
 
 def test_result_files_are_checked_on_load(tmp_path: Path) -> None:

@@ -1,0 +1,63 @@
+"""The floors' import rule (DESIGN.md "Layout"): harness -> protocols -> adapters, never upwards.
+
+Checked statically on every module: protocols and adapters never import harness; adapters never import
+protocols; concrete adapters import nothing of ours but the contract; protocols/metrics import no torch
+and do no I/O; only harness/engine.py calls a model's predict().
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = ("adapters", "protocols", "harness")
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _modules(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize(
+    "path", _modules("protocols") + _modules("adapters"), ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_lower_floors_never_import_harness(path: Path) -> None:
+    assert not {m for m in _imports(path) if m.split(".")[0] == "harness"}
+
+
+@pytest.mark.parametrize("path", _modules("adapters"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_adapters_import_only_the_contract(path: Path) -> None:
+    # (the registry reaches concrete adapters only through importlib, by name, at run time)
+    ours = {m for m in _imports(path) if m.split(".")[0] in OURS}
+    assert ours <= {"adapters.contract"}, f"{path.name} imports {sorted(ours)}"
+
+
+@pytest.mark.parametrize("path", _modules("protocols/metrics"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_metrics_are_pure_numpy(path: Path) -> None:
+    imported = {m.split(".")[0] for m in _imports(path)}
+    assert not imported & {"torch", "os", "io", "pathlib", "json", "time", "harness", "adapters"}
+    source = path.read_text()
+    assert "open(" not in source
+
+
+def test_only_the_engine_calls_predict() -> None:
+    callers = set()
+    for package in ("protocols", "harness"):
+        for path in _modules(package):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Attribute) and node.attr in {"predict", "predict_sequence"}:
+                    callers.add(path.relative_to(ROOT).as_posix())
+    assert callers == {"harness/engine.py"}
