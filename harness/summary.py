@@ -48,7 +48,7 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"{lat.p95_ms:.3f}",
         f"{lat.p99_ms:.3f}",
         f"{lat.max_ms:.3f}",
-        f"{speed.fps:.0f}",
+        "–" if lat.fps is None else f"{lat.fps:.0f}",
         f"{speed.rtf:.4f}",
     )
     console.print(timing)

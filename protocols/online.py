@@ -32,7 +32,6 @@ from protocols.metrics import (
     apply_top_k,
     class_counts,
     f1_from_counts,
-    fps,
     gather_decisions,
     latency_summary,
     rtf,
@@ -107,7 +106,6 @@ class SpeedFigures(BaseModel):
     """The speed side: per-frame latency of ``predict()``, FPS and RTF."""
 
     latency: LatencySummary
-    fps: float
     rtf: float
     processing_s: float
     duration_s: float
@@ -338,12 +336,11 @@ def _figures(tally: _Tally, config: OnlineConfig) -> AccuracyFigures:
 
 def _speed(recs: Sequence[StreamRecording]) -> SpeedFigures:
     latency_ns = np.concatenate([r.latency_ns for r in recs])
-    summary: LatencySummary = latency_summary(latency_ns)
+    summary = latency_summary(latency_ns)
     processing_s = float(latency_ns.sum()) / 1e9
     duration_s = sum(r.duration_ns for r in recs) / 1e9
     return SpeedFigures(
         latency=summary,
-        fps=fps(summary.mean_ms / 1e3),
         rtf=rtf(processing_s, duration_s),
         processing_s=processing_s,
         duration_s=duration_s,

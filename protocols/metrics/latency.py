@@ -42,7 +42,8 @@ class LatencySummary:
     """Per-frame latency statistics in milliseconds over ``n`` samples.
 
     ``std_ms`` is the population standard deviation (``ddof=0``); the percentiles were computed with
-    ``numpy.percentile(..., method=percentile_method)``.
+    ``numpy.percentile(..., method=percentile_method)``. ``fps`` is ``1 / mean`` (:func:`fps`), ``None``
+    when the mean latency is 0 (below the clock's resolution).
     """
 
     n: int
@@ -53,13 +54,14 @@ class LatencySummary:
     p99_ms: float
     max_ms: float
     min_ms: float
+    fps: float | None
     percentile_method: str = "linear"
 
 
 def latency_summary(latency_ns: npt.ArrayLike, method: PercentileMethod = "linear") -> LatencySummary:
     """Summary statistics of per-frame latencies given in integer nanoseconds — seed 004 §6.2.2 (2).
 
-    Reports the seed's ``Latency_avg / p50 / p95 / p99 / max`` plus min and the standard deviation,
+    Reports the seed's ``Latency_avg / p50 / p95 / p99 / max`` and ``FPS``, plus min and the standard deviation,
     all in milliseconds (``ns / 1e6``, computed in float64). Conventions where libraries differ:
     percentiles use numpy's ``"linear"`` method by default (Hyndman & Fan type 7, the default of
     numpy and R; other ``numpy.percentile`` methods may be named and are recorded in the result);
@@ -76,15 +78,17 @@ def latency_summary(latency_ns: npt.ArrayLike, method: PercentileMethod = "linea
         raise ValueError(f"method must be one of numpy.percentile's methods, got {method!r}")
     ns = lat.astype(np.float64)
     p50, p95, p99 = np.percentile(ns, [50.0, 95.0, 99.0], method=method) / NS_PER_MS
+    mean_ms = float(ns.mean() / NS_PER_MS)
     return LatencySummary(
         n=int(lat.size),
-        mean_ms=float(ns.mean() / NS_PER_MS),
+        mean_ms=mean_ms,
         std_ms=float(ns.std() / NS_PER_MS),
         p50_ms=float(p50),
         p95_ms=float(p95),
         p99_ms=float(p99),
         max_ms=float(lat.max() / NS_PER_MS),
         min_ms=float(lat.min() / NS_PER_MS),
+        fps=fps(mean_ms / 1e3) if mean_ms > 0 else None,
         percentile_method=method,
     )
 

@@ -170,7 +170,7 @@ def test_latency_fps_and_rtf() -> None:
     assert speed.latency.n == 10 and speed.latency.max_ms == pytest.approx(50.0)
     assert speed.latency.mean_ms == pytest.approx(14.0)
     assert speed.latency.p50_ms == pytest.approx(10.0)
-    assert speed.fps == pytest.approx(1000 / 14.0)
+    assert speed.latency.fps == pytest.approx(1000 / 14.0)
     assert speed.rtf == pytest.approx(0.14 / 1.0)  # 140 ms of processing for a 1 s stream
     assert speed.duration_s == pytest.approx(1.0)
 

@@ -91,3 +91,10 @@ def test_fps_rtf_validation() -> None:
     with pytest.raises(ValueError, match="processing_s"):
         rtf("1", 2.0)  # type: ignore[arg-type]
     assert rtf(0.0, 2.0) == 0.0
+
+
+def test_summary_carries_fps_of_the_mean() -> None:
+    # seed 004 §6.2.2 (2): 15 ms per frame -> 66.7 FPS
+    summary = latency_summary(np.full(10, 15_000_000, dtype=np.int64))
+    assert summary.fps == pytest.approx(1000 / 15)
+    assert latency_summary(np.zeros(3, dtype=np.int64)).fps is None
