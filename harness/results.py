@@ -7,23 +7,22 @@ in the same directory, then a rename), so a reader never sees half a file.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
 import sys
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adapters.contract import AdapterInfo
 from harness.engine import ClockInfo, EngineConfig
+from harness.io.atomic import atomic_write, atomic_write_text
 from protocols.online import OnlineConfig, OnlineScore
 from protocols.recording import StreamRecording, from_arrays, to_arrays
 
@@ -128,31 +127,12 @@ def environment() -> EnvironmentRecord:
     )
 
 
-def _atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def _write_all(handle: IO[bytes], data: bytes) -> None:
-    handle.write(data)
-
-
 def write_run(run_dir: Path, result: RunResult, recordings: Sequence[StreamRecording]) -> Path:
     """Write the arrays, then ``result.json`` (last, so its presence means the run is complete)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     arrays = to_arrays(recordings)
-    _atomic_write(run_dir / ARRAYS_FILE, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]
-    text = result.model_dump_json(indent=2).encode()
-    _atomic_write(run_dir / RESULT_FILE, lambda f: _write_all(f, text))
+    atomic_write(run_dir / ARRAYS_FILE, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]
+    atomic_write_text(run_dir / RESULT_FILE, result.model_dump_json(indent=2))
     return run_dir / RESULT_FILE
 
 

@@ -61,8 +61,8 @@ class LatencySummary:
 def latency_summary(latency_ns: npt.ArrayLike, method: PercentileMethod = "linear") -> LatencySummary:
     """Summary statistics of per-frame latencies given in integer nanoseconds — seed 004 §6.2.2 (2).
 
-    Reports the seed's ``Latency_avg / p50 / p95 / p99 / max`` and ``FPS``, plus min and the standard deviation,
-    all in milliseconds (``ns / 1e6``, computed in float64). Conventions where libraries differ:
+    Reports the seed's ``Latency_avg / p50 / p95 / p99 / max`` and ``FPS``, plus min and the standard
+    deviation, all in milliseconds (``ns / 1e6``, computed in float64). Conventions where libraries differ:
     percentiles use numpy's ``"linear"`` method by default (Hyndman & Fan type 7, the default of
     numpy and R; other ``numpy.percentile`` methods may be named and are recorded in the result);
     the standard deviation is the population one (``ddof=0``).

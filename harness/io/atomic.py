@@ -1,0 +1,36 @@
+"""Atomic file writes: a temporary file in the target's directory, flushed and fsynced, then renamed.
+
+A reader sees either the old file or the whole new one, never half (DESIGN.md "Results").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> Path:
+    """Call ``write(handle)`` on a temporary binary file, then rename it over ``path``."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` as UTF-8 atomically."""
+    data = text.encode("utf-8")
+    return atomic_write(path, lambda handle: handle.write(data))

@@ -1,0 +1,107 @@
+"""Reading TREC run and qrels files into the mappings of :mod:`protocols.metrics.ranking`.
+
+The formats are trec_eval's:
+
+- run: one line per retrieved document, ``qid Q0 docid rank score tag`` (whitespace-separated). The
+  second column and the tag are not used; ``rank`` must be an integer but, as in trec_eval, the
+  ranking comes from ``score`` (ties broken by document id, see :mod:`protocols.metrics.ranking`).
+- qrels: one line per judgement, ``qid iteration docid relevance`` with an integer relevance
+  (``≥ 1`` relevant; 0 or negative: judged not relevant). The iteration column is not used.
+
+Files are UTF-8; blank lines are skipped. Any malformed line, and a document listed twice for one
+query, raises :class:`TrecFileError` naming the file and the line (DESIGN.md "Conventions": inputs are
+validated at the edge).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TypeVar
+
+__all__ = ["TrecFileError", "read_qrels", "read_run"]
+
+T = TypeVar("T")
+
+
+class TrecFileError(ValueError):
+    """A TREC run or qrels file could not be read; names the file and, when known, the line."""
+
+    def __init__(self, path: str | os.PathLike[str], line: int | None, problem: str) -> None:
+        where = f"{os.fspath(path)}, line {line}" if line is not None else os.fspath(path)
+        super().__init__(f"{where}: {problem}")
+        self.path = Path(path)
+        self.line = line
+        self.problem = problem
+
+
+def _fields(path: str | os.PathLike[str], expected: int, layout: str) -> Iterator[tuple[int, list[str]]]:
+    """``(line number, fields)`` of each non-blank line, checking the number of fields."""
+    try:
+        with open(path, "rb") as f:
+            for n, raw in enumerate(f, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise TrecFileError(path, n, "not valid UTF-8") from None
+                fields = text.split()
+                if not fields:
+                    continue
+                if len(fields) != expected:
+                    raise TrecFileError(
+                        path, n, f"expected {expected} fields ({layout}), got {len(fields)}: {text.strip()!r}"
+                    )
+                yield n, fields
+    except OSError as exc:
+        raise TrecFileError(path, None, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _int(path: str | os.PathLike[str], line: int, value: str, what: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise TrecFileError(path, line, f"{what} must be an integer, got {value!r}") from None
+
+
+def _add(
+    table: dict[str, dict[str, tuple[int, T]]],
+    path: str | os.PathLike[str],
+    line: int,
+    qid: str,
+    docid: str,
+    value: T,
+) -> None:
+    docs = table.setdefault(qid, {})
+    if docid in docs:
+        first = docs[docid][0]
+        raise TrecFileError(path, line, f"document {docid!r} of query {qid!r} already on line {first}")
+    docs[docid] = (line, value)
+
+
+def read_run(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
+    """A TREC run file as ``{qid: {docid: score}}`` (``qid Q0 docid rank score tag`` lines).
+
+    ``rank`` must parse as an integer and ``score`` as a real number (not NaN); the file's rank column
+    is checked but not used for ordering (trec_eval's convention).
+    """
+    table: dict[str, dict[str, tuple[int, float]]] = {}
+    for n, (qid, _q0, docid, rank, score, _tag) in _fields(path, 6, "qid Q0 docid rank score tag"):
+        _int(path, n, rank, "rank")
+        try:
+            value = float(score)
+        except ValueError:
+            raise TrecFileError(path, n, f"score must be a number, got {score!r}") from None
+        if math.isnan(value):
+            raise TrecFileError(path, n, "score is NaN")
+        _add(table, path, n, qid, docid, value)
+    return {q: {d: v for d, (_, v) in docs.items()} for q, docs in table.items()}
+
+
+def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
+    """A TREC qrels file as ``{qid: {docid: relevance}}`` (``qid iteration docid relevance`` lines)."""
+    table: dict[str, dict[str, tuple[int, int]]] = {}
+    for n, (qid, _iteration, docid, rel) in _fields(path, 4, "qid iteration docid relevance"):
+        _add(table, path, n, qid, docid, _int(path, n, rel, "relevance"))
+    return {q: {d: v for d, (_, v) in docs.items()} for q, docs in table.items()}

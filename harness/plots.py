@@ -1,0 +1,94 @@
+"""Static pictures for the ``streambench score`` commands (PNG or SVG, by the file's suffix).
+
+matplotlib is imported here only, with the non-interactive Agg backend, so no display is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+_PROBIT_TICKS = np.array([0.001, 0.01, 0.05, 0.1, 0.2, 0.4])
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _probit(p: np.ndarray) -> np.ndarray:
+    """Normal deviate of each rate, clipped away from 0 and 1 (the DET convention, Martin et al. 1997)."""
+    inv = NormalDist().inv_cdf
+    clipped = np.clip(p, 1e-4, 1 - 1e-4)
+    return np.array([inv(float(x)) for x in clipped])
+
+
+def plot_det_roc(far: np.ndarray, frr: np.ndarray, eer: float, path: Path, title: str = "") -> Path:
+    """DET curve (FRR against FAR on normal-deviate axes) beside the ROC curve (TPR = 1 − FRR)."""
+    plt = _pyplot()
+    fig, (det, roc) = plt.subplots(1, 2, figsize=(10, 4.5))
+    det.plot(_probit(far), _probit(frr), lw=1.5)
+    det.plot(_probit(np.array([eer])), _probit(np.array([eer])), "o", label=f"EER {100 * eer:.2f} %")
+    ticks = _probit(_PROBIT_TICKS)
+    labels = [f"{100 * t:g}" for t in _PROBIT_TICKS]
+    det.set_xticks(ticks, labels)
+    det.set_yticks(ticks, labels)
+    det.set_xlabel("false acceptance rate (%)")
+    det.set_ylabel("false rejection rate (%)")
+    det.set_title("DET")
+    det.grid(True, alpha=0.3)
+    det.legend(loc="upper right")
+    roc.plot(far, 1 - frr, lw=1.5)
+    roc.plot([0, 1], [0, 1], ":", color="grey")
+    roc.set_xlabel("false acceptance rate")
+    roc.set_ylabel("true acceptance rate (1 − FRR)")
+    roc.set_title("ROC")
+    roc.grid(True, alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_reliability(
+    edges: np.ndarray,
+    confidence: np.ndarray,
+    accuracy: np.ndarray,
+    count: np.ndarray,
+    path: Path,
+    title: str = "",
+) -> Path:
+    """Reliability diagram: accuracy per confidence bin against the diagonal, bin counts below."""
+    plt = _pyplot()
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(5.5, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
+    )
+    widths = np.diff(edges)
+    filled = count > 0
+    top.bar(
+        edges[:-1][filled], accuracy[filled], width=widths[filled], align="edge", edgecolor="black", alpha=0.7
+    )
+    top.plot(confidence[filled], accuracy[filled], "o", color="black", ms=3, label="mean confidence")
+    top.plot([0, 1], [0, 1], ":", color="grey", label="perfect calibration")
+    top.set_ylabel("accuracy")
+    top.set_ylim(0, 1)
+    top.legend(loc="upper left")
+    bottom.bar(edges[:-1], count, width=widths, align="edge", edgecolor="black", color="grey")
+    bottom.set_xlabel("confidence")
+    bottom.set_ylabel("samples")
+    bottom.set_xlim(float(edges[0]), float(edges[-1]))
+    if title:
+        top.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
