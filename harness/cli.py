@@ -12,11 +12,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from adapters.registry import REGISTRY, AdapterLoadError
+from harness.cli_score import score_app
 from harness.engine import AdapterOutputError
-from harness.results import ResultFileError, RunResult, load_recordings, load_result
+from harness.results import RunResult
 from harness.runner import RunConfig, execute_run
 from harness.summary import print_summary
-from protocols import online
 
 app = typer.Typer(
     help="streambench: measure causal (streaming) models frame by frame, at batch 1.",
@@ -116,20 +116,7 @@ def adapters() -> None:
         out.print(f"{name:<{width}}  {target}", highlight=False)
 
 
-score_app = typer.Typer(help="Score saved outputs without running a model.", no_args_is_help=True)
 app.add_typer(score_app, name="score")
-
-
-@score_app.command("online")
-def score_online(run_dir: Annotated[Path, typer.Argument(help="a run directory under results/")]) -> None:
-    """Re-score a saved online run from its recorded arrays and print the summary."""
-    try:
-        result = load_result(run_dir)
-        recordings = load_recordings(run_dir if run_dir.is_dir() else run_dir.parent)
-    except ResultFileError as exc:
-        raise _fail(str(exc)) from None
-    rescored = online.score(recordings, result.protocol_config, result.adapter_info.classes)
-    print_summary(out, result.model_copy(update={"metrics": rescored}))
 
 
 @app.command()

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 _PROBIT_TICKS = np.array([0.001, 0.01, 0.05, 0.1, 0.2, 0.4])
+_DET_LIMITS = np.array([0.0005, 0.6])
 
 
 def _pyplot() -> Any:
@@ -40,12 +41,15 @@ def plot_det_roc(far: np.ndarray, frr: np.ndarray, eer: float, path: Path, title
     labels = [f"{100 * t:g}" for t in _PROBIT_TICKS]
     det.set_xticks(ticks, labels)
     det.set_yticks(ticks, labels)
+    det.set_xlim(*_probit(_DET_LIMITS))
+    det.set_ylim(*_probit(_DET_LIMITS))
     det.set_xlabel("false acceptance rate (%)")
     det.set_ylabel("false rejection rate (%)")
     det.set_title("DET")
     det.grid(True, alpha=0.3)
     det.legend(loc="upper right")
-    roc.plot(far, 1 - frr, lw=1.5)
+    # the ROC starts at "reject everything" (FAR 0, TPR 0), which has no score of its own
+    roc.plot(np.r_[0.0, far[::-1]], np.r_[0.0, 1 - frr[::-1]], lw=1.5, drawstyle="steps-post")
     roc.plot([0, 1], [0, 1], ":", color="grey")
     roc.set_xlabel("false acceptance rate")
     roc.set_ylabel("true acceptance rate (1 − FRR)")

@@ -21,25 +21,18 @@ from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from harness.io.atomic import atomic_write_text
+from harness.io.lines import LineFileError, fields_of_lines
 
 LABEL_OF_KEY = {"real": 1, "fake": 0}
 
 
-class ScoreFileError(ValueError):
+class ScoreFileError(LineFileError):
     """A score file that does not follow seed 002's format; ``path`` and ``line`` (1-based) say where."""
-
-    def __init__(self, path: str | os.PathLike[str], line: int | None, problem: str) -> None:
-        self.path = os.fspath(path)
-        self.line = line
-        self.problem = problem
-        where = self.path if line is None else f"{self.path}, line {line}"
-        super().__init__(f"{where}: {problem}")
 
 
 def _parse_score(token: str) -> float | None:
@@ -58,23 +51,9 @@ def read_score_file(path: str | os.PathLike[str]) -> tuple[npt.NDArray[np.int8],
     Raises :class:`ScoreFileError` (a ``ValueError``) naming the file and line for a malformed line,
     and naming the file when it holds no samples or is not UTF-8 text.
     """
-    raw = Path(path).read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise ScoreFileError(path, line, f"not UTF-8 text ({err.reason})") from None
     labels: list[int] = []
     scores: list[float] = []
-    for number, line_text in enumerate(text.splitlines(), start=1):
-        fields = line_text.split()
-        if not fields:
-            continue
-        if len(fields) != 4:
-            hint = " (comments are not part of the format)" if fields[0].startswith("#") else ""
-            raise ScoreFileError(
-                path, number, f"expected 4 fields '- - real|fake SCORE', got {len(fields)}{hint}"
-            )
+    for number, fields in fields_of_lines(path, 4, "'- - real|fake SCORE'", ScoreFileError):
         key, token = fields[2], fields[3]
         if key not in LABEL_OF_KEY:
             raise ScoreFileError(path, number, f"unknown label {key!r}, expected 'real' or 'fake'")

@@ -18,44 +18,21 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TypeVar
+
+from harness.io.lines import LineFileError, fields_of_lines
 
 __all__ = ["TrecFileError", "read_qrels", "read_run"]
 
 T = TypeVar("T")
 
 
-class TrecFileError(ValueError):
+class TrecFileError(LineFileError):
     """A TREC run or qrels file could not be read; names the file and, when known, the line."""
-
-    def __init__(self, path: str | os.PathLike[str], line: int | None, problem: str) -> None:
-        where = f"{os.fspath(path)}, line {line}" if line is not None else os.fspath(path)
-        super().__init__(f"{where}: {problem}")
-        self.path = Path(path)
-        self.line = line
-        self.problem = problem
 
 
 def _fields(path: str | os.PathLike[str], expected: int, layout: str) -> Iterator[tuple[int, list[str]]]:
-    """``(line number, fields)`` of each non-blank line, checking the number of fields."""
-    try:
-        with open(path, "rb") as f:
-            for n, raw in enumerate(f, start=1):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise TrecFileError(path, n, "not valid UTF-8") from None
-                fields = text.split()
-                if not fields:
-                    continue
-                if len(fields) != expected:
-                    raise TrecFileError(
-                        path, n, f"expected {expected} fields ({layout}), got {len(fields)}: {text.strip()!r}"
-                    )
-                yield n, fields
-    except OSError as exc:
-        raise TrecFileError(path, None, f"cannot be read ({exc.strerror or exc})") from None
+    return fields_of_lines(path, expected, f"({layout})", TrecFileError)
 
 
 def _int(path: str | os.PathLike[str], line: int, value: str, what: str) -> int:

@@ -87,7 +87,7 @@ def test_malformed_line_names_file_and_line(tmp_path: Path, line: str, problem: 
     with pytest.raises(ScoreFileError, match=rf"bad\.txt, line 4: {problem}") as info:
         read_score_file(path)
     assert isinstance(info.value, ValueError)
-    assert info.value.path == str(path) and info.value.line == 4
+    assert info.value.path == path and info.value.line == 4
 
 
 @pytest.mark.parametrize("text", ["", "\n", "  \n\t\n"])
@@ -105,8 +105,8 @@ def test_not_utf8_names_the_line(tmp_path: Path) -> None:
         read_score_file(path)
 
 
-def test_missing_file_is_os_error(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
+def test_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ScoreFileError, match=r"nope\.txt: cannot be read \(No such file"):
         read_score_file(tmp_path / "nope.txt")
 
 

@@ -73,7 +73,7 @@ def test_same_as_pytrec_eval_parsers_and_scores(tmp_path: Path) -> None:
         ("q1 Q0 d1 1 high sys\n", 1, "score must be a number"),
         ("\nq1 Q0 d1 1 nan sys\n", 2, "score is NaN"),
         ("q1 Q0 d1 1 0.5 s\nq2 Q0 d1 1 0.5 s\nq1 Q0 d1 2 0.4 s\n", 3, "'d1' of query 'q1' already on line 1"),
-        (b"q1 Q0 d1 1 0.5 sys\nq1 Q0 d\xff 2 0.4 sys\n", 2, "not valid UTF-8"),
+        (b"q1 Q0 d1 1 0.5 sys\nq1 Q0 d\xff 2 0.4 sys\n", 2, "not UTF-8 text"),
     ],
 )
 def test_malformed_run_names_file_and_line(
