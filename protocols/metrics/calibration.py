@@ -18,13 +18,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.detection import (
-    _check_binary_vector,
-    _check_finite,
-    _check_finite_vector,
-    _check_not_empty,
+from protocols.metrics.checks import (
+    FloatArray,
+    IntArray,
+    check_binary_vector,
+    check_finite,
+    check_finite_vector,
+    check_int,
+    check_not_empty,
+    check_same_shape,
 )
-from protocols.metrics.events import FloatArray, IntArray, _check_int, _check_same_shape
 
 ROW_SUM_TOLERANCE = 1e-5
 """How far a row of multiclass ``probs`` may sum away from 1 (float32 softmax outputs pass)."""
@@ -40,7 +43,7 @@ def _check_unit_interval(arr: FloatArray, name: str) -> None:
 def _bin_edges(bins: int | npt.ArrayLike) -> FloatArray:
     """``bins`` equal-width bins on [0, 1], or explicit strictly increasing finite edges."""
     if isinstance(bins, (int, np.integer, bool, np.bool_)):
-        n = _check_int(bins, "bins", minimum=1)
+        n = check_int(bins, "bins", minimum=1)
         return np.arange(n + 1, dtype=np.float64) / n  # i / n rounded once: 0.3 is the literal 0.3
     edges = np.asarray(bins)
     if edges.ndim != 1 or edges.size < 2:
@@ -48,7 +51,7 @@ def _bin_edges(bins: int | npt.ArrayLike) -> FloatArray:
     if not (np.issubdtype(edges.dtype, np.integer) or np.issubdtype(edges.dtype, np.floating)):
         raise ValueError(f"bins edges must be real numbers, got dtype {edges.dtype}")
     out = edges.astype(np.float64)
-    _check_finite(out, "bins")
+    check_finite(out, "bins")
     if not np.all(out[1:] > out[:-1]):
         raise ValueError(f"bins edges must be strictly increasing, got {out.tolist()}")
     return out
@@ -102,10 +105,10 @@ def reliability_bins(
     strictly increasing edges ``[B + 1]``. Bins are ``(lo, hi]`` with the first one closed, so a value
     on an edge belongs to the lower bin; every confidence must lie within ``[edges[0], edges[-1]]``.
     """
-    conf = _check_finite_vector(confidences, "confidences")
-    ok = _check_binary_vector(correct, "correct")
-    _check_same_shape(conf, ok, "confidences", "correct")
-    _check_not_empty(conf, "confidences")
+    conf = check_finite_vector(confidences, "confidences")
+    ok = check_binary_vector(correct, "correct")
+    check_same_shape(conf, ok, "confidences", "correct")
+    check_not_empty(conf, "confidences")
     _check_unit_interval(conf, "confidences")
     edges = _bin_edges(bins)
     outside = (conf < edges[0]) | (conf > edges[-1])
@@ -165,13 +168,13 @@ def brier(probs: npt.ArrayLike, labels: npt.ArrayLike) -> float:
     if not (np.issubdtype(p.dtype, np.integer) or np.issubdtype(p.dtype, np.floating)):
         raise ValueError(f"probs must be real numbers, got dtype {p.dtype}")
     p64 = p.astype(np.float64)
-    _check_finite(p64.ravel(), "probs")
+    check_finite(p64.ravel(), "probs")
     if p64.shape[0] == 0:
         raise ValueError("probs is empty: there are no samples")
     _check_unit_interval(p64, "probs")
     if p64.ndim == 1:
-        y = _check_binary_vector(labels, "labels")
-        _check_same_shape(p64, y, "probs", "labels")
+        y = check_binary_vector(labels, "labels")
+        check_same_shape(p64, y, "probs", "labels")
         return float(np.mean((p64 - y) ** 2))
     n, c = p64.shape
     if c == 0:

@@ -13,29 +13,15 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.events import (
-    EPS,
+from protocols.metrics.checks import (
     BoolArray,
     FloatArray,
-    _check_int,
-    _check_multi_hot,
-    _check_same_shape,
+    check_int,
+    check_multi_hot,
+    check_same_shape,
+    check_scores,
 )
-
-
-def _check_scores(x: npt.ArrayLike, name: str) -> FloatArray:
-    """A ``[N, C]`` real (integer or float, not bool) array without NaN, returned as float64."""
-    arr = np.asarray(x)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array [N, C], got shape {arr.shape}")
-    if arr.shape[1] == 0:
-        raise ValueError(f"{name} must have at least one class (shape {arr.shape})")
-    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        raise ValueError(f"{name} must be real numbers, got dtype {arr.dtype}")
-    out = arr.astype(np.float64, copy=False)
-    if np.isnan(out).any():
-        raise ValueError(f"{name} contains NaN")
-    return out
+from protocols.metrics.events import EPS
 
 
 def apply_thresholds(scores: npt.ArrayLike, thresholds: npt.ArrayLike) -> BoolArray:
@@ -46,7 +32,7 @@ def apply_thresholds(scores: npt.ArrayLike, thresholds: npt.ArrayLike) -> BoolAr
     Convention: a score *equal* to its threshold is positive (``>=``, as in scikit-learn's
     ``precision_recall_curve``); some code uses ``>``, which differs exactly at the boundary.
     """
-    s = _check_scores(scores, "scores")
+    s = check_scores(scores, "scores")
     t = np.asarray(thresholds)
     if t.ndim not in (0, 1):
         raise ValueError(f"thresholds must be a scalar or a 1-D array [C], got shape {t.shape}")
@@ -69,8 +55,8 @@ def apply_top_k(scores: npt.ArrayLike, k: int) -> BoolArray:
     lower class index (a stable sort on descending scores): with scores ``[0.5, 0.9, 0.5, 0.5]`` and
     ``k=2`` classes 1 and 0 are chosen.
     """
-    s = _check_scores(scores, "scores")
-    kk = _check_int(k, "k", minimum=0)
+    s = check_scores(scores, "scores")
+    kk = check_int(k, "k", minimum=0)
     n, c = s.shape
     if kk > c:
         raise ValueError(f"k must be <= the number of classes ({c}), got {kk}")
@@ -95,9 +81,9 @@ def tune_class_thresholds(gt: npt.ArrayLike, scores: npt.ArrayLike, fallback: fl
     highest threshold (fewest positives) wins. A class without positive references in ``gt`` gets
     ``fallback``. ``gt`` is multi-hot ``[N, C]``, ``scores`` real ``[N, C]``; returns float64 ``[C]``.
     """
-    g = _check_multi_hot(gt, "gt")
-    s = _check_scores(scores, "scores")
-    _check_same_shape(g, s, "gt", "scores")
+    g = check_multi_hot(gt, "gt")
+    s = check_scores(scores, "scores")
+    check_same_shape(g, s, "gt", "scores")
     real = (int, float, np.integer, np.floating)
     if isinstance(fallback, (bool, np.bool_)) or not isinstance(fallback, real):
         raise ValueError(f"fallback must be a real number, got {fallback!r}")

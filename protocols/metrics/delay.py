@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.events import BoolArray, IntArray, _check_int, _check_int_vector, _check_multi_hot
+from protocols.metrics.checks import BoolArray, IntArray, check_int, check_int_vector, check_multi_hot
 
 DelayMode = Literal["strict", "early_ok"]
 
@@ -44,9 +44,9 @@ def select_in_window(
 
     "Latest" is the largest emission index ``p``, not the largest delay. Returns int64 ``[num_units]``.
     """
-    units = _check_int_vector(unit_of_pred, "unit_of_pred")
-    delays = _check_int_vector(delay_ns, "delay_ns")
-    n_units = _check_int(num_units, "num_units", minimum=0)
+    units = check_int_vector(unit_of_pred, "unit_of_pred")
+    delays = check_int_vector(delay_ns, "delay_ns")
+    n_units = check_int(num_units, "num_units", minimum=0)
     if delays.shape != units.shape:
         raise ValueError(f"delay_ns has {delays.size} entries, expected one per prediction ({units.size})")
     if units.size and (units.min() < 0 or units.max() >= n_units):
@@ -56,7 +56,7 @@ def select_in_window(
     if window_ns is None:
         valid = np.ones(units.shape, dtype=np.bool_)
     else:
-        window = _check_int(window_ns, "window_ns", minimum=0)
+        window = check_int(window_ns, "window_ns", minimum=0)
         lower = 0 if mode == "strict" else -window
         valid = (delays >= lower) & (delays <= window)
     out = np.full(n_units, -1, dtype=np.int64)
@@ -74,9 +74,9 @@ def gather_decisions(chosen: npt.ArrayLike, decided: npt.ArrayLike, num_classes:
     "Time and delay" and seed 004 §6.2.2 (1) require for a unit without an in-window prediction.
     ``num_classes`` fixes ``C`` (it must equal ``decided.shape[1]``; it matters when ``P == 0``).
     """
-    c = _check_int(num_classes, "num_classes", minimum=1)
-    sel = _check_int_vector(chosen, "chosen")
-    dec = _check_multi_hot(decided, "decided")
+    c = check_int(num_classes, "num_classes", minimum=1)
+    sel = check_int_vector(chosen, "chosen")
+    dec = check_multi_hot(decided, "decided")
     if dec.shape[1] != c:
         raise ValueError(f"decided has {dec.shape[1]} classes, expected num_classes={c}")
     if sel.size and (sel.min() < -1 or sel.max() >= dec.shape[0]):

@@ -22,7 +22,15 @@ from typing import Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.events import BoolArray, FloatArray, IntArray, _check_same_shape
+from protocols.metrics.checks import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    check_binary_vector,
+    check_finite_vector,
+    check_not_empty,
+    check_same_shape,
+)
 
 EERMethod = Literal["nearest", "interpolated"]
 
@@ -31,56 +39,12 @@ EERMethod = Literal["nearest", "interpolated"]
 # validation helpers (also used by calibration.py)
 
 
-def _check_binary_vector(x: npt.ArrayLike, name: str) -> BoolArray:
-    """A 1-D array of bool or 0/1 numbers (any integer or float dtype), returned as bool."""
-    arr = np.asarray(x)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array [N], got shape {arr.shape}")
-    if arr.dtype == np.bool_:
-        return arr
-    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        raise ValueError(f"{name} must be bool or 0/1 numbers, got dtype {arr.dtype}")
-    bad = (arr != 0) & (arr != 1)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise ValueError(f"{name} must contain only 0 and 1; found {arr[i].item()!r} at index {i}")
-    return arr.astype(np.bool_)
-
-
-def _check_finite_vector(x: npt.ArrayLike, name: str) -> FloatArray:
-    """A 1-D real (integer or float, not bool) array without NaN or Inf, returned as float64."""
-    arr = np.asarray(x)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array [N], got shape {arr.shape}")
-    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        raise ValueError(f"{name} must be real numbers, got dtype {arr.dtype}")
-    out = arr.astype(np.float64, copy=False)
-    _check_finite(out, name)
-    return out
-
-
-def _check_finite(arr: FloatArray, name: str) -> None:
-    finite = np.isfinite(arr)
-    if not finite.all():
-        nan = np.isnan(arr)
-        kind, where = ("NaN", nan) if nan.any() else ("Inf", ~finite)
-        raise ValueError(
-            f"{name} contains {kind} ({int(np.count_nonzero(where))} value(s), "
-            f"first at index {int(np.argmax(where))})"
-        )
-
-
-def _check_not_empty(arr: np.ndarray, name: str) -> None:
-    if arr.size == 0:
-        raise ValueError(f"{name} is empty: there are no samples")
-
-
 def _check_detection_inputs(labels: npt.ArrayLike, scores: npt.ArrayLike) -> tuple[BoolArray, FloatArray]:
     """``(is_real, scores)`` of two equally long, non-empty vectors holding both classes."""
-    real = _check_binary_vector(labels, "labels")
-    s = _check_finite_vector(scores, "scores")
-    _check_same_shape(real, s, "labels", "scores")
-    _check_not_empty(real, "labels")
+    real = check_binary_vector(labels, "labels")
+    s = check_finite_vector(scores, "scores")
+    check_same_shape(real, s, "labels", "scores")
+    check_not_empty(real, "labels")
     n_real = int(np.count_nonzero(real))
     if n_real in (0, real.size):
         only, missing = ("fake (0)", "real (1)") if n_real == 0 else ("real (1)", "fake (0)")

@@ -16,58 +16,20 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from protocols.metrics.checks import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    check_int,
+    check_int_vector,
+    check_multi_hot,
+    check_same_shape,
+)
+
 EPS = 1e-9
 """The epsilon of seed 004 §6.2.1 (1): added to every denominator of precision, recall and F1."""
 
 Average = Literal["micro", "macro"]
-BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-
-
-# --------------------------------------------------------------------------------------------------
-# validation helpers (shared by the metrics package)
-
-
-def _check_multi_hot(x: npt.ArrayLike, name: str) -> BoolArray:
-    """A ``[N, C]`` array of bool or 0/1 values (any integer or float dtype), returned as bool."""
-    arr = np.asarray(x)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D multi-hot array [N, C], got shape {arr.shape}")
-    if arr.shape[1] == 0:
-        raise ValueError(f"{name} must have at least one class (shape {arr.shape})")
-    if arr.dtype == np.bool_:
-        return arr
-    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        raise ValueError(f"{name} must be bool or 0/1 numbers, got dtype {arr.dtype}")
-    if not np.all((arr == 0) | (arr == 1)):
-        raise ValueError(f"{name} must contain only 0/1 values (multi-hot)")
-    return arr.astype(np.bool_)
-
-
-def _check_same_shape(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
-    if a.shape != b.shape:
-        raise ValueError(f"{name_b} has shape {b.shape}, expected the shape of {name_a} {a.shape}")
-
-
-def _check_int_vector(x: npt.ArrayLike, name: str) -> IntArray:
-    """A 1-D array of an integer dtype (bool rejected), returned as int64."""
-    arr = np.asarray(x)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array, got shape {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"{name} must have an integer dtype, got {arr.dtype}")
-    return arr.astype(np.int64, copy=False)
-
-
-def _check_int(x: object, name: str, minimum: int | None = None) -> int:
-    """A Python or numpy integer (bool rejected), optionally bounded below."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer, got {x!r}")
-    value = int(x)
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
 
 
 def _check_average(average: object) -> Average:
@@ -116,7 +78,7 @@ class ClassCounts:
     @classmethod
     def zeros(cls, num_classes: int) -> ClassCounts:
         """All-zero counts for ``num_classes`` classes (the neutral element of ``+``)."""
-        n = _check_int(num_classes, "num_classes", minimum=1)
+        n = check_int(num_classes, "num_classes", minimum=1)
         z = np.zeros(n, dtype=np.int64)
         return cls(tp=z, fp=z, fn=z, support=z)
 
@@ -147,9 +109,9 @@ def class_counts(gt: npt.ArrayLike, pred: npt.ArrayLike) -> ClassCounts:
     (``TP += p==1 and y==1``, ``FP += p==1 and y==0``, ``FN += p==0 and y==1``).
     ``gt`` and ``pred`` are bool or 0/1 arrays; ``N`` may be 0 (all counts zero).
     """
-    g = _check_multi_hot(gt, "gt")
-    p = _check_multi_hot(pred, "pred")
-    _check_same_shape(g, p, "gt", "pred")
+    g = check_multi_hot(gt, "gt")
+    p = check_multi_hot(pred, "pred")
+    check_same_shape(g, p, "gt", "pred")
     tp = np.count_nonzero(g & p, axis=0)
     fp = np.count_nonzero(~g & p, axis=0)
     fn = np.count_nonzero(g & ~p, axis=0)
@@ -263,7 +225,7 @@ def frame_accuracy(gt: npt.ArrayLike, pred: npt.ArrayLike) -> float:
             raise ValueError(f"{name} must be a 1-D array of class indices [N], got shape {arr.shape}")
         if not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_):
             raise ValueError(f"{name} must hold integer class indices, got dtype {arr.dtype}")
-    _check_same_shape(g, p, "gt", "pred")
+    check_same_shape(g, p, "gt", "pred")
     if g.size == 0:
         raise ValueError("gt is empty: accuracy of zero frames is undefined")
     return float(np.count_nonzero(g == p) / g.size)
@@ -276,9 +238,9 @@ def exact_match_accuracy(gt: npt.ArrayLike, pred: npt.ArrayLike) -> float:
     only if every class agrees (scikit-learn's "subset accuracy", ``accuracy_score`` on indicator
     matrices). ``N`` must be at least 1.
     """
-    g = _check_multi_hot(gt, "gt")
-    p = _check_multi_hot(pred, "pred")
-    _check_same_shape(g, p, "gt", "pred")
+    g = check_multi_hot(gt, "gt")
+    p = check_multi_hot(pred, "pred")
+    check_same_shape(g, p, "gt", "pred")
     if g.shape[0] == 0:
         raise ValueError("gt has no rows: accuracy of zero units is undefined")
     return float(np.count_nonzero(np.all(g == p, axis=1)) / g.shape[0])
@@ -292,9 +254,9 @@ def segment_labels(frame_labels: npt.ArrayLike, segment_index: npt.ArrayLike, nu
     ``segment_index[i]`` (any order; ``0 <= segment_index[i] < num_segments``); a segment without
     frames has no labels.
     """
-    labels = _check_multi_hot(frame_labels, "frame_labels")
-    seg = _check_int_vector(segment_index, "segment_index")
-    n_seg = _check_int(num_segments, "num_segments", minimum=0)
+    labels = check_multi_hot(frame_labels, "frame_labels")
+    seg = check_int_vector(segment_index, "segment_index")
+    n_seg = check_int(num_segments, "num_segments", minimum=0)
     if seg.shape[0] != labels.shape[0]:
         raise ValueError(
             f"segment_index has {seg.shape[0]} entries, "

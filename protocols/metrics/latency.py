@@ -15,7 +15,7 @@ from typing import Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.events import _check_int_vector
+from protocols.metrics.checks import check_int_vector
 
 PercentileMethod = Literal[
     "linear",
@@ -69,7 +69,7 @@ def latency_summary(latency_ns: npt.ArrayLike, method: PercentileMethod = "linea
 
     ``latency_ns`` must be a non-empty 1-D integer array of non-negative values.
     """
-    lat = _check_int_vector(latency_ns, "latency_ns")
+    lat = check_int_vector(latency_ns, "latency_ns")
     if lat.size == 0:
         raise ValueError("latency_ns is empty: no latency statistics without samples")
     if lat.min() < 0:

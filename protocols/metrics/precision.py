@@ -30,8 +30,14 @@ from typing import Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.decision import _check_scores
-from protocols.metrics.events import BoolArray, FloatArray, IntArray, _check_multi_hot, _check_same_shape
+from protocols.metrics.checks import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    check_multi_hot,
+    check_same_shape,
+    check_scores,
+)
 
 Interpolation = Literal["voc11", "all_points", "coco101", "step"]
 _LEVELS = {"voc11": 10, "coco101": 100}  # recall levels j / L, j = 0..L
@@ -144,9 +150,9 @@ def average_precision(
         raise ValueError(f"gt must be a 1-D binary array [N], got shape {g.shape}")
     if s.ndim != 1:
         raise ValueError(f"scores must be a 1-D array [N], got shape {s.shape}")
-    g2 = _check_multi_hot(g[:, None], "gt")
-    s2 = _check_scores(s[:, None], "scores")
-    _check_same_shape(g2, s2, "gt", "scores")
+    g2 = check_multi_hot(g[:, None], "gt")
+    s2 = check_scores(s[:, None], "scores")
+    check_same_shape(g2, s2, "gt", "scores")
     if not g2.any():
         raise ValueError("gt has no positive: AP is undefined (event_map excludes such classes)")
     return float(_column_ap(g2, s2, interp)[0])
@@ -184,9 +190,9 @@ def event_map(gt: npt.ArrayLike, scores: npt.ArrayLike, interpolation: Interpola
     (sort per column, cumulative sums), without a loop over classes or thresholds.
     """
     interp = _check_interpolation(interpolation)
-    g = _check_multi_hot(gt, "gt")
-    s = _check_scores(scores, "scores")
-    _check_same_shape(g, s, "gt", "scores")
+    g = check_multi_hot(gt, "gt")
+    s = check_scores(scores, "scores")
+    check_same_shape(g, s, "gt", "scores")
     ap = _column_ap(g, s, interp)
     ap.setflags(write=False)
     excluded = np.flatnonzero(np.isnan(ap))

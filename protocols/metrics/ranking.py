@@ -41,7 +41,7 @@ from typing import Literal, overload
 
 import numpy as np
 
-from protocols.metrics.events import FloatArray, IntArray, _check_int
+from protocols.metrics.checks import FloatArray, IntArray, check_int
 
 RankingRun = Mapping[str, Mapping[str, float]]
 Qrels = Mapping[str, Mapping[str, int]]
@@ -209,7 +209,7 @@ def _report(p: _Ranked, values: FloatArray, per_query: bool) -> float | PerQuery
 def _metric(
     run: RankingRun, qrels: Qrels, metric: str, k: int | None, per_query: bool, gain: Gain = "linear"
 ) -> float | PerQuery:
-    kk = None if k is None else _check_int(k, "k", minimum=1)
+    kk = None if k is None else check_int(k, "k", minimum=1)
     if gain not in ("linear", "exponential"):
         raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
     p = _pack(run, qrels)
@@ -298,7 +298,7 @@ def ndcg_at_k(
 def ranking_metrics(run: RankingRun, qrels: Qrels, k: int, gain: Gain = "linear") -> dict[str, float]:
     """All of the above at cut-off ``k`` from one packing of the run: the means, keyed ``"hit@k"``,
     ``"precision@k"``, ``"recall@k"``, ``"f1@k"``, ``"mrr@k"``, ``"map@k"``, ``"ndcg@k"``."""
-    kk = _check_int(k, "k", minimum=1)
+    kk = check_int(k, "k", minimum=1)
     if gain not in ("linear", "exponential"):
         raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
     p = _pack(run, qrels)

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.events import FloatArray, _check_int
+from protocols.metrics.checks import FloatArray, check_int
 
 ReturnGapMetric = Literal["cosine", "euclidean", "dtw"]
 DtwCost = Literal["sum", "sqrt_sum_sq"]
@@ -73,14 +73,14 @@ def switch_lag(
     """
     arr = _check_weights(w, "w")
     t_n, m_n = arr.shape
-    d = _check_int(domain, "domain", minimum=0)
+    d = check_int(domain, "domain", minimum=0)
     if d >= m_n:
         raise ValueError(f"domain must be < the {m_n} columns of w, got {d}")
-    s = _check_int(start, "start", minimum=0)
+    s = check_int(start, "start", minimum=0)
     if s > t_n:
         raise ValueError(f"start must be <= the {t_n} steps of w, got {s}")
     thr = _check_real(threshold, "threshold")
-    kk = _check_int(k, "k", minimum=1)
+    kk = check_int(k, "k", minimum=1)
     if not isinstance(strict, (bool, np.bool_)):
         raise ValueError(f"strict must be a bool, got {strict!r}")
     col = arr[s:, d]
@@ -192,7 +192,7 @@ def hysteresis_area(w_fwd: npt.ArrayLike, w_rev: npt.ArrayLike, domain: int | No
     if f.ndim == 2:
         if domain is None:
             raise ValueError("domain is required when w_fwd and w_rev are [T, M] router weights")
-        d = _check_int(domain, "domain", minimum=0)
+        d = check_int(domain, "domain", minimum=0)
         fw = _check_weights(f, "w_fwd")
         rw = _check_weights(r, "w_rev")
         if rw.shape[1] != fw.shape[1]:

@@ -35,7 +35,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.events import BoolArray, FloatArray, IntArray, _check_int
+from protocols.metrics.checks import BoolArray, FloatArray, IntArray, check_int
 
 LifetimeConvention = Literal["runs", "per_feature"]
 EmptyJaccard = Literal["one", "skip"]
@@ -68,7 +68,7 @@ def topk_to_active(indices: npt.ArrayLike, num_features: int) -> BoolArray:
     ``[0, num_features)`` and distinct within a frame (a top-k selection never repeats a feature).
     """
     idx = np.asarray(indices)
-    n = _check_int(num_features, "num_features", minimum=1)
+    n = check_int(num_features, "num_features", minimum=1)
     if idx.ndim < 1:
         raise ValueError(f"indices must have a last axis of K indices, got shape {idx.shape}")
     if not np.issubdtype(idx.dtype, np.integer):
@@ -198,7 +198,7 @@ def temporal_stability(
     size = np.count_nonzero(a, axis=-1)  # [B, T]
     k_val: int | None = None
     if k is not None:
-        k_val = _check_int(k, "k", minimum=1)
+        k_val = check_int(k, "k", minimum=1)
         if size.max() > k_val:
             raise ValueError(f"k={k_val} is smaller than the {int(size.max())} active features of a frame")
 
@@ -241,7 +241,7 @@ def _check_jaccard_k(jaccard: npt.ArrayLike, k: int) -> tuple[FloatArray, int]:
     j = np.asarray(jaccard, dtype=np.float64)
     if np.any(~np.isfinite(j)) or np.any((j < 0) | (j > 1)):
         raise ValueError("jaccard must lie in [0, 1]")
-    return j, _check_int(k, "k", minimum=1)
+    return j, check_int(k, "k", minimum=1)
 
 
 def flips_jaccard_bound(jaccard: npt.ArrayLike, k: int) -> FloatArray:
