@@ -24,6 +24,13 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def _probit(p: np.ndarray) -> np.ndarray:
     """Normal deviate of each rate, clipped away from 0 and 1 (the DET convention, Martin et al. 1997)."""
     inv = NormalDist().inv_cdf
@@ -57,10 +64,7 @@ def plot_det_roc(far: np.ndarray, frr: np.ndarray, eer: float, path: Path, title
     roc.grid(True, alpha=0.3)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_reliability(
@@ -92,7 +96,4 @@ def plot_reliability(
     bottom.set_xlim(float(edges[0]), float(edges[-1]))
     if title:
         top.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
