@@ -12,6 +12,7 @@ frame on the stream clock, in seconds, i.e. the *end* of its capture interval. A
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -27,6 +28,7 @@ __all__ = [
     "Frame",
     "PredictOutput",
     "Prediction",
+    "StageTimer",
     "Stream",
     "StreamingAdapter",
 ]
@@ -119,6 +121,51 @@ class Stream:
 
 
 Capability = Literal["sequence", "stages", "features", "weights"]
+
+
+class _Stage:
+    __slots__ = ("_start", "_timer", "name")
+
+    def __init__(self, timer: StageTimer, name: str) -> None:
+        self._timer = timer
+        self.name = name
+        self._start = 0
+
+    def __enter__(self) -> None:
+        self._start = time.perf_counter_ns()
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = time.perf_counter_ns() - self._start
+        totals = self._timer.totals_ns
+        totals[self.name] = totals.get(self.name, 0) + elapsed
+
+
+class StageTimer:
+    """Named stages inside ``predict()`` for the latency breakdown (seed 004 §6.3.1 (3)).
+
+    An adapter with the capability ``"stages"`` keeps one as ``self.stages`` and wraps parts of its
+    work in ``with self.stages("visual"): ...``. Host wall time (``perf_counter_ns``) is summed per
+    name; the engine drains the totals after each stream. Stage objects are created once per name,
+    so a stage costs two clock reads and a dict update per use. A CUDA adapter must synchronise
+    inside a stage for its time to mean anything.
+    """
+
+    __slots__ = ("_stages", "totals_ns")
+
+    def __init__(self) -> None:
+        self._stages: dict[str, _Stage] = {}
+        self.totals_ns: dict[str, int] = {}
+
+    def __call__(self, name: str) -> _Stage:
+        stage = self._stages.get(name)
+        if stage is None:
+            stage = self._stages[name] = _Stage(self, name)
+        return stage
+
+    def drain(self) -> dict[str, int]:
+        """Totals (ns) per stage since the last drain, in the order the stages were first used."""
+        totals, self.totals_ns = self.totals_ns, {}
+        return totals
 
 
 class AdapterInfo(BaseModel):

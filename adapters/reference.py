@@ -41,6 +41,7 @@ from adapters.contract import (
     Frame,
     Prediction,
     PredictOutput,
+    StageTimer,
     StreamingAdapter,
 )
 
@@ -202,13 +203,14 @@ class CausalReferenceAdapter(StreamingAdapter):
         self._scale = torch.full((len(self._classes),), 1.0 / float(opts.temperature))
         self._uniform = np.full(len(self._classes), 1.0 / len(self._classes), dtype=np.float32)
         self._state: torch.Tensor | None = None
+        self.stages = StageTimer()
         self._info = AdapterInfo(
             name=self.NAME,
             classes=self._classes,
             modalities=self._modalities,
             device="cpu",
             version="1",
-            capabilities=frozenset(),
+            capabilities=frozenset({"stages"}),
         )
 
     @property
@@ -250,9 +252,15 @@ class CausalReferenceAdapter(StreamingAdapter):
         return torch.softmax(logits * self._scale, dim=0).numpy()
 
     def predict(self, frame: Frame) -> PredictOutput:
+        stage = self.stages
         with torch.inference_mode():
-            self._integrate(self._fused_logits(frame))
-            return Prediction(scores=self._scores(self._state))
+            with stage("matched filters + fusion"):
+                logits = self._fused_logits(frame)
+            with stage("temporal integration"):
+                self._integrate(logits)
+            with stage("softmax head"):
+                scores = self._scores(self._state)
+            return Prediction(scores=scores)
 
 
 class LookaheadReferenceAdapter(CausalReferenceAdapter):
@@ -288,9 +296,16 @@ class LookaheadReferenceAdapter(CausalReferenceAdapter):
         self._pending.clear()
 
     def predict(self, frame: Frame) -> PredictOutput:
+        stage = self.stages
         with torch.inference_mode():
-            logits = self._fused_logits(frame)
-            self._integrate(logits)
+            with stage("matched filters + fusion"):
+                logits = self._fused_logits(frame)
+            with stage("temporal integration"):
+                self._integrate(logits)
+            return self._emit(frame, logits)
+
+    def _emit(self, frame: Frame, logits: torch.Tensor | None) -> PredictOutput:
+        with self.stages("look-ahead window + head"):
             slot = self._position
             if logits is None:
                 self._window[slot].zero_()

@@ -20,7 +20,7 @@ from itertools import islice
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.contract import Adapter, Frame, Prediction, Stream
+from adapters.contract import Adapter, Frame, Prediction, StageTimer, Stream
 from protocols.recording import StreamRecording, StreamRole
 
 __all__ = ["AdapterOutputError", "ClockInfo", "Engine", "EngineConfig", "clock_info"]
@@ -83,6 +83,8 @@ class Engine:
         self.name = info.name
         self.num_classes = info.num_classes
         self.warmup_frames_run = 0
+        stages = getattr(adapter, "stages", None)
+        self.stages: StageTimer | None = stages if isinstance(stages, StageTimer) else None
 
     def warm_up(self, stream: Stream) -> int:
         """Feed up to ``warmup_frames`` frames of an unscored stream, then reset. Returns frames fed."""
@@ -114,7 +116,10 @@ class Engine:
                 f"{stream.stream_id!r} has {len(stream.classes)}"
             )
         self.adapter.reset_state()
+        if self.stages is not None:
+            self.stages.drain()  # stage time of warm-up or reset belongs to no stream
         latency_ns, emitted_at, refers_to, scores = self._feed(frames, stream.stream_id, len(frames))
+        stage_ns = self.stages.drain() if self.stages is not None else {}
         segment_ns = round(stream.segment_length_s * 1e9) if stream.segment_length_s else None
         return StreamRecording(
             stream_id=stream.stream_id,
@@ -127,6 +132,7 @@ class Engine:
             emitted_at=emitted_at,
             refers_to=refers_to,
             scores=scores,
+            stage_ns=stage_ns,
         )
 
     def _feed(

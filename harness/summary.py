@@ -52,6 +52,13 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"{speed.rtf:.4f}",
     )
     console.print(timing)
+    if speed.breakdown:
+        stages = Table(title="Latency breakdown per frame (seed 004 §6.3.1)", title_justify="left")
+        for name, justify in (("stage", "left"), ("ms", "right"), ("share %", "right"), ("timing", "left")):
+            stages.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for row in speed.breakdown:
+            stages.add_row(row.stage, f"{row.ms_per_frame:.4f}", f"{100 * row.share:.1f}", row.method)
+        console.print(stages)
 
     decision = metrics.decision
     rule = (

@@ -102,13 +102,26 @@ class AccuracyFigures(BaseModel):
     frame_accuracy: float
 
 
+class StageRow(BaseModel):
+    """One row of the latency breakdown (seed 004 §6.3.1 (3)): a named stage inside ``predict()``."""
+
+    stage: str
+    ms_per_frame: float
+    share: float = Field(description="fraction of the total predict() time")
+    method: str = "host perf_counter_ns"
+
+
 class SpeedFigures(BaseModel):
-    """The speed side: per-frame latency of ``predict()``, FPS and RTF."""
+    """The speed side: per-frame latency of ``predict()``, FPS, RTF and the stage breakdown."""
 
     latency: LatencySummary
     rtf: float
     processing_s: float
     duration_s: float
+    breakdown: list[StageRow] = Field(
+        default_factory=list,
+        description="named stages, then the time outside any stage; empty without stages",
+    )
 
 
 class StreamScore(BaseModel):
@@ -340,8 +353,23 @@ def _speed(recs: Sequence[StreamRecording]) -> SpeedFigures:
     processing_s = float(latency_ns.sum()) / 1e9
     duration_s = sum(r.duration_ns for r in recs) / 1e9
     return SpeedFigures(
+        breakdown=_breakdown(recs, int(latency_ns.sum()), latency_ns.size),
         latency=summary,
         rtf=rtf(processing_s, duration_s),
         processing_s=processing_s,
         duration_s=duration_s,
     )
+
+
+def _breakdown(recs: Sequence[StreamRecording], total_ns: int, frames: int) -> list[StageRow]:
+    totals: dict[str, int] = {}
+    for rec in recs:
+        for name, ns in rec.stage_ns.items():
+            totals[name] = totals.get(name, 0) + ns
+    if not totals or total_ns <= 0:
+        return []
+    totals["(outside stages)"] = max(total_ns - sum(totals.values()), 0)
+    return [
+        StageRow(stage=name, ms_per_frame=ns / frames / 1e6, share=ns / total_ns)
+        for name, ns in totals.items()
+    ]

@@ -9,7 +9,7 @@ as ``0 <= delay <= 200 ms`` are compared exactly, never through float rounding.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -37,6 +37,7 @@ class StreamRecording:
     - ``emitted_at`` ``[P]`` int64: index of the frame whose ``predict()`` returned prediction p.
     - ``refers_to`` ``[P]`` int64: index of the frame prediction p labels.
     - ``scores`` ``[P, C]`` float32: the per-class scores of prediction p.
+    - ``stage_ns``: host time per named stage inside ``predict()``, summed over the stream.
     """
 
     stream_id: str
@@ -49,6 +50,7 @@ class StreamRecording:
     emitted_at: np.ndarray
     refers_to: np.ndarray
     scores: np.ndarray
+    stage_ns: dict[str, int] = field(default_factory=dict)
 
     @property
     def num_frames(self) -> int:
@@ -72,6 +74,8 @@ def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
         out[f"s{i}/meta"] = np.array(
             [rec.stream_id, rec.role, str(rec.t0_ns), str(rec.segment_length_ns or "")]
         )
+        out[f"s{i}/stage_names"] = np.array(list(rec.stage_ns), dtype=str)
+        out[f"s{i}/stage_ns"] = np.array(list(rec.stage_ns.values()), dtype=np.int64)
     return out
 
 
@@ -82,6 +86,9 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
     while f"s{i}/meta" in arrays:
         stream_id, role, t0, seg = (str(x) for x in arrays[f"s{i}/meta"])
         fields = {name: np.asarray(arrays[f"s{i}/{name}"]) for name in _ARRAY_FIELDS}
+        names = arrays.get(f"s{i}/stage_names", np.array([], dtype=str))
+        totals = arrays.get(f"s{i}/stage_ns", np.array([], dtype=np.int64))
+        stages = {str(n): int(v) for n, v in zip(names, totals, strict=True)}
         if role not in ("test", "validation"):
             raise ValueError(f"stream {stream_id!r}: unknown role {role!r} in recorded arrays")
         recordings.append(
@@ -90,6 +97,7 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 role=role,  # type: ignore[arg-type]
                 t0_ns=int(t0),
                 segment_length_ns=int(seg) if seg else None,
+                stage_ns=stages,
                 **fields,
             )
         )

@@ -135,3 +135,30 @@ def test_class_count_mismatch_is_refused() -> None:
     stream = make_stream("three", classes=("a", "b", "c"))
     with pytest.raises(ValueError, match="declares 2 classes, stream 'three' has 3"):
         engine.run_stream(stream)
+
+
+def test_stage_times_are_drained_per_stream_and_exclude_warmup() -> None:
+    from adapters.contract import StageTimer
+
+    class Staged(ScriptedAdapter):
+        def __init__(self) -> None:
+            super().__init__(constant(OK))
+            self.stages = StageTimer()
+
+        def predict(self, frame: Frame) -> Prediction | list[Prediction] | None:
+            with self.stages("busy"):
+                end = time.perf_counter_ns() + 200_000
+                while time.perf_counter_ns() < end:
+                    pass
+            with self.stages("idle"):
+                pass
+            return super().predict(frame)
+
+    adapter = Staged()
+    engine = Engine(adapter, EngineConfig(warmup_frames=10))
+    engine.warm_up(make_stream("warm", num_frames=10))
+    rec = engine.run_stream(make_stream("a", num_frames=5))
+    assert list(rec.stage_ns) == ["busy", "idle"]
+    assert 5 * 200_000 <= rec.stage_ns["busy"] <= rec.latency_ns.sum()  # warm-up frames not counted
+    assert rec.stage_ns["idle"] < rec.stage_ns["busy"]
+    assert engine.run_stream(make_stream("b", num_frames=2)).stage_ns["busy"] < 5 * 200_000

@@ -40,6 +40,9 @@ def test_reference_run_writes_a_valid_result(tmp_path: Path) -> None:
     assert [r.stream_id for r in saved] == [r.stream_id for r in recordings]
     assert sum(r.num_frames for r in saved) == result.metrics.overall.accuracy.num_frames == 6 * 250
     assert online.score(saved, result.protocol_config, result.adapter_info.classes) == result.metrics
+    stages = [row.stage for row in result.metrics.overall.speed.breakdown]
+    assert stages[:3] == ["matched filters + fusion", "temporal integration", "softmax head"]
+    assert sum(row.share for row in result.metrics.overall.speed.breakdown) == pytest.approx(1.0)
     f1 = result.metrics.f1_at(0)
     assert 0.3 < f1 < 0.99, f"reference F1@0 = {f1}"
     assert result.metrics.overall.speed.latency.n == 6 * 250

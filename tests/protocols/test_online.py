@@ -243,3 +243,20 @@ def test_rescoring_saved_arrays_gives_the_same_score() -> None:
     ]
     again = from_arrays(to_arrays(recs))
     assert online.score(again, CONFIG, CLASSES) == online.score(recs, CONFIG, CLASSES)
+
+
+def test_breakdown_rows_share_the_total_latency() -> None:
+    labels = labels_bg_then_event()
+    a = recording(list(range(10)), list(range(10)), one_hot_scores(labels), stream_id="a", latency_ms=10.0)
+    b = recording(list(range(10)), list(range(10)), one_hot_scores(labels), stream_id="b", latency_ms=10.0)
+    a.stage_ns = {"visual": 60 * MS, "audio": 20 * MS}
+    b.stage_ns = {"visual": 40 * MS}
+    rows = online.score([a, b], CONFIG, CLASSES).overall.speed.breakdown
+    assert [r.stage for r in rows] == ["visual", "audio", "(outside stages)"]
+    assert [r.ms_per_frame for r in rows] == pytest.approx([5.0, 1.0, 4.0])  # 200 ms over 20 frames
+    assert [r.share for r in rows] == pytest.approx([0.5, 0.1, 0.4])
+    assert online.score([a], CONFIG, CLASSES).streams[0].speed.breakdown[0].share == pytest.approx(0.6)
+    plain = recording(list(range(10)), list(range(10)), one_hot_scores(labels))
+    assert online.score([plain], CONFIG, CLASSES).overall.speed.breakdown == []
+    again = from_arrays(to_arrays([a, b]))
+    assert again[0].stage_ns == a.stage_ns and again[1].stage_ns == b.stage_ns
