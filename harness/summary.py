@@ -60,6 +60,19 @@ def print_summary(console: Console, result: RunResult) -> None:
             stages.add_row(row.stage, f"{row.ms_per_frame:.4f}", f"{100 * row.share:.1f}", row.method)
         console.print(stages)
 
+    head = metrics.headline
+    f1_0, mean_ms = head.f1_strict[0], head.mean_latency_ms
+    console.print(
+        f"{100 * f1_0.confidence:.0f} % intervals over {f1_0.n_streams} streams (bootstrap): "
+        f"F1@{deltas[0]:g} ms Strict {_pct(f1_0.estimate)} [{_pct(f1_0.low)}, {_pct(f1_0.high)}] % · "
+        f"F1@{deltas[-1]:g} ms Strict {_pct(head.f1_strict[-1].estimate)} "
+        f"[{_pct(head.f1_strict[-1].low)}, {_pct(head.f1_strict[-1].high)}] % · "
+        f"mean latency {mean_ms.estimate:.4f} [{mean_ms.low:.4f}, {mean_ms.high:.4f}] ms · "
+        f"latency IQR/median {100 * head.latency_spread:.0f} %",
+        highlight=False,
+    )
+    for warning in head.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     decision = metrics.decision
     rule = (
         decision.kind

@@ -39,6 +39,7 @@ from protocols.metrics import (
     select_in_window,
     tune_class_thresholds,
 )
+from protocols.metrics.bootstrap import Interval, bootstrap_micro_f1, bootstrap_ratio, spread
 from protocols.recording import StreamRecording, StreamRole
 
 NAME = "online"
@@ -73,6 +74,9 @@ class OnlineConfig(BaseModel):
     )
     exclude_classes: tuple[str, ...] = Field((), description="classes left out of every metric")
     split_seed: int = Field(0, description="seed of the validation/test split (per_class rule only)")
+    bootstrap_resamples: int = Field(1000, ge=1, description="resamples of the streams for the intervals")
+    confidence: float = Field(0.95, gt=0, lt=1, description="level of the bootstrap intervals")
+    spread_warning: float = Field(0.10, gt=0, description="warn when latency IQR / median exceeds this")
 
     @model_validator(mode="after")
     def _check_deltas(self) -> OnlineConfig:
@@ -139,6 +143,16 @@ class DecisionRecord(BaseModel):
     fitted_on: list[str]
 
 
+class Headline(BaseModel):
+    """The headline figures with bootstrap intervals over streams, and warnings about the measurement."""
+
+    f1_strict: list[Interval] = Field(description="frame-level micro F1@Δt (Strict), one per Δt")
+    mean_latency_ms: Interval
+    rtf: Interval
+    latency_spread: float = Field(description="IQR / median of the per-frame latencies")
+    warnings: list[str]
+
+
 class OnlineScore(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -146,6 +160,7 @@ class OnlineScore(BaseModel):
     clock: Literal["algorithmic"] = "algorithmic"
     classes: list[str]
     decision: DecisionRecord
+    headline: Headline
     overall: StreamScore
     streams: list[StreamScore]
 
@@ -200,6 +215,7 @@ def score(recordings: Sequence[StreamRecording], config: OnlineConfig, classes: 
     return OnlineScore(
         classes=[c for c, k in zip(classes, keep, strict=True) if k],
         decision=decision,
+        headline=_headline(test, per_stream, config),
         overall=StreamScore(stream_id="*", accuracy=_figures(total, config), speed=_speed(test)),
         streams=[
             StreamScore(stream_id=rec.stream_id, accuracy=_figures(tally, config), speed=_speed([rec]))
@@ -373,3 +389,33 @@ def _breakdown(recs: Sequence[StreamRecording], total_ns: int, frames: int) -> l
         StageRow(stage=name, ms_per_frame=ns / frames / 1e6, share=ns / total_ns)
         for name, ns in totals.items()
     ]
+
+
+def _headline(recs: Sequence[StreamRecording], tallies: Sequence[_Tally], config: OnlineConfig) -> Headline:
+    """Intervals over streams (DESIGN.md "Results"), and a warning when latencies spread widely."""
+    n, level = config.bootstrap_resamples, config.confidence
+    f1 = []
+    for delta in config.deltas_ms:
+        counts = [t.counts[("frame", "strict", delta)] for t in tallies]
+        tp, fp, fn = (np.array([getattr(c, name).sum() for c in counts]) for name in ("tp", "fp", "fn"))
+        f1.append(bootstrap_micro_f1(tp, fp, fn, n_resamples=n, confidence=level))
+    processing = np.array([r.latency_ns.sum() for r in recs], dtype=np.float64)
+    frames = np.array([r.num_frames for r in recs], dtype=np.float64)
+    durations = np.array([r.duration_ns for r in recs], dtype=np.float64)
+    mean_latency = bootstrap_ratio(processing / 1e6, frames, n_resamples=n, confidence=level)
+    latency_spread = spread(np.concatenate([r.latency_ns for r in recs]))
+    warnings = []
+    if latency_spread > config.spread_warning:
+        warnings.append(
+            f"latency spread IQR/median = {latency_spread:.0%} exceeds {config.spread_warning:.0%}: "
+            "the machine may be busy or the model's cost varies; repeat the run before comparing"
+        )
+    if len(recs) < 10:
+        warnings.append(f"only {len(recs)} test streams: the intervals over streams are rough")
+    return Headline(
+        f1_strict=f1,
+        mean_latency_ms=mean_latency,
+        rtf=bootstrap_ratio(processing, durations, n_resamples=n, confidence=level),
+        latency_spread=latency_spread,
+        warnings=warnings,
+    )

@@ -13,6 +13,7 @@ One vocabulary for users and protocols; each function's docstring cites its defi
 - :mod:`.router`: switch-lag, return-gap, DTW, hysteresis area, weight entropy (seed 001).
 """
 
+from protocols.metrics.bootstrap import Interval, bootstrap_micro_f1, bootstrap_ratio, spread
 from protocols.metrics.calibration import ReliabilityBins, brier, ece, mce, reliability_bins
 from protocols.metrics.decision import apply_thresholds, apply_top_k, tune_class_thresholds
 from protocols.metrics.delay import DelayMode, gather_decisions, select_in_window
@@ -100,6 +101,7 @@ __all__ = [
     "EventMAP",
     "Gain",
     "Interpolation",
+    "Interval",
     "LatencySummary",
     "LifetimeConvention",
     "OperatingPoints",
@@ -117,6 +119,8 @@ __all__ = [
     "apply_thresholds",
     "apply_top_k",
     "average_precision",
+    "bootstrap_micro_f1",
+    "bootstrap_ratio",
     "brier",
     "class_counts",
     "composite_score",
@@ -159,6 +163,7 @@ __all__ = [
     "segment_labels",
     "select_in_window",
     "speedup",
+    "spread",
     "switch_lag",
     "temporal_stability",
     "tiou_map",

@@ -260,3 +260,27 @@ def test_breakdown_rows_share_the_total_latency() -> None:
     assert online.score([plain], CONFIG, CLASSES).overall.speed.breakdown == []
     again = from_arrays(to_arrays([a, b]))
     assert again[0].stage_ns == a.stage_ns and again[1].stage_ns == b.stage_ns
+
+
+def test_headline_intervals_and_spread_warning() -> None:
+    labels = labels_bg_then_event()
+    good = [
+        recording(list(range(10)), list(range(10)), one_hot_scores(labels), stream_id=f"g{i}")
+        for i in range(6)
+    ]
+    bad = [
+        recording(list(range(10)), list(range(10)), one_hot_scores(~labels), stream_id=f"b{i}")
+        for i in range(6)
+    ]
+    head = online.score(good + bad, CONFIG, CLASSES).headline
+    assert [ci.estimate for ci in head.f1_strict] == pytest.approx([0.5] * 6, abs=1e-8)
+    assert all(0.0 < ci.low < 0.5 < ci.high < 1.0 for ci in head.f1_strict)  # streams disagree
+    assert head.mean_latency_ms.estimate == pytest.approx(10.0) and head.mean_latency_ms.low == pytest.approx(
+        10.0
+    )
+    assert head.rtf.estimate == pytest.approx(0.1)
+    assert head.latency_spread == 0.0 and head.warnings == []
+    noisy = recording(list(range(10)), list(range(10)), one_hot_scores(labels), stream_id="n")
+    noisy.latency_ns[::2] *= 3
+    warned = online.score([noisy], CONFIG, CLASSES).headline.warnings
+    assert any("spread" in w for w in warned) and any("only 1 test streams" in w for w in warned)
