@@ -170,7 +170,11 @@ class MatchedFilterFusion(nn.Module):
         if not inputs:
             return None
         buffers = self._buffers
-        signed = [torch.mv(buffers[self._buffer_names[k]], x) for k, x in inputs]  # type: ignore[arg-type]
+        # a [C, D] x [D, 1] product (not torch.mv) so that torch's flop counter sees it
+        signed = [
+            torch.mm(buffers[self._buffer_names[k]], x.unsqueeze(1)).squeeze(1)  # type: ignore[arg-type]
+            for k, x in inputs
+        ]
         if len(signed) == 1:
             fused = signed[0]
         elif len(signed) == 2:

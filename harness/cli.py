@@ -9,11 +9,12 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from adapters.registry import REGISTRY, AdapterLoadError
 from harness.cli_score import score_app
-from harness.engine import AdapterOutputError
+from harness.engine import AdapterError
 from harness.results import RunResult
 from harness.runner import RunConfig, execute_run
 from harness.summary import print_summary
@@ -28,7 +29,7 @@ err = Console(stderr=True)
 
 
 def _fail(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code=2)
 
 
@@ -102,7 +103,7 @@ def run(
 
         try:
             result, _, run_dir = execute_run(config, hook)
-        except (AdapterLoadError, AdapterOutputError, ValueError) as exc:
+        except (AdapterLoadError, AdapterError, ValueError) as exc:
             raise _fail(str(exc)) from None
     print_summary(out, result)
     out.print(f"\nwrote [bold]{run_dir / 'result.json'}[/]", highlight=False)

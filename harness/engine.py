@@ -23,7 +23,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from adapters.contract import Adapter, Frame, Prediction, StageTimer, Stream
 from protocols.recording import StreamRecording, StreamRole
 
-__all__ = ["AdapterOutputError", "ClockInfo", "Engine", "EngineConfig", "clock_info"]
+__all__ = [
+    "AdapterCallError",
+    "AdapterError",
+    "AdapterOutputError",
+    "ClockInfo",
+    "Engine",
+    "EngineConfig",
+    "clock_info",
+]
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class EngineConfig(BaseModel):
@@ -62,8 +73,8 @@ def clock_info(device: str) -> ClockInfo:
     )
 
 
-class AdapterOutputError(ValueError):
-    """An adapter broke the data contract; names the adapter, the stream and the frame."""
+class AdapterError(Exception):
+    """Something went wrong in or with an adapter; names the adapter, the stream and the frame."""
 
     def __init__(self, adapter: str, stream_id: str, frame: int, problem: str) -> None:
         super().__init__(f"adapter {adapter!r}, stream {stream_id!r}, frame {frame}: {problem}")
@@ -71,6 +82,14 @@ class AdapterOutputError(ValueError):
         self.stream_id = stream_id
         self.frame = frame
         self.problem = problem
+
+
+class AdapterOutputError(AdapterError, ValueError):
+    """An adapter broke the data contract (its output failed validation)."""
+
+
+class AdapterCallError(AdapterError, RuntimeError):
+    """An adapter's ``predict()`` or ``reset_state()`` raised; the original exception is the cause."""
 
 
 class Engine:
@@ -96,9 +115,9 @@ class Engine:
                 f"warm-up stream {stream.stream_id!r} has {stream.num_frames} frames, {n} are needed"
             )
         frames = list(islice(stream.frames(), n))
-        self.adapter.reset_state()
+        self._reset(stream.stream_id)
         self._feed(frames, stream.stream_id, stream.num_frames)
-        self.adapter.reset_state()
+        self._reset(stream.stream_id)
         self.warmup_frames_run = len(frames)
         return len(frames)
 
@@ -115,7 +134,7 @@ class Engine:
                 f"adapter {self.name!r} declares {self.num_classes} classes, stream "
                 f"{stream.stream_id!r} has {len(stream.classes)}"
             )
-        self.adapter.reset_state()
+        self._reset(stream.stream_id)
         if self.stages is not None:
             self.stages.drain()  # stage time of warm-up or reset belongs to no stream
         latency_ns, emitted_at, refers_to, scores = self._feed(frames, stream.stream_id, len(frames))
@@ -135,6 +154,29 @@ class Engine:
             stage_ns=stage_ns,
         )
 
+    def count_flops(self, stream: Stream) -> tuple[int | None, str | None]:
+        """FLOPs of one ``predict()`` on the stream's first frame, by torch's own flop counter.
+
+        Run outside any timed region and followed by a reset. Returns ``(flops, None)``, or
+        ``(None, reason)`` when nothing was counted (not a torch model, or only operations the counter
+        does not know: it counts matrix products and convolutions).
+        """
+        try:
+            from torch.utils.flop_counter import FlopCounterMode
+        except ImportError as exc:  # pragma: no cover - torch is a core dependency
+            return None, f"torch flop counter unavailable: {exc}"
+        frame = next(iter(stream.frames()))
+        self.adapter.reset_state()
+        with FlopCounterMode(display=False) as counter:
+            self.adapter.predict(frame)
+        self.adapter.reset_state()
+        if self.stages is not None:
+            self.stages.drain()
+        flops = int(counter.get_total_flops())
+        if flops == 0:
+            return None, "torch's flop counter saw no matrix product or convolution in predict()"
+        return flops, None
+
     def _feed(
         self, frames: Sequence[Frame], stream_id: str, stream_length: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -153,34 +195,42 @@ class Engine:
         predict = self.adapter.predict
         clock = time.perf_counter_ns
         prediction_type, ndarray, float32 = Prediction, np.ndarray, np.dtype(np.float32)
-        for i, frame in enumerate(frames):
-            start = clock()
-            out = predict(frame)
-            latency[i] = clock() - start
-            if out is None:
-                continue
-            # fast path: one Prediction with float32 scores of the right shape and an int refers_to
-            if type(out) is prediction_type:
-                sc = out.scores
-                ref = out.refers_to
-                if (
-                    type(sc) is ndarray
-                    and sc.dtype is float32
-                    and sc.shape == shape
-                    and (ref is None or type(ref) is int)
-                ):
-                    if ref is None:
-                        ref = i
-                    elif not 0 <= ref < stream_length:
-                        self._check_ref(ref, stream_id, i, stream_length)
-                    keep_scores(sc.tobytes())
-                    keep_emitted(i)
-                    keep_ref(ref)
+        i = -1
+        try:
+            for i, frame in enumerate(frames):
+                start = clock()
+                out = predict(frame)
+                latency[i] = clock() - start
+                if out is None:
                     continue
-            for pred_scores, pred_ref in self._slow_path(out, stream_id, i, stream_length):
-                keep_scores(pred_scores.astype(np.float32).tobytes())
-                keep_emitted(i)
-                keep_ref(pred_ref)
+                # fast path: one Prediction with float32 scores of the right shape and an int refers_to
+                if type(out) is prediction_type:
+                    sc = out.scores
+                    ref = out.refers_to
+                    if (
+                        type(sc) is ndarray
+                        and sc.dtype is float32
+                        and sc.shape == shape
+                        and (ref is None or type(ref) is int)
+                    ):
+                        if ref is None:
+                            ref = i
+                        elif not 0 <= ref < stream_length:
+                            self._check_ref(ref, stream_id, i, stream_length)
+                        keep_scores(sc.tobytes())
+                        keep_emitted(i)
+                        keep_ref(ref)
+                        continue
+                for pred_scores, pred_ref in self._slow_path(out, stream_id, i, stream_length):
+                    keep_scores(pred_scores.astype(np.float32).tobytes())
+                    keep_emitted(i)
+                    keep_ref(pred_ref)
+        except AdapterOutputError:
+            raise
+        except Exception as exc:  # the adapter's own failure: say where it happened, keep the cause
+            raise AdapterCallError(
+                self.name, stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
+            ) from exc
         k = len(emitted_at)
         scores = np.frombuffer(b"".join(score_bytes), dtype=np.float32).reshape(k, self.num_classes).copy()
         emitted = np.asarray(emitted_at, dtype=np.int64)
@@ -210,10 +260,17 @@ class Engine:
                     f"scores are a {type(pred.scores).__name__}; expected a numpy.ndarray "
                     "(convert tensors with .numpy() inside predict())",
                 )
+            kind = pred.scores.dtype.kind
+            if kind not in "fiu":
+                raise self._error(
+                    stream_id, index, f"scores have dtype {pred.scores.dtype}; expected real numbers"
+                )
             if pred.scores.shape != (self.num_classes,):
                 raise self._error(
                     stream_id, index, f"scores have shape {pred.scores.shape}, expected ({self.num_classes},)"
                 )
+            if kind == "f" and np.any(np.abs(pred.scores[np.isfinite(pred.scores)]) > _FLOAT32_MAX):
+                raise self._error(stream_id, index, "scores exceed the float32 range they are recorded in")
             ref = (
                 index
                 if pred.refers_to is None
@@ -228,6 +285,14 @@ class Engine:
         if not 0 <= ref < stream_length:
             raise self._error(stream_id, index, f"refers_to={ref} is outside the stream [0, {stream_length})")
         return int(ref)
+
+    def _reset(self, stream_id: str) -> None:
+        try:
+            self.adapter.reset_state()
+        except Exception as exc:
+            raise AdapterCallError(
+                self.name, stream_id, 0, f"reset_state() before the stream raised {type(exc).__name__}: {exc}"
+            ) from exc
 
     def _error(self, stream_id: str, frame: int, problem: str) -> AdapterOutputError:
         return AdapterOutputError(self.name, stream_id, frame, problem)

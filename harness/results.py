@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import sys
+import zipfile
 from collections.abc import Sequence
 from datetime import datetime
 from importlib import metadata
@@ -161,7 +162,9 @@ def load_result(path: Path) -> RunResult:
 def load_recordings(run_dir: Path) -> list[StreamRecording]:
     path = run_dir / ARRAYS_FILE
     try:
-        with np.load(path) as arrays:
+        with np.load(path, allow_pickle=False) as arrays:
             return from_arrays(arrays)
     except FileNotFoundError:
         raise ResultFileError(f"{path}: no such arrays file") from None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        raise ResultFileError(f"{path}: not a readable arrays file ({type(exc).__name__}: {exc})") from None

@@ -252,7 +252,7 @@ def _decide(scores: np.ndarray, decision: DecisionRecord, keep: np.ndarray) -> n
     scores = scores[:, keep]
     if decision.kind == "top_k":
         assert decision.k is not None
-        return apply_top_k(scores, min(decision.k, scores.shape[1]))
+        return apply_top_k(scores, decision.k)
     assert decision.thresholds is not None
     return apply_thresholds(scores, np.asarray(decision.thresholds))
 
@@ -262,6 +262,8 @@ def _fit_decision(
 ) -> DecisionRecord:
     n_classes = int(keep.sum())
     if rule.kind == "top_k":
+        if rule.k > n_classes:
+            raise ValueError(f"decision.k = {rule.k} is more than the {n_classes} classes scored")
         return DecisionRecord(kind="top_k", thresholds=None, k=rule.k, fitted_on=[])
     if rule.kind == "threshold":
         return DecisionRecord(kind="threshold", thresholds=[rule.threshold] * n_classes, k=None, fitted_on=[])
@@ -298,7 +300,8 @@ def _segments(rec: StreamRecording, config: OnlineConfig) -> tuple[np.ndarray, n
         )
     # frame i captures (t_i - period, t_i]; it belongs to the segment containing its end instant
     seg_of_frame = (rec.frame_times_ns - rec.t0_ns - 1) // seg_ns
-    seg_of_frame -= seg_of_frame[0]
+    # only segments that hold a frame are units (a segment shorter than the frame period may hold none)
+    _, seg_of_frame = np.unique(seg_of_frame, return_inverse=True)
     num_segments = int(seg_of_frame[-1]) + 1
     seg_end = np.zeros(num_segments, dtype=np.int64)
     np.maximum.at(seg_end, seg_of_frame, rec.frame_times_ns)
@@ -331,7 +334,9 @@ def _score_stream(
             pred = gather_decisions(chosen, decided, decided.shape[1])
             key = (unit, name, delta_ms)
             tally.counts[key] = class_counts(gt, pred)
-            tally.correct[key] = int(np.all(pred == gt, axis=1).sum())
+            # a hit needs a prediction inside the window (seed 004 §6.2.2 (1)): an unanswered unit is
+            # never correct, even when its reference label set is empty
+            tally.correct[key] = int((np.all(pred == gt, axis=1) & (chosen >= 0)).sum())
             tally.answered[key] = int((chosen >= 0).sum())
     return tally
 

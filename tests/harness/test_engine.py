@@ -162,3 +162,56 @@ def test_stage_times_are_drained_per_stream_and_exclude_warmup() -> None:
     assert 5 * 200_000 <= rec.stage_ns["busy"] <= rec.latency_ns.sum()  # warm-up frames not counted
     assert rec.stage_ns["idle"] < rec.stage_ns["busy"]
     assert engine.run_stream(make_stream("b", num_frames=2)).stage_ns["busy"] < 5 * 200_000
+
+
+def test_flops_per_frame_of_the_reference_model() -> None:
+    from adapters.reference import CausalReferenceAdapter
+    from harness.datasets.synthetic import SyntheticConfig, make_streams
+
+    stream = make_streams(SyntheticConfig(num_streams=1))[0]
+    flops, reason = Engine(CausalReferenceAdapter(), EngineConfig(warmup_frames=0)).count_flops(stream)
+    # two matched filters: [29, 64] x [64, 1] and [29, 128] x [128, 1], 2 FLOPs per multiply-add
+    assert (flops, reason) == (2 * 29 * 64 + 2 * 29 * 128, None)
+    none, why = Engine(ScriptedAdapter(constant(OK)), EngineConfig(warmup_frames=0)).count_flops(
+        make_stream()
+    )
+    assert none is None and why is not None and "no matrix product" in why
+
+
+def test_an_adapter_that_raises_is_named_with_stream_and_frame() -> None:
+    from harness.engine import AdapterCallError
+
+    def script(frame: Frame) -> Prediction:
+        if frame.index == 3:
+            raise MemoryError("out of memory")
+        return Prediction(scores=np.asarray(OK, dtype=np.float32))
+
+    with pytest.raises(
+        AdapterCallError, match=r"stream 'x', frame 3: predict\(\) raised MemoryError"
+    ) as info:
+        Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0)).run_stream(make_stream("x"))
+    assert isinstance(info.value.__cause__, MemoryError)
+
+    class BadReset(ScriptedAdapter):
+        def reset_state(self) -> None:
+            raise RuntimeError("no")
+
+    with pytest.raises(AdapterCallError, match="reset_state"):
+        Engine(BadReset(constant(OK)), EngineConfig(warmup_frames=0)).run_stream(make_stream("y"))
+
+
+@pytest.mark.parametrize(
+    ("scores", "problem"),
+    [
+        (np.array(["a", "b"]), "dtype <U1; expected real numbers"),
+        (np.array([None, 1.0], dtype=object), "dtype object"),
+        (np.array([1 + 1j, 0]), "dtype complex128"),
+        (np.array([1e39, 0.0]), "exceed the float32 range"),
+    ],
+)
+def test_score_dtypes_are_checked(scores: np.ndarray, problem: str) -> None:
+    def script(frame: Frame) -> Prediction:
+        return Prediction(scores=scores)
+
+    with pytest.raises(AdapterOutputError, match=problem):
+        Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0)).run_stream(make_stream())

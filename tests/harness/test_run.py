@@ -112,6 +112,15 @@ def test_result_json_validates_against_the_published_json_schema(tmp_path: Path)
         jsonschema.validate(document, schema)
 
 
+def test_corrupt_arrays_file_is_named(tmp_path: Path) -> None:
+    execute_run(small(tmp_path, data={"num_streams": 2}))
+    (tmp_path / "run" / "arrays.npz").write_bytes(b"not a zip")
+    with pytest.raises(ResultFileError, match=r"arrays\.npz: not a readable arrays file"):
+        load_recordings(tmp_path / "run")
+    res = CliRunner().invoke(app, ["score", "online", str(tmp_path / "run")])
+    assert res.exit_code == 2 and "not a readable arrays file" in res.output
+
+
 def test_result_files_are_checked_on_load(tmp_path: Path) -> None:
     (tmp_path / "result.json").write_text('{"schema_version": 99}')
     with pytest.raises(ResultFileError, match="schema_version 99 is not supported"):

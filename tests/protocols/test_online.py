@@ -284,3 +284,29 @@ def test_headline_intervals_and_spread_warning() -> None:
     noisy.latency_ns[::2] *= 3
     warned = online.score([noisy], CONFIG, CLASSES).headline.warnings
     assert any("spread" in w for w in warned) and any("only 1 test streams" in w for w in warned)
+
+
+def test_unanswered_units_are_never_hits_even_with_empty_references() -> None:
+    # only the background class exists in the reference; scoring without it leaves empty label sets
+    labels = np.zeros((10, 2), dtype=bool)
+    labels[:, 0] = True
+    late = recording(list(range(2, 10)), list(range(8)), one_hot_scores(labels)[:8], labels=labels)
+    score = online.score([late], OnlineConfig(exclude_classes=("background",)), CLASSES)
+    assert point(score, 0, "strict").accuracy == 0.0 and point(score, 0, "strict").answered == 0.0
+    assert point(score, 200, "strict").accuracy == pytest.approx(0.8)
+
+
+def test_segments_without_frames_are_not_units() -> None:
+    labels = labels_bg_then_event()
+    rec = recording(list(range(10)), list(range(10)), one_hot_scores(~labels))  # wrong on every frame
+    score = online.score([rec], OnlineConfig(segment_length_s=0.03), CLASSES)  # shorter than a frame
+    assert score.overall.accuracy.num_segments == 10
+    assert point(score, 0, "strict", "segment").accuracy == 0.0
+
+
+def test_top_k_larger_than_the_classes_is_refused() -> None:
+    labels = labels_bg_then_event()
+    rec = recording(list(range(10)), list(range(10)), one_hot_scores(labels))
+    config = OnlineConfig(decision=DecisionRule(kind="top_k", k=2), exclude_classes=("background",))
+    with pytest.raises(ValueError, match=r"decision\.k = 2 is more than the 1 classes"):
+        online.score([rec], config, CLASSES)
