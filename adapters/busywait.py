@@ -1,0 +1,171 @@
+"""Adapters of known cost, to check the harness's clock: a CPU busy-wait and a CUDA sleep.
+
+``streambench selftest`` (``../shared/DESIGN.md``, "The engine": the null adapter run publishes the
+harness's overhead and the clock's resolution as the floor of every measurement) runs these next to
+the null adapter: an adapter whose ``predict()`` takes a known time must be measured at that time,
+within the engine's overhead. The timing point is the one of seed 004 §6.2.3 ("计时点"): the host
+wall time around ``predict()``, ending with the synchronisation needed to read the output.
+
+- :class:`BusyWaitAdapter` spins on ``time.perf_counter_ns()`` (the engine's clock) until
+  ``duration_us`` has passed. It never sleeps, so no scheduler wake-up latency is added; it can
+  still be pre-empted on a loaded machine, which shows in the tail, not the median.
+- :class:`CudaSleepAdapter` enqueues ``torch.cuda._sleep`` for a cycle count calibrated once at
+  construction with CUDA events, then synchronises, so the measured time is device time plus the
+  launch and synchronisation overhead. It can only be built where CUDA is available.
+
+Both return one preallocated, read-only :class:`Prediction` with uniform scores (no model output).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+from pydantic import Field
+
+from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
+
+__all__ = [
+    "BusyWaitAdapter",
+    "BusyWaitOptions",
+    "CudaSleepAdapter",
+    "CudaSleepOptions",
+    "CudaUnavailableError",
+]
+
+DEFAULT_CLASSES: tuple[str, ...] = ("background", "event")
+
+
+def _uniform_prediction(classes: tuple[str, ...]) -> Prediction:
+    scores = np.full(len(classes), 1.0 / len(classes), dtype=np.float32)
+    scores.setflags(write=False)
+    return Prediction(scores=scores)
+
+
+class BusyWaitOptions(AdapterOptions):
+    """Options of :class:`BusyWaitAdapter`. ``classes`` is data-bound (filled from the data set)."""
+
+    duration_us: float = Field(1000.0, gt=0, description="time each predict() spins, in microseconds")
+    classes: tuple[str, ...] | None = Field(
+        default=None, min_length=1, description="class names; None: ('background', 'event')"
+    )
+
+
+class BusyWaitAdapter(StreamingAdapter):
+    """``predict()`` spins on ``time.perf_counter_ns()`` for ``duration_us``; keeps no state.
+
+    The engine reads its clock before calling ``predict()`` and after it returns, and this adapter
+    reads the same clock in between, so every latency the engine records is at least the duration.
+    """
+
+    Options = BusyWaitOptions
+
+    def __init__(self, options: BusyWaitOptions | None = None) -> None:
+        opts = options if options is not None else BusyWaitOptions()
+        super().__init__(opts)
+        names = opts.classes if opts.classes is not None else DEFAULT_CLASSES
+        self.duration_ns = round(opts.duration_us * 1000)
+        self._prediction = _uniform_prediction(names)
+        self._info = AdapterInfo(name="busywait", classes=names, modalities=("audio", "visual"), device="cpu")
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        return None
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        clock = time.perf_counter_ns
+        end = clock() + self.duration_ns
+        while clock() < end:
+            pass
+        return self._prediction
+
+
+class CudaUnavailableError(RuntimeError):
+    """A CUDA adapter was asked for on a machine where torch sees no CUDA device."""
+
+
+class CudaSleepOptions(AdapterOptions):
+    """Options of :class:`CudaSleepAdapter`. ``classes`` is data-bound (filled from the data set)."""
+
+    duration_us: float = Field(1000.0, gt=0, description="device time of each predict(), in microseconds")
+    classes: tuple[str, ...] | None = Field(
+        default=None, min_length=1, description="class names; None: ('background', 'event')"
+    )
+    calibration_cycles: int = Field(
+        2_000_000, gt=0, description="cycles slept per calibration measurement (about 1 ms on most GPUs)"
+    )
+    calibration_repeats: int = Field(7, ge=1, description="calibration measurements; the median is used")
+
+
+def _calibrate_cuda_sleep(cycles: int, repeats: int) -> float:
+    """Cycles per microsecond of ``torch.cuda._sleep`` on the current device (median of event timings)."""
+    import torch
+
+    torch.cuda._sleep(cycles)  # untimed: the first launch pays for module loading
+    torch.cuda.synchronize()
+    rates = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+        elapsed_us = start.elapsed_time(end) * 1000.0  # elapsed_time is in milliseconds
+        if elapsed_us > 0:
+            rates.append(cycles / elapsed_us)
+    if not rates:
+        raise RuntimeError("CudaSleepAdapter: calibration measured no elapsed time")
+    return float(statistics.median(rates))
+
+
+class CudaSleepAdapter(StreamingAdapter):
+    """``predict()`` runs ``torch.cuda._sleep`` for a calibrated cycle count and synchronises.
+
+    Runs on the current CUDA device (``torch.cuda.current_device()`` at construction, recorded in
+    ``info.device``). Calibration (once, at construction): after one untimed launch,
+    ``calibration_repeats`` launches of ``calibration_cycles`` are timed with a pair of CUDA events
+    each; the median gives ``cycles_per_us``. The GPU's clock may change afterwards (boost, thermal
+    limits), which the selftest's measured error would show. Raises :class:`CudaUnavailableError`
+    where torch sees no CUDA device.
+    """
+
+    Options = CudaSleepOptions
+
+    def __init__(self, options: CudaSleepOptions | None = None) -> None:
+        opts = options if options is not None else CudaSleepOptions()
+        super().__init__(opts)
+        import torch  # imported here: the CPU adapter of this module must not pay for torch
+
+        if not torch.cuda.is_available():
+            raise CudaUnavailableError(
+                "CudaSleepAdapter needs a CUDA device, and torch sees none "
+                f"(torch {torch.__version__}, built with CUDA {torch.version.cuda}); "
+                "use BusyWaitAdapter ('busywait') on a CPU-only machine"
+            )
+        names = opts.classes if opts.classes is not None else DEFAULT_CLASSES
+        device = f"cuda:{torch.cuda.current_device()}"
+        self.cycles_per_us = _calibrate_cuda_sleep(opts.calibration_cycles, opts.calibration_repeats)
+        self.cycles = max(1, round(opts.duration_us * self.cycles_per_us))
+        self._sleep: Callable[[int], None] = torch.cuda._sleep
+        self._synchronize: Callable[[], None] = torch.cuda.synchronize
+        self._prediction = _uniform_prediction(names)
+        self._info = AdapterInfo(
+            name="cuda-sleep", classes=names, modalities=("audio", "visual"), device=device
+        )
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        return None
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        self._sleep(self.cycles)
+        self._synchronize()  # the output is only "ready" once the device work has finished
+        return self._prediction

@@ -1,0 +1,222 @@
+"""The selftest (harness/selftest.py) and the adapters of known cost (adapters/busywait.py).
+
+DESIGN.md "The engine": the null adapter run publishes the harness's overhead and the clock's
+resolution. Timing figures are never asserted tightly here (DESIGN.md "Conventions": speed is measured
+in benchmarks, not asserted in timed unit tests): the checks are the ones that hold by construction
+(a busy-wait spinning on the engine's clock is never measured below its duration) and the pass/fail
+logic on injected measurements.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+from rich.console import Console
+
+from adapters.busywait import (
+    BusyWaitAdapter,
+    BusyWaitOptions,
+    CudaSleepAdapter,
+    CudaSleepOptions,
+    CudaUnavailableError,
+)
+from adapters.contract import Adapter, Frame, Prediction
+from adapters.registry import create_adapter
+from harness.engine import Engine, EngineConfig, clock_info
+from harness.selftest import (
+    OverheadFigures,
+    ResolutionFigures,
+    SelfTestConfig,
+    SelfTestReport,
+    judge_busy_wait,
+    measure_resolution,
+    print_selftest,
+    run_selftest,
+)
+from tests.support import make_stream
+
+FRAME = Frame(index=0, t=0.04, inputs={})
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+# --- the busy-wait adapter ------------------------------------------------------------------------
+
+
+def test_busywait_latency_is_never_below_its_duration() -> None:
+    adapter = BusyWaitAdapter(BusyWaitOptions(duration_us=200))
+    assert isinstance(adapter, Adapter) and adapter.duration_ns == 200_000
+    recording = Engine(adapter, EngineConfig(warmup_frames=0)).run_stream(make_stream(num_frames=30))
+    assert recording.latency_ns.shape == (30,)
+    assert (recording.latency_ns >= 200_000).all()
+    assert recording.scores.shape == (30, 2) and np.allclose(recording.scores, 0.5)
+
+
+def test_busywait_returns_the_same_read_only_prediction() -> None:
+    adapter = BusyWaitAdapter(BusyWaitOptions(duration_us=1, classes=("a", "b", "c", "d")))
+    first, second = adapter.predict(FRAME), adapter.predict(FRAME)
+    assert first is second and isinstance(first, Prediction) and first.refers_to is None
+    assert first.scores.dtype == np.float32 and np.allclose(first.scores, 0.25)
+    with pytest.raises(ValueError):
+        first.scores[0] = 1.0
+
+
+@pytest.mark.parametrize("bad", [0, -5.0])
+def test_busywait_duration_must_be_positive(bad: float) -> None:
+    with pytest.raises(ValidationError, match="duration_us"):
+        BusyWaitOptions(duration_us=bad)
+
+
+def test_busywait_classes_are_data_bound() -> None:
+    adapter = create_adapter(
+        "adapters.busywait:BusyWaitAdapter", {"duration_us": 5}, data_bound={"classes": ("x", "y", "z")}
+    )
+    assert adapter.info.classes == ("x", "y", "z") and adapter.info.device == "cpu"
+
+
+# --- the CUDA sleep adapter -----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(_cuda_available(), reason="checks the error on a machine without CUDA")
+def test_cuda_sleep_refuses_to_build_without_cuda() -> None:
+    with pytest.raises(CudaUnavailableError, match="needs a CUDA device"):
+        CudaSleepAdapter(CudaSleepOptions(duration_us=1000))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA device")
+def test_cuda_sleep_is_measured_near_its_duration() -> None:  # pragma: no cover - GPU only
+    adapter = CudaSleepAdapter(CudaSleepOptions(duration_us=1000))
+    assert adapter.cycles_per_us > 0 and adapter.info.device.startswith("cuda")
+    engine = Engine(adapter, EngineConfig(warmup_frames=10))
+    engine.warm_up(make_stream("warm", num_frames=10))
+    recording = engine.run_stream(make_stream(num_frames=50))
+    figures = judge_busy_wait(1000, recording.latency_ns, tolerance=0.10)
+    assert math.isfinite(figures.relative_error)
+    # launch + synchronisation only add time; the calibration can be off by a few percent
+    assert figures.median_ns >= 0.9 * 1_000_000
+
+
+# --- the pass/fail logic on injected measurements -------------------------------------------------
+
+
+def test_judge_on_an_exact_measurement() -> None:
+    lat = np.array([1_000_000, 1_010_000, 1_020_000, 1_005_000, 5_000_000], dtype=np.int64)
+    figures = judge_busy_wait(1000, lat, tolerance=0.02)
+    assert figures.median_ns == 1_010_000 and figures.frames == 5
+    assert figures.relative_error == pytest.approx(0.01)
+    assert figures.min_ns == 1_000_000 and figures.max_ns == 5_000_000 and figures.below_nominal == 0
+    assert figures.p99_ns == pytest.approx(np.percentile(lat, 99))
+    assert figures.passed  # the pre-empted outlier moves p99, not the median
+
+
+def test_judge_fails_beyond_tolerance_and_passes_at_the_bound() -> None:
+    too_slow = np.full(9, 1_030_000, dtype=np.int64)
+    assert not judge_busy_wait(1000, too_slow, tolerance=0.02).passed
+    assert judge_busy_wait(1000, too_slow, tolerance=0.03).passed  # 3 % error, bound inclusive
+
+
+def test_judge_fails_when_a_frame_is_measured_below_nominal() -> None:
+    lat = np.array([1_000_000, 1_000_100, 999_999], dtype=np.int64)
+    figures = judge_busy_wait(1000, lat, tolerance=0.5)
+    assert figures.below_nominal == 1 and not figures.passed
+
+
+def test_judge_rejects_an_empty_measurement() -> None:
+    with pytest.raises(ValueError, match="non-empty"):
+        judge_busy_wait(1000, np.array([], dtype=np.int64), tolerance=0.02)
+
+
+def test_tolerance_per_duration() -> None:
+    config = SelfTestConfig()
+    assert config.tolerance_for(100) == 0.10
+    assert config.tolerance_for(1000) == 0.02 and config.tolerance_for(10000) == 0.02
+    assert SelfTestConfig(tolerances={1000: 0.05}).tolerance_for(1000) == 0.05
+    with pytest.raises(ValidationError):
+        SelfTestConfig(durations_us=(0.0,))
+    with pytest.raises(ValidationError):
+        SelfTestConfig(tolerances={100: 0.0})
+
+
+def _report(busy_lat: dict[float, int]) -> SelfTestReport:
+    config = SelfTestConfig(durations_us=tuple(busy_lat))
+    return SelfTestReport(
+        config=config,
+        clock=clock_info("cpu"),
+        resolution=ResolutionFigures(declared_ns=1.0, measured_ns=50, read_cost_ns=60.0, samples=10),
+        overhead=OverheadFigures(
+            frames=10,
+            latency_median_ns=100.0,
+            latency_p99_ns=150.0,
+            latency_min_ns=90,
+            bare_loop_ns_per_frame=40.0,
+            engine_loop_ns_per_frame=600.0,
+            loop_overhead_ns_per_frame=560.0,
+            repeats=3,
+        ),
+        busy_wait=[
+            judge_busy_wait(d, np.full(5, ns, dtype=np.int64), config.tolerance_for(d))
+            for d, ns in busy_lat.items()
+        ],
+    )
+
+
+def test_report_passes_only_when_every_duration_passes() -> None:
+    good = _report({100: 105_000, 1000: 1_015_000, 10000: 10_100_000})
+    assert [b.passed for b in good.busy_wait] == [True, True, True] and good.passed
+    bad = _report({100: 105_000, 1000: 1_025_000, 10000: 10_100_000})  # 1 ms off by 2.5 %
+    assert [b.passed for b in bad.busy_wait] == [True, False, True] and not bad.passed
+    assert bad.model_dump()["passed"] is False
+
+
+def test_report_round_trips_through_json() -> None:
+    report = _report({100: 105_000, 1000: 1_015_000})
+    again = SelfTestReport.model_validate_json(report.model_dump_json())
+    assert again.busy_wait == report.busy_wait and again.config == report.config and again.passed
+
+
+def test_print_names_every_duration_and_the_verdict() -> None:
+    buffer = io.StringIO()
+    print_selftest(Console(file=buffer, width=160), _report({100: 105_000, 1000: 1_025_000}))
+    text = buffer.getvalue()
+    assert "Overhead floor" in text and "PASS" in text and "FAIL" in text and "selftest FAILED" in text
+    assert "1000" in text and "+2.500" in text
+
+
+def test_measured_resolution_is_a_positive_step() -> None:
+    res = measure_resolution(1000)
+    assert res.samples == 1000 and res.measured_ns > 0 and res.read_cost_ns > 0
+    assert res.declared_ns == pytest.approx(clock_info("cpu").resolution_ns)
+
+
+# --- the real selftest, small ---------------------------------------------------------------------
+
+
+def test_small_real_selftest_has_the_expected_shape() -> None:
+    config = SelfTestConfig(
+        frames=200,
+        busy_frames=20,
+        durations_us=(1000.0, 10000.0),
+        warmup_frames=10,
+        busy_warmup_frames=2,
+        overhead_repeats=3,
+        resolution_samples=1000,
+    )
+    report = run_selftest(config)
+    assert report.config == config and report.clock.name == "time.perf_counter_ns"
+    assert report.overhead.frames == 200 and report.overhead.latency_min_ns >= 0
+    assert report.overhead.latency_p99_ns >= report.overhead.latency_median_ns
+    assert [b.duration_us for b in report.busy_wait] == [1000.0, 10000.0]
+    for b in report.busy_wait:
+        # by construction, whatever the machine's load; the tolerances are not asserted here
+        assert b.frames == 20 and b.below_nominal == 0 and b.min_ns >= b.duration_us * 1000
+        assert math.isfinite(b.relative_error) and b.relative_error >= 0
+    assert report.passed == all(b.passed for b in report.busy_wait)
