@@ -40,13 +40,17 @@ from protocols.metrics import (
     tune_class_thresholds,
 )
 from protocols.metrics.bootstrap import Interval, bootstrap_micro_f1, bootstrap_ratio, spread
+from protocols.pacing import PacingPolicy, paced_emit_times
 from protocols.recording import StreamRecording, StreamRole
 
 NAME = "online"
 Mode = Literal["strict", "early_ok"]
-Unit = Literal["frame", "segment"]
+Unit = Literal["frame", "segment", "frame_replay"]
 MODES: tuple[Mode, ...] = ("strict", "early_ok")
-UNITS: tuple[Unit, ...] = ("frame", "segment")
+UNITS: tuple[Unit, ...] = ("frame", "segment", "frame_replay")
+"""``frame_replay``: frame units on the computation-aware clock, ``t_pred`` = the time the frame's
+``predict()`` finished when the recorded latencies are replayed in virtual time with frames arriving
+at their stream time (DESIGN.md "The engine": replay; protocols/pacing.py)."""
 
 
 class DecisionRule(BaseModel):
@@ -74,6 +78,9 @@ class OnlineConfig(BaseModel):
     )
     exclude_classes: tuple[str, ...] = Field((), description="classes left out of every metric")
     split_seed: int = Field(0, description="seed of the validation/test split (per_class rule only)")
+    pacing_policy: PacingPolicy = Field(
+        "queue", description="replay policy of the computation-aware clock: queue, or drop-to-newest"
+    )
     bootstrap_resamples: int = Field(1000, ge=1, description="resamples of the streams for the intervals")
     confidence: float = Field(0.95, gt=0, lt=1, description="level of the bootstrap intervals")
     spread_warning: float = Field(0.10, gt=0, description="warn when latency IQR / median exceeds this")
@@ -317,9 +324,13 @@ def _score_stream(
     frame_gt = rec.labels[:, keep]
     seg_gt = segment_labels(frame_gt, seg_of_frame, num_segments)
     seg_of_pred = seg_of_frame[rec.refers_to]
+    kept, replay_t = paced_emit_times(rec, config.pacing_policy)
+    # a prediction of a frame the replay dropped never happened: a delay outside every finite window
+    replay_delay = np.where(kept, replay_t - rec.frame_times_ns[rec.refers_to], np.iinfo(np.int64).max)
     levels = {
         "frame": (rec.refers_to, emitted_t - rec.frame_times_ns[rec.refers_to], frame_gt),
         "segment": (seg_of_pred, emitted_t - seg_end[seg_of_pred], seg_gt),
+        "frame_replay": (rec.refers_to, replay_delay, frame_gt),
     }
     tally = _Tally()
     for unit, (unit_of_pred, delay_ns, gt) in levels.items():
@@ -327,8 +338,8 @@ def _score_stream(
         windows: list[tuple[str, Mode, float, int | None]] = [
             (mode, mode, d, round(d * 1e6)) for mode in MODES for d in config.deltas_ms
         ]
-        # the offline view: the latest prediction whatever its delay (the mode is then irrelevant)
-        windows.append(("offline", "strict", _ANY_DELAY, None))
+        if unit != "frame_replay":  # the offline view: the latest prediction whatever its delay
+            windows.append(("offline", "strict", _ANY_DELAY, None))
         for name, mode, delta_ms, window_ns in windows:
             chosen = select_in_window(unit_of_pred, delay_ns, gt.shape[0], window_ns, mode)
             pred = gather_decisions(chosen, decided, decided.shape[1])

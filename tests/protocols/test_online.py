@@ -310,3 +310,17 @@ def test_top_k_larger_than_the_classes_is_refused() -> None:
     config = OnlineConfig(decision=DecisionRule(kind="top_k", k=2), exclude_classes=("background",))
     with pytest.raises(ValueError, match=r"decision\.k = 2 is more than the 1 classes"):
         online.score([rec], config, CLASSES)
+
+
+def test_computation_aware_curve_from_the_replayed_latencies() -> None:
+    # frames arrive every 100 ms at 100 (i + 1); predict() takes 150 ms: with a queue, frame i finishes
+    # at 250 + 150 i, so its answer is 150 + 50 i ms late on the computation-aware clock
+    labels = labels_bg_then_event()
+    rec = recording(list(range(10)), list(range(10)), one_hot_scores(labels), latency_ms=150.0)
+    score = online.score([rec], CONFIG, CLASSES)
+    replay = {p.delta_ms: p.answered for p in score.overall.accuracy.curves["frame_replay"]["strict"]}
+    assert replay == pytest.approx({0: 0.0, 50: 0.0, 100: 0.0, 200: 0.2, 500: 0.8, 1000: 1.0})
+    assert score.f1_at(0) == pytest.approx(1.0, abs=1e-8)  # the algorithmic clock ignores compute time
+    dropped = online.score([rec], OnlineConfig(pacing_policy="drop"), CLASSES)
+    answered = dropped.overall.accuracy.curves["frame_replay"]["strict"][-1].answered
+    assert 0.0 < answered < 1.0  # drop-to-newest skips frames: they are never answered

@@ -1,0 +1,385 @@
+"""The environment manifest: every item of seed 004's environment lock list that can be read.
+
+Seed 004 §6.2.2 "计时与稳定性建议" asks for the full environment in the appendix and lists what to lock
+("环境锁定清单"): driver version, CUDA, cuDNN, framework and version, GPU model and count, GPU power
+limit, GPU clock / persistence mode, thread / OMP variables, the data decoding library; §6.2.3 "硬件与
+环境" adds GPU memory and the concurrency setting. :func:`collect_manifest` records each as an
+:class:`Item`: a value, or ``None`` with the reason it could not be read — never a guess. The CPU
+(model, frequency governor, clock source), OS, Python, package versions, torch's numeric flags, seeds,
+git commits and the data hash complete it (DESIGN.md "Instruments": manifest).
+
+GPU items come from what ``torch.cuda`` exposes. Driver version, power limit, persistence and clock mode
+are NVML-only: they stay ``None`` (reason :data:`NEEDS_NVML`) unless the caller passes them in ``nvml``
+(read by :mod:`harness.instruments.nvml`; this module never imports the vendor library).
+:func:`fingerprint` hashes the items that affect timing; comparisons refuse runs whose fingerprints differ.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
+
+from harness.instruments.threads import read_thread_env
+
+__all__ = [
+    "FINGERPRINT_FIELDS",
+    "NEEDS_NVML",
+    "NVML_FIELDS",
+    "EnvironmentManifest",
+    "Item",
+    "collect_manifest",
+    "fingerprint",
+    "git_state",
+]
+
+NEEDS_NVML = "needs NVML: see harness/instruments/nvml.py"
+NVML_FIELDS = ("nvidia_driver", "gpu_power_limit", "gpu_persistence_mode", "gpu_clock_mode")
+_GPU_FIELDS = ("cuda_runtime", "cudnn", "gpu_count", "gpu_model", "gpu_devices")
+_TIMEOUT_S = 5.0
+_CORE_PACKAGES = ("streambench", "torch", "numpy", "pydantic", "psutil", "nvidia-ml-py", "onnxruntime")
+_OPTIONAL_PACKAGES = ("onnxruntime-gpu", "av", "torchvision", "torchaudio", "opencv-python", "decord")
+
+
+class Item(BaseModel):
+    """One manifest entry: ``value``, or ``value=None`` and the ``reason`` it could not be read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: str | int | float | bool | dict[str, JsonValue] | None = None
+    reason: str | None = None
+
+    @model_validator(mode="after")
+    def _reason_when_missing(self) -> Item:
+        if self.value is None and not self.reason:
+            raise ValueError("an item without a value must say why (reason)")
+        return self
+
+
+def _ok(value: str | int | float | bool | dict[str, JsonValue]) -> Item:
+    return Item(value=value)
+
+
+def _missing(reason: str) -> Item:
+    return Item(value=None, reason=reason)
+
+
+class EnvironmentManifest(BaseModel):
+    """Seed 004's environment lock list, item by item. Every field but the first two is an :class:`Item`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    collected_at: datetime
+    # lock list: driver, CUDA, cuDNN, GPU model / count / memory, power limit, clock / persistence mode
+    nvidia_driver: Item  # NVML
+    cuda_torch: Item  # torch.version.cuda: the CUDA torch was built with
+    cuda_runtime: Item  # the runtime torch loaded, where torch.cuda.cudart() tells
+    cudnn: Item  # torch.backends.cudnn.version()
+    gpu_count: Item
+    gpu_model: Item  # e.g. "1x NVIDIA V100-SXM2-32GB"
+    gpu_devices: Item  # per device: name, uuid, memory, compute capability, max clocks (torch)
+    gpu_power_limit: Item  # NVML
+    gpu_persistence_mode: Item  # NVML
+    gpu_clock_mode: Item  # NVML: application / locked clocks
+    # lock list: framework and version; package versions (importlib.metadata)
+    torch_version: Item
+    numpy_version: Item
+    onnxruntime_version: Item
+    packages: Item
+    # lock list: thread / OMP variables; §6.2.3: concurrency; torch's numeric flags
+    thread_env: Item
+    torch_intra_op_threads: Item
+    torch_inter_op_threads: Item
+    cpu_affinity: Item  # number of CPUs this process may run on
+    torch_flags: Item  # TF32, cudnn benchmark / deterministic, deterministic algorithms
+    # lock list: data decoding library
+    decoder: Item
+    # host
+    cpu_model: Item
+    cpu_count: Item
+    cpu_governor: Item
+    clocksource: Item
+    kernel: Item
+    os: Item
+    machine: Item
+    python_version: Item
+    python_implementation: Item
+    # provenance (not in the fingerprint)
+    seeds: Item
+    harness_git: Item
+    adapter_git: Item
+    data_hash: Item
+
+
+FINGERPRINT_FIELDS: tuple[str, ...] = (
+    *("cpu_model", "cpu_governor", "clocksource", "cpu_affinity"),
+    *("gpu_model", "gpu_count", "nvidia_driver", "cuda_torch", "cuda_runtime", "cudnn"),
+    *("gpu_power_limit", "gpu_persistence_mode", "gpu_clock_mode", "torch_version"),
+    *("thread_env", "torch_intra_op_threads", "torch_inter_op_threads", "torch_flags"),
+)
+"""Items that change timings. Not seeds, git commits, the data hash or dates."""
+
+
+def fingerprint(manifest: EnvironmentManifest) -> str:
+    """First 16 hex characters of the sha256 of the :data:`FINGERPRINT_FIELDS` values (reasons ignored)."""
+    payload = {name: getattr(manifest, name).value for name in FINGERPRINT_FIELDS}
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(("streambench-fingerprint-v1" + text).encode()).hexdigest()[:16]
+
+
+def _guard(read: Callable[[], Item], what: str) -> Item:
+    try:
+        return read()
+    except Exception as exc:  # a manifest never fails a run: an unreadable item is None with the reason
+        return _missing(f"reading {what} failed: {type(exc).__name__}: {exc}")
+
+
+def _read_file(path: Path) -> Item:
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        return _missing(f"{path} does not exist")
+    except OSError as exc:
+        return _missing(f"{path}: {exc.strerror or exc}")
+    return _ok(text) if text else _missing(f"{path} is empty")
+
+
+def _run(args: list[str]) -> tuple[int, str, str]:
+    env = {**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
+    done = subprocess.run(args, capture_output=True, text=True, timeout=_TIMEOUT_S, env=env, check=False)
+    return done.returncode, done.stdout.strip(), done.stderr.strip()
+
+
+def read_cpu_model(root: Path = Path("/")) -> Item:
+    """``model name`` (x86) or its ARM / RISC-V equivalent from ``<root>/proc/cpuinfo``."""
+    cpuinfo = _read_file(root / "proc" / "cpuinfo")
+    if isinstance(cpuinfo.value, str):
+        for key in ("model name", "Hardware", "Processor", "cpu model", "uarch"):
+            match = re.search(rf"^{key}\s*:\s*(\S.*)$", cpuinfo.value, re.MULTILINE)
+            if match:
+                return _ok(match.group(1).strip())
+    processor = platform.processor()
+    return _ok(processor) if processor else _missing(f"no CPU model in {root / 'proc' / 'cpuinfo'}")
+
+
+def read_governor(root: Path = Path("/")) -> Item:
+    """CPU frequency governor of cpu0 (``performance``, ``powersave``, ...)."""
+    return _read_file(root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+
+
+def read_clocksource(root: Path = Path("/")) -> Item:
+    """The kernel clock source behind ``perf_counter`` (``tsc``, ``hpet``, ``kvm-clock``, ...)."""
+    return _read_file(root / "sys/devices/system/clocksource/clocksource0/current_clocksource")
+
+
+def read_os(root: Path = Path("/")) -> Item:
+    release = _read_file(root / "etc" / "os-release")
+    if isinstance(release.value, str):
+        match = re.search(r'^PRETTY_NAME="?([^"\n]*)"?$', release.value, re.MULTILINE)
+        if match:
+            return _ok(match.group(1))
+    return _ok(platform.platform())
+
+
+def git_state(directory: Path) -> Item:
+    """``{"commit", "dirty"}`` of the checkout holding ``directory`` (dirty: tracked or untracked changes)."""
+    if shutil.which("git") is None:
+        return _missing("git not found on PATH")
+    git = ["git", "-C", str(directory), "--no-optional-locks"]
+    try:
+        code, commit, err = _run([*git, "rev-parse", "HEAD"])
+        if code != 0:
+            return _missing(f"{directory} is not in a git checkout ({err.splitlines()[0] if err else code})")
+        code, status, _ = _run([*git, "status", "--porcelain"])
+    except subprocess.TimeoutExpired:
+        return _missing(f"git timed out after {_TIMEOUT_S:g} s in {directory}")
+    return _ok({"commit": commit, "dirty": bool(status) if code == 0 else None})
+
+
+def _adapter_git(adapter_module: str | None) -> Item:
+    if not adapter_module:
+        return _missing("no adapter module given")
+    name = adapter_module.split(":", 1)[0]
+    origin = getattr(sys.modules.get(name), "__file__", None)
+    if origin is None:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError) as exc:
+            return _missing(f"module {name!r} cannot be located: {exc}")
+        origin = spec.origin if spec is not None else None
+    if not origin or not Path(origin).is_file():
+        return _missing(f"module {name!r} has no file on disk")
+    return git_state(Path(origin).resolve().parent)
+
+
+def _decoder() -> Item:
+    path = shutil.which("ffmpeg")
+    if path is None:
+        return _missing("ffmpeg not found on PATH")
+    try:
+        code, out, err = _run([path, "-hide_banner", "-version"])
+    except subprocess.TimeoutExpired:
+        return _missing(f"{path} -version timed out")
+    line = out.splitlines()[0] if code == 0 and out else ""
+    return _ok({"name": "ffmpeg", "path": path, "version": line}) if line else _missing(f"{path}: {err}")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _packages() -> dict[str, JsonValue]:
+    """Versions of the project's runtime dependencies, the core stack and installed optional ones."""
+    names = list(_CORE_PACKAGES)
+    try:
+        requires = metadata.requires("streambench") or []
+    except metadata.PackageNotFoundError:
+        requires = []
+    for requirement in requires:
+        match = re.match(r"[A-Za-z0-9._-]+", requirement)
+        if match and "extra ==" not in requirement:
+            names.append(match.group(0))
+    names += [p for p in _OPTIONAL_PACKAGES if _version(p) is not None]
+    return {name: _version(name) for name in sorted(set(names), key=str.lower)}
+
+
+def _torch_flags(torch: Any) -> dict[str, JsonValue]:
+    reads: dict[str, Callable[[], Any]] = {
+        "matmul_allow_tf32": lambda: torch.backends.cuda.matmul.allow_tf32,
+        "cudnn_allow_tf32": lambda: torch.backends.cudnn.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision,
+        "matmul_fp32_precision": lambda: torch.backends.cuda.matmul.fp32_precision,
+        "cudnn_conv_fp32_precision": lambda: torch.backends.cudnn.conv.fp32_precision,
+        "cudnn_benchmark": lambda: torch.backends.cudnn.benchmark,
+        "cudnn_deterministic": lambda: torch.backends.cudnn.deterministic,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled,
+        "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled,
+    }
+    flags: dict[str, JsonValue] = {}
+    for name, read in reads.items():
+        try:
+            value = read()
+        except Exception:  # a flag this version of torch does not have: left out
+            continue
+        flags[name] = value if isinstance(value, (bool, int, str)) else str(value)
+    return flags
+
+
+def _gpu_devices(torch: Any) -> dict[str, JsonValue]:
+    devices: dict[str, JsonValue] = {}
+    for index in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(index)
+        devices[str(index)] = {
+            "name": str(props.name),
+            "uuid": str(getattr(props, "uuid", "")) or None,
+            "total_memory_bytes": int(props.total_memory),
+            "compute_capability": f"{props.major}.{props.minor}",
+            "multi_processor_count": int(props.multi_processor_count),
+            "max_clock_khz": getattr(props, "clock_rate", None),
+            "max_memory_clock_khz": getattr(props, "memory_clock_rate", None),
+        }
+    return devices
+
+
+def _gpu_items(torch: Any) -> dict[str, Item]:
+    """CUDA, cuDNN and the devices as torch sees them."""
+    cuda = torch.version.cuda
+    if cuda is None or not torch.cuda.is_available():
+        cause = "torch is built without CUDA" if cuda is None else "torch.cuda.is_available() is False"
+        why = f"no CUDA device ({cause})"
+        built = _ok(str(cuda)) if cuda else _missing(why)
+        return {"cuda_torch": built, **{name: _missing(why) for name in _GPU_FIELDS}}
+    try:
+        devices = _gpu_devices(torch)
+    except Exception as exc:  # e.g. a broken driver: the run goes on, the items say why
+        why = f"reading the GPUs through torch.cuda failed: {type(exc).__name__}: {exc}"
+        return {"cuda_torch": _ok(str(cuda)), **{name: _missing(why) for name in _GPU_FIELDS}}
+    names = [str(d["name"]) for d in devices.values() if isinstance(d, dict)]
+    model = " + ".join(f"{names.count(n)}x {n}" for n in dict.fromkeys(names))
+    runtime = getattr(torch.cuda.cudart(), "cudaRuntimeGetVersion", None)
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    no_device = _missing("torch.cuda.device_count() is 0")
+    return {
+        "cuda_torch": _ok(str(cuda)),
+        "cuda_runtime": _guard(lambda: _ok(int(runtime())), "cudaRuntimeGetVersion")
+        if runtime is not None
+        else _missing("torch exposes no CUDA runtime version; it ships the runtime of cuda_torch"),
+        "cudnn": _ok(int(cudnn)) if cudnn else _missing("cuDNN is not available to torch"),
+        "gpu_count": _ok(len(devices)),
+        "gpu_model": _ok(model) if model else no_device,
+        "gpu_devices": _ok(devices) if devices else no_device,
+    }
+
+
+def collect_manifest(
+    seeds: dict[str, int],
+    data_hash: str | None = None,
+    adapter_module: str | None = None,
+    *,
+    nvml: Mapping[str, Item] | None = None,
+    root: Path = Path("/"),
+) -> EnvironmentManifest:
+    """Read the environment now: after threads are applied and the model is built (CUDA initialised).
+
+    ``adapter_module``: the module of the adapter class (``type(adapter).__module__``; ``module:Class``
+    is accepted); its checkout's commit is recorded when it lies in a git repository. ``nvml``: items of
+    :data:`NVML_FIELDS` read by the NVML module, replacing the ``None`` placeholders. ``root``: the root of
+    ``/proc``, ``/sys`` and ``/etc`` (tests inject a fake one). Never raises for an unreadable item.
+    """
+    import numpy
+    import torch
+
+    import harness
+
+    unknown = set(nvml or {}) - set(NVML_FIELDS)
+    if unknown:
+        raise ValueError(f"nvml may only fill {NVML_FIELDS}, got {sorted(unknown)}")
+    gpu_nvml = {name: _missing(NEEDS_NVML) for name in NVML_FIELDS} | dict(nvml or {})
+    affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    ort = _version("onnxruntime") or _version("onnxruntime-gpu")
+    cpus = os.cpu_count()
+    return EnvironmentManifest(
+        collected_at=datetime.now(timezone.utc),
+        **gpu_nvml,
+        **_gpu_items(torch),
+        torch_version=_ok(str(torch.__version__)),
+        numpy_version=_ok(str(numpy.__version__)),
+        onnxruntime_version=_ok(ort) if ort else _missing("onnxruntime is not installed"),
+        packages=_guard(lambda: _ok(_packages()), "package versions"),
+        thread_env=_ok(dict(read_thread_env())),
+        torch_intra_op_threads=_ok(torch.get_num_threads()),
+        torch_inter_op_threads=_ok(torch.get_num_interop_threads()),
+        cpu_affinity=_ok(len(affinity)) if affinity else _missing("os.sched_getaffinity is not available"),
+        torch_flags=_guard(lambda: _ok(_torch_flags(torch)), "torch flags"),
+        decoder=_guard(_decoder, "ffmpeg"),
+        cpu_model=_guard(lambda: read_cpu_model(root), "CPU model"),
+        cpu_count=_ok(cpus) if cpus else _missing("os.cpu_count() is None"),
+        cpu_governor=_guard(lambda: read_governor(root), "CPU governor"),
+        clocksource=_guard(lambda: read_clocksource(root), "clock source"),
+        kernel=_ok(f"{platform.system()} {platform.release()}"),
+        os=_guard(lambda: read_os(root), "OS"),
+        machine=_ok(platform.machine()) if platform.machine() else _missing("platform.machine() is empty"),
+        python_version=_ok(platform.python_version()),
+        python_implementation=_ok(platform.python_implementation()),
+        seeds=_ok(dict(seeds)),
+        harness_git=_guard(lambda: git_state(Path(harness.__file__).resolve().parent), "harness git"),
+        adapter_git=_guard(lambda: _adapter_git(adapter_module), "adapter git"),
+        data_hash=_ok(data_hash) if data_hash else _missing("no data hash given"),
+    )
