@@ -8,9 +8,6 @@ in the same directory, then a rename), so a reader never sees half a file.
 from __future__ import annotations
 
 import json
-import os
-import platform
-import sys
 import zipfile
 from collections.abc import Sequence
 from datetime import datetime
@@ -23,22 +20,26 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adapters.contract import AdapterInfo
 from harness.engine import ClockInfo, EngineConfig
+from harness.instruments.manifest import EnvironmentManifest
+from harness.instruments.memory import MemoryReport
+from harness.instruments.power import EnergyReport
+from harness.instruments.rapl import RaplReport
+from harness.instruments.threads import ThreadRecord
 from harness.io.atomic import atomic_write, atomic_write_text
 from protocols.online import OnlineConfig, OnlineScore
 from protocols.recording import StreamRecording, from_arrays, to_arrays
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RESULT_FILE = "result.json"
 ARRAYS_FILE = "arrays.npz"
 
 __all__ = [
     "RESULT_FILE",
     "SCHEMA_VERSION",
-    "EnvironmentRecord",
+    "ResourceRecord",
     "ResultFileError",
     "RunResult",
     "SeedRecord",
-    "environment",
     "load_recordings",
     "load_result",
     "package_version",
@@ -58,19 +59,20 @@ class SeedRecord(BaseModel):
     split: int
 
 
-class EnvironmentRecord(BaseModel):
-    """What the run was measured on (the full lock list of seed 004 §6.2.2 is gathered by the
-    instruments; these are the items every machine can read)."""
+class ResourceRecord(BaseModel):
+    """What the run cost: memory, energy (GPU by NVML, CPU by RAPL) and FLOPs, each null with a reason
+    where this machine cannot measure it (DESIGN.md "Instruments"; seed 004 §6.3.3)."""
 
-    python: str
-    platform: str
-    machine: str
-    processor: str
-    cpu_count: int | None
-    packages: dict[str, str | None]
-    torch_num_threads: int
-    torch_num_interop_threads: int
-    thread_env: dict[str, str | None]
+    memory: MemoryReport
+    gpu_energy: EnergyReport
+    cpu_energy: RaplReport
+    energy_per_frame_j: float | None = Field(description="GPU energy of the measured window / frames in it")
+    energy_per_frame_reason: str | None
+    frames_measured: int = Field(
+        description="frames fed inside the energy and memory window (warm-up excluded)"
+    )
+    flops_per_frame: int | None
+    flops_reason: str | None
 
 
 class WarmupRecord(BaseModel):
@@ -83,7 +85,7 @@ class RunResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     run_id: str
     created_at: datetime
     streambench_version: str
@@ -97,7 +99,10 @@ class RunResult(BaseModel):
     engine: EngineConfig
     seeds: SeedRecord
     clock: ClockInfo
-    environment: EnvironmentRecord
+    threads: ThreadRecord
+    environment: EnvironmentManifest
+    fingerprint: str = Field(description="hash of the environment items that affect timing")
+    resources: ResourceRecord
     warmup: WarmupRecord | None
     streams: dict[str, list[str]] = Field(description="stream ids by role (test, validation)")
     metrics: OnlineScore
@@ -109,23 +114,6 @@ def package_version(package: str) -> str | None:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
-
-
-def environment() -> EnvironmentRecord:
-    import torch
-
-    packages = ["streambench", "torch", "numpy", "pydantic", "nvidia-ml-py", "psutil"]
-    return EnvironmentRecord(
-        python=sys.version.split()[0],
-        platform=platform.platform(),
-        machine=platform.machine(),
-        processor=platform.processor(),
-        cpu_count=os.cpu_count(),
-        packages={p: package_version(p) for p in packages},
-        torch_num_threads=torch.get_num_threads(),
-        torch_num_interop_threads=torch.get_num_interop_threads(),
-        thread_env={k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")},
-    )
 
 
 def write_run(run_dir: Path, result: RunResult, recordings: Sequence[StreamRecording]) -> Path:

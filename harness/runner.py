@@ -19,7 +19,14 @@ from adapters.contract import Adapter, Stream
 from adapters.registry import create_adapter
 from harness.datasets.synthetic import SyntheticConfig, make_streams, make_warmup_stream
 from harness.engine import Engine, EngineConfig, clock_info
-from harness.results import RunResult, SeedRecord, WarmupRecord, environment, package_version, write_run
+from harness.instruments.data_hash import hash_streams
+from harness.instruments.manifest import collect_manifest, fingerprint
+from harness.instruments.memory import MemoryProbe, MemoryReport
+from harness.instruments.power import EnergyReport, PowerConfig, PowerMeter
+from harness.instruments.rapl import RaplMeter, RaplReport
+from harness.instruments.threads import ThreadConfig
+from harness.instruments.threads import apply as apply_threads
+from harness.results import ResourceRecord, RunResult, SeedRecord, WarmupRecord, package_version, write_run
 from protocols import online
 from protocols.base import Plan
 from protocols.recording import StreamRecording
@@ -43,6 +50,8 @@ class RunConfig(BaseModel):
     data: SyntheticConfig = Field(default_factory=SyntheticConfig)
     protocol: online.OnlineConfig = Field(default_factory=online.OnlineConfig)
     engine: EngineConfig = Field(default_factory=EngineConfig)
+    threads: ThreadConfig = Field(default_factory=ThreadConfig)
+    power: PowerConfig = Field(default_factory=PowerConfig)
     torch_seed: int = 0
     output_dir: Path = Path("results")
     run_id: str | None = None
@@ -64,13 +73,17 @@ class EngineExecutor:
         self.progress = progress
         self.warmup_record: WarmupRecord | None = None
 
+    def warm_up(self) -> None:
+        """Warm the model up once (also done by the first ``execute`` if not called before)."""
+        if self.warmup is not None and self.warmup_record is None:
+            frames = self.engine.warm_up(self.warmup)
+            self.warmup_record = WarmupRecord(stream_id=self.warmup.stream_id, frames=frames)
+
     def execute(self, plan: Plan) -> Sequence[StreamRecording]:
         missing = [s.stream_id for s in plan.streams if s.stream_id not in self.streams]
         if missing:
             raise KeyError(f"plan names unknown streams: {missing[:5]}")
-        if self.warmup is not None and self.warmup_record is None:
-            frames = self.engine.warm_up(self.warmup)
-            self.warmup_record = WarmupRecord(stream_id=self.warmup.stream_id, frames=frames)
+        self.warm_up()
         recordings = []
         for done, planned in enumerate(plan.streams, start=1):
             recordings.append(self.engine.run_stream(self.streams[planned.stream_id], planned.role))
@@ -109,6 +122,7 @@ def execute_run(
     """Run the online protocol end to end and write ``<output_dir>/<run_id>/``."""
     import torch
 
+    thread_record = apply_threads(config.threads)  # before the model exists (seed 004: 线程绑定)
     torch.manual_seed(config.torch_seed)
     streams = make_streams(config.data)
     warmup = (
@@ -118,8 +132,22 @@ def execute_run(
     engine = Engine(adapter, config.engine)
     executor = EngineExecutor(engine, {s.stream_id: s for s in streams}, warmup, progress)
     run_plan = online.plan(config.protocol, [s.stream_id for s in streams])
-    recordings = list(executor.execute(run_plan))
+    seeds = SeedRecord(dataset=config.data.seed, torch=config.torch_seed, split=config.protocol.split_seed)
+    manifest = collect_manifest(seeds.model_dump(), hash_streams(streams), type(adapter).__module__)
+
+    gpu_meter = PowerMeter.open(config.power)
+    cpu_meter = RaplMeter.open()
+    try:
+        gpu_meter.measure_idle()  # before warm-up, while the device is idle
+        executor.warm_up()
+        memory, gpu_energy, cpu_energy, recordings = _measured(executor, run_plan, gpu_meter, cpu_meter)
+    finally:
+        gpu_meter.close()
+        cpu_meter.close()
+    flops, flops_reason = engine.count_flops(streams[0])
     metrics = online.score(recordings, config.protocol, streams[0].classes)
+    frames = sum(r.num_frames for r in recordings)
+    per_frame = gpu_energy.energy_per_frame_j(frames)
 
     run_id = config.run_id or _run_id(config.adapter)
     result = RunResult(
@@ -133,12 +161,44 @@ def execute_run(
         dataset_config=config.data.model_dump(mode="json"),
         protocol_config=config.protocol,
         engine=config.engine,
-        seeds=SeedRecord(dataset=config.data.seed, torch=config.torch_seed, split=config.protocol.split_seed),
+        seeds=seeds,
         clock=clock_info(adapter.info.device),
-        environment=environment(),
+        threads=thread_record,
+        environment=manifest,
+        fingerprint=fingerprint(manifest),
+        resources=ResourceRecord(
+            memory=memory,
+            gpu_energy=gpu_energy,
+            cpu_energy=cpu_energy,
+            energy_per_frame_j=per_frame,
+            energy_per_frame_reason=None
+            if per_frame is not None
+            else gpu_energy.reason or "no energy measured",
+            frames_measured=frames,
+            flops_per_frame=flops,
+            flops_reason=flops_reason,
+        ),
         warmup=executor.warmup_record,
         streams={role: run_plan.ids(role) for role in ("test", "validation")},
         metrics=metrics,
     )
     path = write_run(config.output_dir / run_id, result, recordings)
     return result, recordings, path.parent
+
+
+def _measured(
+    executor: EngineExecutor, run_plan: Plan, gpu_meter: PowerMeter, cpu_meter: RaplMeter
+) -> tuple[MemoryReport, EnergyReport, RaplReport, list[StreamRecording]]:
+    """Run the plan inside the memory and energy window; the meters are read only at its edges and on
+    their own sampling threads, never inside the timed frame loop."""
+    probe = MemoryProbe()
+    probe.start()
+    gpu_meter.start()
+    cpu_meter.start()
+    try:
+        recordings = list(executor.execute(run_plan))
+    finally:
+        cpu_energy = cpu_meter.stop()
+        gpu_energy = gpu_meter.stop()
+        memory = probe.stop()
+    return memory, gpu_energy, cpu_energy, recordings

@@ -20,11 +20,16 @@ def print_summary(console: Console, result: RunResult) -> None:
 
     frame, segment = acc.curves["frame"], acc.curves["segment"]
     curve = Table(
-        title="Accuracy given how late the answer may come (%, algorithmic clock)",
-        caption="frame units unless noted; micro F1 unless noted",
+        title="Accuracy given how late the answer may come (%)",
+        caption="Strict mode, frame units, micro F1 unless noted; algorithmic clock but the last "
+        "column, where "
+        "t_pred = when predict() finished, "
+        f"latencies replayed with frames arriving on time ({metrics_policy(result)})",
         title_justify="left",
     )
-    for name in ("Δt ms", "F1 Strict", "F1 Early-ok", "macro F1 Strict", "Acc Strict", "segment F1 Strict"):
+    replay = acc.curves["frame_replay"]
+    columns = ("Δt ms", "F1", "F1 Early-ok", "macro F1", "Acc", "segment F1")
+    for name in (*columns, "F1 compute-aware"):
         curve.add_column(name, justify="right")
     for i, delta in enumerate(deltas):
         curve.add_row(
@@ -34,6 +39,7 @@ def print_summary(console: Console, result: RunResult) -> None:
             _pct(frame["strict"][i].f1_macro),
             _pct(frame["strict"][i].accuracy),
             _pct(segment["strict"][i].f1_micro),
+            _pct(replay["strict"][i].f1_micro),
         )
     console.print(curve)
 
@@ -73,6 +79,18 @@ def print_summary(console: Console, result: RunResult) -> None:
     )
     for warning in head.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    res = result.resources
+    energy = (
+        f"{res.energy_per_frame_j:.4g} J/frame ({res.gpu_energy.method})"
+        if res.energy_per_frame_j is not None
+        else f"null ({res.energy_per_frame_reason})"
+    )
+    flops = f"{res.flops_per_frame:,}" if res.flops_per_frame is not None else f"null ({res.flops_reason})"
+    console.print(
+        f"resources: peak RSS {res.memory.peak_rss_bytes / 2**20:.0f} MiB · GPU energy {energy} · "
+        f"FLOPs/frame {flops} · environment fingerprint {result.fingerprint}",
+        highlight=False,
+    )
     decision = metrics.decision
     rule = (
         decision.kind
@@ -87,3 +105,7 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"warm-up {result.warmup.frames if result.warmup else 0} frames · clock {result.clock.name}",
         highlight=False,
     )
+
+
+def metrics_policy(result: RunResult) -> str:
+    return f"{result.protocol_config.pacing_policy} policy"

@@ -95,3 +95,21 @@ def test_ranking_table_and_json(tmp_path: Path) -> None:
     assert table.exit_code == 0 and "ndcg" in table.output
     bad = runner.invoke(app, [*args[:-1], "one"])
     assert bad.exit_code == 2 and "expected comma-separated integers" in bad.output
+
+
+def test_env_prints_the_manifest_with_reasons_for_null_items() -> None:
+    res = runner.invoke(app, ["env", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert len(doc["fingerprint"]) == 16
+    assert doc["torch_version"]["value"].startswith("2.")
+    assert all(
+        item["reason"] for item in doc.values() if isinstance(item, dict) and item.get("value") is None
+    )
+
+
+def test_selftest_exit_code_follows_its_verdict() -> None:
+    res = runner.invoke(app, ["selftest", "--json"])
+    report = json.loads(res.output)
+    assert res.exit_code == (0 if report["passed"] else 1)
+    assert [row["duration_us"] for row in report["busy_wait"]] == [100.0, 1000.0, 10000.0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import re
 import sys
 from pathlib import Path
@@ -32,7 +33,7 @@ def test_reference_run_writes_a_valid_result(tmp_path: Path) -> None:
     loaded = load_result(run_dir)
     assert loaded == result
     assert RunResult.model_validate(json.loads((run_dir / "result.json").read_text())) == result
-    assert result.schema_version == 1 and result.warmup is not None and result.warmup.frames == 100
+    assert result.schema_version == 2 and result.warmup is not None and result.warmup.frames == 100
     assert result.streams["test"] == [f"syn-{i:04d}" for i in range(6)]
     assert result.clock.name == "time.perf_counter_ns" and result.seeds.dataset == 0
     # the arrays hold exactly the scored streams (no warm-up frames) and re-score to the same figures
@@ -43,6 +44,18 @@ def test_reference_run_writes_a_valid_result(tmp_path: Path) -> None:
     stages = [row.stage for row in result.metrics.overall.speed.breakdown]
     assert stages[:3] == ["matched filters + fusion", "temporal integration", "softmax head"]
     assert sum(row.share for row in result.metrics.overall.speed.breakdown) == pytest.approx(1.0)
+    # what cannot be measured here is null with the reason; what can is there
+    resources = result.resources
+    assert resources.gpu_energy.available is False and resources.gpu_energy.reason
+    assert resources.gpu_energy.energy_j is None and resources.energy_per_frame_j is None
+    assert resources.energy_per_frame_reason == resources.gpu_energy.reason
+    assert resources.frames_measured == 6 * 250  # warm-up outside the window
+    assert resources.memory.peak_rss_bytes >= resources.memory.rss_start_bytes > 0
+    assert resources.flops_per_frame == 2 * 29 * (64 + 128)
+    assert result.environment.python_version.value == platform.python_version()
+    assert result.environment.nvidia_driver.value is None and result.environment.nvidia_driver.reason
+    assert len(result.fingerprint) == 16 and result.threads is not None
+    assert result.environment.data_hash.value and len(str(result.environment.data_hash.value)) == 64
     f1 = result.metrics.f1_at(0)
     assert 0.3 < f1 < 0.99, f"reference F1@0 = {f1}"
     assert result.metrics.overall.speed.latency.n == 6 * 250
@@ -128,7 +141,7 @@ def test_result_files_are_checked_on_load(tmp_path: Path) -> None:
     (tmp_path / "result.json").write_text('{"schema_version": 1,\n "run_id": ')
     with pytest.raises(ResultFileError, match="line 2: not valid JSON"):
         load_result(tmp_path / "result.json")
-    (tmp_path / "result.json").write_text('{"schema_version": 1}')
+    (tmp_path / "result.json").write_text('{"schema_version": 2}')
     with pytest.raises(ResultFileError, match="does not match the result schema"):
         load_result(tmp_path)
 
