@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from adapters.registry import REGISTRY, AdapterLoadError
 from harness.cli_score import score_app
 from harness.engine import AdapterError
-from harness.results import RunResult
+from harness.results import ResultFileError, RunResult
 from harness.runner import RunConfig, execute_run
 from harness.summary import print_summary
 
@@ -66,6 +66,9 @@ def run(
         "results"
     ),
     run_id: Annotated[str | None, typer.Option(help="name of the run directory (default: generated)")] = None,
+    baseline: Annotated[
+        Path | None, typer.Option(help="baseline run directory: speed-up and FLOPs-normalised latency")
+    ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Run an adapter through the online protocol and write results/<run_id>/result.json."""
@@ -80,6 +83,7 @@ def run(
                 "engine": {"warmup_frames": warmup_frames},
                 "output_dir": output_dir,
                 "run_id": run_id,
+                "baseline": baseline,
             }
         )
     except ValidationError as exc:
@@ -103,7 +107,7 @@ def run(
 
         try:
             result, _, run_dir = execute_run(config, hook)
-        except (AdapterLoadError, AdapterError, ValueError) as exc:
+        except (AdapterLoadError, AdapterError, ValueError, ResultFileError) as exc:
             raise _fail(str(exc)) from None
     print_summary(out, result)
     out.print(f"\nwrote [bold]{run_dir / 'result.json'}[/]", highlight=False)

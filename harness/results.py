@@ -75,6 +75,19 @@ class ResourceRecord(BaseModel):
     flops_reason: str | None
 
 
+class NormalisationRecord(BaseModel):
+    """Hardware normalisation against a baseline run (seed 004 §6.3.1 (2)); null with a reason where the
+    runs cannot be compared (different environment fingerprints) or a FLOPs count is missing."""
+
+    baseline_run: str
+    baseline_path: str
+    speedup: float | None = Field(description="Latency_baseline / Latency_method, mean latency per frame")
+    flops_normalised_latency_ms: float | None = Field(
+        description="Latency_measured x FLOPs_baseline / FLOPs_measured (mean per frame)"
+    )
+    reason: str | None
+
+
 class WarmupRecord(BaseModel):
     stream_id: str
     frames: int
@@ -104,6 +117,7 @@ class RunResult(BaseModel):
     fingerprint: str = Field(description="hash of the environment items that affect timing")
     resources: ResourceRecord
     warmup: WarmupRecord | None
+    normalisation: NormalisationRecord | None = None
     streams: dict[str, list[str]] = Field(description="stream ids by role (test, validation)")
     metrics: OnlineScore
     arrays_file: str = ARRAYS_FILE

@@ -26,9 +26,19 @@ from harness.instruments.power import EnergyReport, PowerConfig, PowerMeter
 from harness.instruments.rapl import RaplMeter, RaplReport
 from harness.instruments.threads import ThreadConfig
 from harness.instruments.threads import apply as apply_threads
-from harness.results import ResourceRecord, RunResult, SeedRecord, WarmupRecord, package_version, write_run
+from harness.results import (
+    NormalisationRecord,
+    ResourceRecord,
+    RunResult,
+    SeedRecord,
+    WarmupRecord,
+    load_result,
+    package_version,
+    write_run,
+)
 from protocols import online
 from protocols.base import Plan
+from protocols.metrics import flops_normalised_latency, speedup
 from protocols.recording import StreamRecording
 
 __all__ = ["ProgressHook", "RunConfig", "execute_run"]
@@ -55,6 +65,9 @@ class RunConfig(BaseModel):
     torch_seed: int = 0
     output_dir: Path = Path("results")
     run_id: str | None = None
+    baseline: Path | None = Field(
+        None, description="a baseline run directory for speed-up and FLOPs normalisation"
+    )
 
 
 class EngineExecutor:
@@ -182,6 +195,8 @@ def execute_run(
         streams={role: run_plan.ids(role) for role in ("test", "validation")},
         metrics=metrics,
     )
+    if config.baseline is not None:
+        result.normalisation = normalise(result, config.baseline)
     path = write_run(config.output_dir / run_id, result, recordings)
     return result, recordings, path.parent
 
@@ -202,3 +217,29 @@ def _measured(
         gpu_energy = gpu_meter.stop()
         memory = probe.stop()
     return memory, gpu_energy, cpu_energy, recordings
+
+
+def normalise(result: RunResult, baseline_dir: Path) -> NormalisationRecord:
+    """Speed-up and FLOPs-normalised latency against a baseline run on the same environment fingerprint."""
+    base = load_result(baseline_dir)
+    record = {"baseline_run": base.run_id, "baseline_path": str(baseline_dir)}
+    if base.fingerprint != result.fingerprint:
+        return NormalisationRecord(
+            **record,
+            speedup=None,
+            flops_normalised_latency_ms=None,
+            reason=f"environment fingerprints differ ({base.fingerprint} vs {result.fingerprint}): "
+            "latencies from different environments are not compared",
+        )
+    mean_ms = result.metrics.overall.speed.latency.mean_ms
+    base_ms = base.metrics.overall.speed.latency.mean_ms
+    flops, base_flops = result.resources.flops_per_frame, base.resources.flops_per_frame
+    normalised = (
+        None if flops is None or base_flops is None else flops_normalised_latency(mean_ms, flops, base_flops)
+    )
+    return NormalisationRecord(
+        **record,
+        speedup=speedup(base_ms, mean_ms) if mean_ms > 0 and base_ms > 0 else None,
+        flops_normalised_latency_ms=normalised,
+        reason=None if normalised is not None else "FLOPs per frame unknown for this run or the baseline",
+    )

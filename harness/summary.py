@@ -91,6 +91,16 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"FLOPs/frame {flops} · environment fingerprint {result.fingerprint}",
         highlight=False,
     )
+    if result.normalisation is not None:
+        norm = result.normalisation
+        figures = (
+            f"speed-up {norm.speedup:.3f}x" if norm.speedup is not None else "speed-up null",
+            f"FLOPs-normalised latency {norm.flops_normalised_latency_ms:.4f} ms"
+            if norm.flops_normalised_latency_ms is not None
+            else "FLOPs-normalised latency null",
+        )
+        reason = f" ({norm.reason})" if norm.reason else ""
+        console.print(f"against baseline {norm.baseline_run}: {' · '.join(figures)}{reason}", highlight=False)
     decision = metrics.decision
     rule = (
         decision.kind

@@ -158,3 +158,21 @@ def test_readme_adapter_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert result.adapter_info.name == "loudness" and len(result.adapter_info.classes) == 29
     assert all(np.allclose(r.scores.sum(axis=1), 1.0) for r in recordings)
     assert 0.0 <= result.metrics.f1_at(0) <= 1.0
+
+
+def test_baseline_gives_speedup_and_flops_normalised_latency(tmp_path: Path) -> None:
+    base, _, base_dir = execute_run(small(tmp_path, run_id="base", data={"num_streams": 2}))
+    head, _, _ = execute_run(small(tmp_path, run_id="head", data={"num_streams": 2}, baseline=base_dir))
+    norm = head.normalisation
+    assert norm is not None and norm.reason is None and norm.baseline_run == "base"
+    mean, base_mean = head.metrics.overall.speed.latency.mean_ms, base.metrics.overall.speed.latency.mean_ms
+    assert norm.speedup == pytest.approx(base_mean / mean)
+    assert norm.flops_normalised_latency_ms == pytest.approx(mean)  # same model: same FLOPs
+    assert load_result(tmp_path / "head").normalisation == norm
+    # another environment: refused, with the reason
+    doc = json.loads((base_dir / "result.json").read_text())
+    doc["fingerprint"] = "0" * 16
+    (base_dir / "result.json").write_text(json.dumps(doc))
+    other, _, _ = execute_run(small(tmp_path, run_id="other", data={"num_streams": 2}, baseline=base_dir))
+    assert other.normalisation is not None and other.normalisation.speedup is None
+    assert "fingerprints differ" in (other.normalisation.reason or "")
