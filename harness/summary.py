@@ -58,6 +58,14 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"{speed.rtf:.4f}",
     )
     console.print(timing)
+    replay = speed.replay
+    stale = "–" if replay.p95_staleness_ms is None else f"{replay.p95_staleness_ms:.1f} ms"
+    console.print(
+        f"replayed with frames arriving on time ({replay.policy}): deadline misses "
+        f"{100 * replay.deadline_miss_rate:.1f} % · dropped {100 * replay.drop_rate:.1f} % · mean wait "
+        f"{replay.mean_wait_ms:.3f} ms · p95 staleness {stale}",
+        highlight=False,
+    )
     if speed.breakdown:
         stages = Table(title="Latency breakdown per frame (seed 004 §6.3.1)", title_justify="left")
         for name, justify in (("stage", "left"), ("ms", "right"), ("share %", "right"), ("timing", "left")):

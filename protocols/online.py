@@ -40,7 +40,7 @@ from protocols.metrics import (
     tune_class_thresholds,
 )
 from protocols.metrics.bootstrap import Interval, bootstrap_micro_f1, bootstrap_ratio, spread
-from protocols.pacing import PacingPolicy, paced_emit_times
+from protocols.pacing import PacingPolicy, paced_emit_times, replay_recording
 from protocols.recording import StreamRecording, StreamRole
 
 NAME = "online"
@@ -122,6 +122,16 @@ class StageRow(BaseModel):
     method: str = "host perf_counter_ns"
 
 
+class ReplayFigures(BaseModel):
+    """The recorded latencies replayed with frames arriving on time (DESIGN.md "The engine": replay)."""
+
+    policy: PacingPolicy
+    deadline_miss_rate: float = Field(description="frames finished after the next frame arrived, or dropped")
+    drop_rate: float
+    mean_wait_ms: float = Field(description="mean time a frame waited for the worker")
+    p95_staleness_ms: float | None = Field(description="95th percentile age of the newest output at arrival")
+
+
 class SpeedFigures(BaseModel):
     """The speed side: per-frame latency of ``predict()``, FPS, RTF and the stage breakdown."""
 
@@ -129,6 +139,7 @@ class SpeedFigures(BaseModel):
     rtf: float
     processing_s: float
     duration_s: float
+    replay: ReplayFigures
     breakdown: list[StageRow] = Field(
         default_factory=list,
         description="named stages, then the time outside any stage; empty without stages",
@@ -223,9 +234,15 @@ def score(recordings: Sequence[StreamRecording], config: OnlineConfig, classes: 
         classes=[c for c, k in zip(classes, keep, strict=True) if k],
         decision=decision,
         headline=_headline(test, per_stream, config),
-        overall=StreamScore(stream_id="*", accuracy=_figures(total, config), speed=_speed(test)),
+        overall=StreamScore(
+            stream_id="*", accuracy=_figures(total, config), speed=_speed(test, config.pacing_policy)
+        ),
         streams=[
-            StreamScore(stream_id=rec.stream_id, accuracy=_figures(tally, config), speed=_speed([rec]))
+            StreamScore(
+                stream_id=rec.stream_id,
+                accuracy=_figures(tally, config),
+                speed=_speed([rec], config.pacing_policy),
+            )
             for rec, tally in zip(test, per_stream, strict=True)
         ],
     )
@@ -379,12 +396,13 @@ def _figures(tally: _Tally, config: OnlineConfig) -> AccuracyFigures:
     )
 
 
-def _speed(recs: Sequence[StreamRecording]) -> SpeedFigures:
+def _speed(recs: Sequence[StreamRecording], policy: PacingPolicy) -> SpeedFigures:
     latency_ns = np.concatenate([r.latency_ns for r in recs])
     summary = latency_summary(latency_ns)
     processing_s = float(latency_ns.sum()) / 1e9
     duration_s = sum(r.duration_ns for r in recs) / 1e9
     return SpeedFigures(
+        replay=_replay(recs, policy),
         breakdown=_breakdown(recs, int(latency_ns.sum()), latency_ns.size),
         latency=summary,
         rtf=rtf(processing_s, duration_s),
@@ -434,4 +452,21 @@ def _headline(recs: Sequence[StreamRecording], tallies: Sequence[_Tally], config
         rtf=bootstrap_ratio(processing, durations, n_resamples=n, confidence=level),
         latency_spread=latency_spread,
         warnings=warnings,
+    )
+
+
+def _replay(recs: Sequence[StreamRecording], policy: PacingPolicy) -> ReplayFigures:
+    timelines = [replay_recording(rec, policy) for rec in recs]
+    frames = sum(t.num_frames for t in timelines)
+    misses = sum(int(t.deadline_misses().sum()) for t in timelines)
+    dropped = sum(int((~t.processed).sum()) for t in timelines)
+    waits = np.concatenate([t.wait_ns[t.processed] for t in timelines])
+    stale = np.concatenate([t.staleness_ns() for t in timelines])
+    stale = stale[stale >= 0]
+    return ReplayFigures(
+        policy=policy,
+        deadline_miss_rate=misses / frames,
+        drop_rate=dropped / frames,
+        mean_wait_ms=float(waits.mean()) / 1e6 if waits.size else 0.0,
+        p95_staleness_ms=float(np.percentile(stale, 95)) / 1e6 if stale.size else None,
     )

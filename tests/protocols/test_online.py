@@ -324,3 +324,16 @@ def test_computation_aware_curve_from_the_replayed_latencies() -> None:
     dropped = online.score([rec], OnlineConfig(pacing_policy="drop"), CLASSES)
     answered = dropped.overall.accuracy.curves["frame_replay"]["strict"][-1].answered
     assert 0.0 < answered < 1.0  # drop-to-newest skips frames: they are never answered
+
+
+def test_replay_figures_deadline_misses_and_waits() -> None:
+    labels = labels_bg_then_event()
+    slow = recording(list(range(10)), list(range(10)), one_hot_scores(labels), latency_ms=150.0)
+    replay = online.score([slow], CONFIG, CLASSES).overall.speed.replay
+    # queue: frame i finishes at 250 + 150 i, its deadline is the next arrival 100 (i + 2): all late
+    assert replay.deadline_miss_rate == 1.0 and replay.drop_rate == 0.0
+    assert replay.mean_wait_ms == pytest.approx(sum(50 * i for i in range(10)) / 10)
+    fast = recording(list(range(10)), list(range(10)), one_hot_scores(labels), latency_ms=10.0)
+    quick = online.score([fast], CONFIG, CLASSES).overall.speed.replay
+    assert quick.deadline_miss_rate == 0.0 and quick.mean_wait_ms == 0.0
+    assert quick.p95_staleness_ms == pytest.approx(100.0)  # the previous frame's output, 100 ms old
