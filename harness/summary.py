@@ -58,12 +58,12 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"{speed.rtf:.4f}",
     )
     console.print(timing)
-    replay = speed.replay
-    stale = "–" if replay.p95_staleness_ms is None else f"{replay.p95_staleness_ms:.1f} ms"
+    replayed = speed.replay
+    stale = "–" if replayed.p95_staleness_ms is None else f"{replayed.p95_staleness_ms:.1f} ms"
     console.print(
-        f"replayed with frames arriving on time ({replay.policy}): deadline misses "
-        f"{100 * replay.deadline_miss_rate:.1f} % · dropped {100 * replay.drop_rate:.1f} % · mean wait "
-        f"{replay.mean_wait_ms:.3f} ms · p95 staleness {stale}",
+        f"replayed with frames arriving on time ({replayed.policy}): deadline misses "
+        f"{100 * replayed.deadline_miss_rate:.1f} % · dropped {100 * replayed.drop_rate:.1f} % · mean wait "
+        f"{replayed.mean_wait_ms:.3f} ms · p95 staleness {stale}",
         highlight=False,
     )
     if speed.breakdown:
