@@ -1,13 +1,24 @@
-"""The null adapter: a model that does nothing, to measure the harness's own per-frame overhead.
+"""Adapters of known cost: the null adapter, a CPU busy-wait and a CUDA sleep.
 
-Implements the null adapter of ``../shared/DESIGN.md`` ("The engine": "A null adapter run
+They measure the harness, not a model (``../shared/DESIGN.md``, "The engine": "A null adapter run
 (``streambench selftest``) publishes that overhead and the clock's resolution as the floor of every
-measurement"). ``predict`` returns one preallocated, read-only :class:`Prediction` with uniform scores on
-every call, so the time measured around it is the engine's loop and clock, not a model.
+measurement"). Each returns one preallocated, read-only :class:`Prediction` with uniform scores.
+
+- :class:`NullAdapter` does nothing: the time measured around it is the engine's loop and clock.
+- :class:`BusyWaitAdapter` spins on ``time.perf_counter_ns()`` (the engine's clock) until
+  ``duration_us`` has passed. It never sleeps, so no scheduler wake-up latency is added; it can
+  still be pre-empted on a loaded machine, which shows in the tail, not the median.
+- :class:`CudaSleepAdapter` enqueues ``torch.cuda._sleep`` for a cycle count calibrated once at
+  construction with CUDA events, then synchronises, so the measured time is device time plus the
+  launch and synchronisation overhead (seed 004 §6.2.3 "计时点": the timing ends with the
+  synchronisation needed to read the output). It can only be built where CUDA is available.
 """
 
 from __future__ import annotations
 
+import statistics
+import time
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -15,7 +26,15 @@ from pydantic import Field
 
 from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
 
-__all__ = ["NullAdapter", "NullOptions"]
+__all__ = [
+    "BusyWaitAdapter",
+    "BusyWaitOptions",
+    "CudaSleepAdapter",
+    "CudaSleepOptions",
+    "CudaUnavailableError",
+    "NullAdapter",
+    "NullOptions",
+]
 
 
 class NullOptions(AdapterOptions):
@@ -29,17 +48,18 @@ class NullOptions(AdapterOptions):
 class NullAdapter(StreamingAdapter):
     """Returns the same constant uniform :class:`Prediction` object for every frame; keeps no state."""
 
-    Options = NullOptions
+    Options: ClassVar[type[NullOptions]] = NullOptions
+    NAME: ClassVar[str] = "null"
     DEFAULT_CLASSES: ClassVar[tuple[str, ...]] = ("background", "event")
 
-    def __init__(self, options: NullOptions | None = None) -> None:
-        opts = options if options is not None else NullOptions()
+    def __init__(self, options: NullOptions | None = None, device: str = "cpu") -> None:
+        opts = options if options is not None else self.Options()
         super().__init__(opts)
         names = opts.classes if opts.classes is not None else self.DEFAULT_CLASSES
         scores = np.full(len(names), 1.0 / len(names), dtype=np.float32)
         scores.setflags(write=False)
         self._prediction = Prediction(scores=scores)
-        self._info = AdapterInfo(name="null", classes=names, modalities=("audio", "visual"), device="cpu")
+        self._info = AdapterInfo(name=self.NAME, classes=names, modalities=("audio", "visual"), device=device)
 
     @property
     def info(self) -> AdapterInfo:
@@ -49,4 +69,105 @@ class NullAdapter(StreamingAdapter):
         return None
 
     def predict(self, frame: Frame) -> PredictOutput:
+        return self._prediction
+
+
+class BusyWaitOptions(NullOptions):
+    """Options of :class:`BusyWaitAdapter`."""
+
+    duration_us: float = Field(1000.0, gt=0, description="time each predict() spins, in microseconds")
+
+
+class BusyWaitAdapter(NullAdapter):
+    """``predict()`` spins on ``time.perf_counter_ns()`` for ``duration_us``; keeps no state.
+
+    The engine reads the same clock around the call, so every latency it records is at least the
+    duration.
+    """
+
+    Options = BusyWaitOptions
+    NAME = "busywait"
+
+    def __init__(self, options: BusyWaitOptions | None = None) -> None:
+        super().__init__(options)
+        assert isinstance(self.options, BusyWaitOptions)
+        self.duration_ns = round(self.options.duration_us * 1000)
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        clock = time.perf_counter_ns
+        end = clock() + self.duration_ns
+        while clock() < end:
+            pass
+        return self._prediction
+
+
+class CudaUnavailableError(RuntimeError):
+    """A CUDA adapter was asked for on a machine where torch sees no CUDA device."""
+
+
+class CudaSleepOptions(NullOptions):
+    """Options of :class:`CudaSleepAdapter`. ``classes`` is data-bound (filled from the data set)."""
+
+    duration_us: float = Field(1000.0, gt=0, description="device time of each predict(), in microseconds")
+    calibration_cycles: int = Field(
+        2_000_000, gt=0, description="cycles slept per calibration measurement (about 1 ms on most GPUs)"
+    )
+    calibration_repeats: int = Field(7, ge=1, description="calibration measurements; the median is used")
+
+
+def _calibrate_cuda_sleep(cycles: int, repeats: int) -> float:
+    """Cycles per microsecond of ``torch.cuda._sleep`` on the current device (median of event timings)."""
+    import torch
+
+    torch.cuda._sleep(cycles)  # untimed: the first launch pays for module loading
+    torch.cuda.synchronize()
+    rates = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+        elapsed_us = start.elapsed_time(end) * 1000.0  # elapsed_time is in milliseconds
+        if elapsed_us > 0:
+            rates.append(cycles / elapsed_us)
+    if not rates:
+        raise RuntimeError("CudaSleepAdapter: calibration measured no elapsed time")
+    return float(statistics.median(rates))
+
+
+class CudaSleepAdapter(NullAdapter):
+    """``predict()`` runs ``torch.cuda._sleep`` for a calibrated cycle count and synchronises.
+
+    Runs on the current CUDA device (``torch.cuda.current_device()`` at construction, recorded in
+    ``info.device``). Calibration (once, at construction): after one untimed launch,
+    ``calibration_repeats`` launches of ``calibration_cycles`` are timed with a pair of CUDA events
+    each; the median gives ``cycles_per_us``. The GPU's clock may change afterwards (boost, thermal
+    limits), which the selftest's measured error would show. Raises :class:`CudaUnavailableError`
+    where torch sees no CUDA device.
+    """
+
+    Options = CudaSleepOptions
+    NAME = "cuda-sleep"
+
+    def __init__(self, options: CudaSleepOptions | None = None) -> None:
+        import torch  # imported here: the CPU adapters of this module do not pay for torch
+
+        if not torch.cuda.is_available():
+            raise CudaUnavailableError(
+                "CudaSleepAdapter needs a CUDA device, and torch sees none "
+                f"(torch {torch.__version__}, built with CUDA {torch.version.cuda}); "
+                "use BusyWaitAdapter ('busywait') on a CPU-only machine"
+            )
+        super().__init__(options, device=f"cuda:{torch.cuda.current_device()}")
+        opts = self.options
+        assert isinstance(opts, CudaSleepOptions)
+        self.cycles_per_us = _calibrate_cuda_sleep(opts.calibration_cycles, opts.calibration_repeats)
+        self.cycles = max(1, round(opts.duration_us * self.cycles_per_us))
+        self._sleep: Callable[[int], None] = torch.cuda._sleep
+        self._synchronize: Callable[[], None] = torch.cuda.synchronize
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        self._sleep(self.cycles)
+        self._synchronize()  # the output is only "ready" once the device work has finished
         return self._prediction

@@ -21,8 +21,8 @@ REGISTRY: dict[str, str] = {
     "reference": "adapters.reference:CausalReferenceAdapter",
     "reference-lookahead": "adapters.reference:LookaheadReferenceAdapter",
     "null": "adapters.null:NullAdapter",
-    "busywait": "adapters.busywait:BusyWaitAdapter",
-    "cuda-sleep": "adapters.busywait:CudaSleepAdapter",
+    "busywait": "adapters.null:BusyWaitAdapter",
+    "cuda-sleep": "adapters.null:CudaSleepAdapter",
 }
 """Registered adapters: short name -> ``module:Class``."""
 

@@ -13,7 +13,7 @@ of seed 004 §6.2.3 ("计时点"): ``time.perf_counter_ns()`` around ``predict()
   (as ``benchmarks/test_engine_overhead.py`` does). The bare loop calls a stand-in with the null
   adapter's call shape (a bound method returning a stored object), not the adapter's ``predict``:
   only the engine calls ``predict()`` (``tests/test_layering.py``);
-- for each busy-wait duration (:class:`adapters.busywait.BusyWaitAdapter`): the median latency the
+- for each busy-wait duration (:class:`adapters.null.BusyWaitAdapter`): the median latency the
   engine measured, its relative error ``(median - nominal) / nominal``, p99, and pass/fail against
   the duration's tolerance. The busy-wait spins on the engine's own clock, so every frame must be
   measured at least at its duration; a frame below it fails the check whatever the median.
@@ -33,9 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validat
 from rich.console import Console
 from rich.table import Table
 
-from adapters.busywait import BusyWaitAdapter, BusyWaitOptions
 from adapters.contract import Adapter, Frame, Stream
-from adapters.null import NullAdapter
+from adapters.null import BusyWaitAdapter, BusyWaitOptions, NullAdapter
 from harness.engine import ClockInfo, Engine, EngineConfig, clock_info
 
 __all__ = [

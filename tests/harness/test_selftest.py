@@ -1,4 +1,4 @@
-"""The selftest (harness/selftest.py) and the adapters of known cost (adapters/busywait.py).
+"""The selftest (harness/selftest.py) and the adapters of known cost (adapters/null.py).
 
 DESIGN.md "The engine": the null adapter run publishes the harness's overhead and the clock's
 resolution. Timing figures are never asserted tightly here (DESIGN.md "Conventions": speed is measured
@@ -17,14 +17,14 @@ import pytest
 from pydantic import ValidationError
 from rich.console import Console
 
-from adapters.busywait import (
+from adapters.contract import Adapter, Frame, Prediction
+from adapters.null import (
     BusyWaitAdapter,
     BusyWaitOptions,
     CudaSleepAdapter,
     CudaSleepOptions,
     CudaUnavailableError,
 )
-from adapters.contract import Adapter, Frame, Prediction
 from adapters.registry import create_adapter
 from harness.engine import Engine, EngineConfig, clock_info
 from harness.selftest import (
@@ -77,7 +77,7 @@ def test_busywait_duration_must_be_positive(bad: float) -> None:
 
 def test_busywait_classes_are_data_bound() -> None:
     adapter = create_adapter(
-        "adapters.busywait:BusyWaitAdapter", {"duration_us": 5}, data_bound={"classes": ("x", "y", "z")}
+        "adapters.null:BusyWaitAdapter", {"duration_us": 5}, data_bound={"classes": ("x", "y", "z")}
     )
     assert adapter.info.classes == ("x", "y", "z") and adapter.info.device == "cpu"
 
