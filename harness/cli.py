@@ -59,6 +59,13 @@ def run(
     seed: Annotated[int, typer.Option(help="data set seed")] = 0,
     streams: Annotated[int, typer.Option("--streams", "-n", help="number of streams")] = 60,
     warmup_frames: Annotated[int, typer.Option(help="warm-up frames before the first scored stream")] = 100,
+    pacing: Annotated[
+        str, typer.Option(help="unpaced | paced (frames released on the wall clock)")
+    ] = "unpaced",
+    paced_policy: Annotated[
+        str, typer.Option(help="paced, when behind: queue | drop (to the newest)")
+    ] = "queue",
+    duration: Annotated[float, typer.Option(help="seconds per synthetic stream")] = 10.0,
     decision: Annotated[str, typer.Option(help="threshold | per_class | top_k")] = "threshold",
     threshold: Annotated[float, typer.Option(help="fixed decision threshold")] = 0.5,
     top_k: Annotated[int, typer.Option(help="labels per unit for --decision top_k")] = 1,
@@ -78,9 +85,9 @@ def run(
                 "adapter": adapter,
                 "adapter_options": _parse_options(option or []),
                 "dataset": dataset,
-                "data": {"seed": seed, "num_streams": streams},
+                "data": {"seed": seed, "num_streams": streams, "duration_s": duration},
                 "protocol": {"decision": {"kind": decision, "threshold": threshold, "k": top_k}},
-                "engine": {"warmup_frames": warmup_frames},
+                "engine": {"warmup_frames": warmup_frames, "pacing": pacing, "paced_policy": paced_policy},
                 "output_dir": output_dir,
                 "run_id": run_id,
                 "baseline": baseline,

@@ -14,8 +14,9 @@ range) run per frame; finiteness is checked vectorised after the stream, still n
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import islice
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,6 +45,12 @@ class EngineConfig(BaseModel):
 
     warmup_frames: int = Field(
         100, ge=0, description="frames fed before the first scored stream (seed 004: at least 100)"
+    )
+    pacing: Literal["unpaced", "paced"] = Field(
+        "unpaced", description="unpaced: frames as fast as the model takes them; paced: on the wall clock"
+    )
+    paced_policy: Literal["queue", "drop"] = Field(
+        "queue", description="paced, when the model falls behind: queue every frame, or drop to the newest"
     )
 
 
@@ -137,21 +144,31 @@ class Engine:
         self._reset(stream.stream_id)
         if self.stages is not None:
             self.stages.drain()  # stage time of warm-up or reset belongs to no stream
-        latency_ns, emitted_at, refers_to, scores = self._feed(frames, stream.stream_id, len(frames))
+        times_ns = np.round(stream.frame_times * 1e9).astype(np.int64)
+        t0_ns = round(stream.t0 * 1e9)
+        paced_start: np.ndarray | None = None
+        if self.config.pacing == "paced":
+            latency_ns, emitted_at, refers_to, scores, paced_start = self._feed_paced(
+                frames, stream.stream_id, times_ns - t0_ns
+            )
+        else:
+            latency_ns, emitted_at, refers_to, scores = self._feed(frames, stream.stream_id, len(frames))
         stage_ns = self.stages.drain() if self.stages is not None else {}
         segment_ns = round(stream.segment_length_s * 1e9) if stream.segment_length_s else None
         return StreamRecording(
             stream_id=stream.stream_id,
             role=role,
-            t0_ns=round(stream.t0 * 1e9),
+            t0_ns=t0_ns,
             segment_length_ns=segment_ns,
-            frame_times_ns=np.round(stream.frame_times * 1e9).astype(np.int64),
+            frame_times_ns=times_ns,
             labels=stream.labels,
             latency_ns=latency_ns,
             emitted_at=emitted_at,
             refers_to=refers_to,
             scores=scores,
             stage_ns=stage_ns,
+            paced_start_ns=paced_start,
+            paced_policy=self.config.paced_policy if paced_start is not None else None,
         )
 
     def count_flops(self, stream: Stream) -> tuple[int | None, str | None]:
@@ -240,6 +257,51 @@ class Engine:
             raise self._error(stream_id, int(emitted[first]), "scores contain NaN or Inf")
         return np.asarray(latency, dtype=np.int64), emitted, np.asarray(refers_to, dtype=np.int64), scores
 
+    def _feed_paced(
+        self, frames: Sequence[Frame], stream_id: str, arrival_ns: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Frames released on the wall clock at their stream time (DESIGN.md "The engine": paced).
+
+        One worker: a frame is fed when it has arrived and the model is free. Under ``queue`` every
+        frame is fed, late if the model fell behind; under ``drop`` a frame whose successor has already
+        arrived is skipped (drop to the newest). Returns the unpaced outputs plus when each
+        ``predict()`` started (stream clock relative to t0; -1 = dropped), so latency can be counted
+        from arrival (no coordinated omission). Outputs go through the full validation path: a paced
+        frame waits anyway, so the fast path buys nothing here.
+        """
+        n = len(frames)
+        latency = np.zeros(n, dtype=np.int64)
+        started = np.full(n, -1, dtype=np.int64)
+        kept: list[tuple[np.ndarray, int, int]] = []
+        predict, clock = self.adapter.predict, time.perf_counter_ns
+        drop = self.config.paced_policy == "drop"
+        base = clock() + _PACED_LEAD_NS  # the stream clock's t0 on the wall clock
+        i = -1
+        try:
+            for i, frame in enumerate(frames):
+                _wait_until(base + int(arrival_ns[i]), clock)
+                if drop and i + 1 < n and clock() >= base + int(arrival_ns[i + 1]):
+                    continue  # a newer frame is already there: drop this one
+                start = clock()
+                out = predict(frame)
+                end = clock()
+                latency[i] = end - start
+                started[i] = start - base
+                if out is not None:
+                    kept.extend((sc, i, ref) for sc, ref in self._slow_path(out, stream_id, i, n))
+        except AdapterOutputError:
+            raise
+        except Exception as exc:
+            raise AdapterCallError(
+                self.name, stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
+            ) from exc
+        scores = np.array([sc for sc, _, _ in kept], dtype=np.float32).reshape(len(kept), self.num_classes)
+        emitted = np.array([e for _, e, _ in kept], dtype=np.int64)
+        bad = ~np.isfinite(scores).all(axis=1)
+        if bad.any():
+            raise self._error(stream_id, int(emitted[int(np.argmax(bad))]), "scores contain NaN or Inf")
+        return latency, emitted, np.array([r for _, _, r in kept], dtype=np.int64), scores, started
+
     def _slow_path(
         self, out: object, stream_id: str, index: int, stream_length: int
     ) -> list[tuple[np.ndarray, int]]:
@@ -296,3 +358,16 @@ class Engine:
 
     def _error(self, stream_id: str, frame: int, problem: str) -> AdapterOutputError:
         return AdapterOutputError(self.name, stream_id, frame, problem)
+
+
+_PACED_LEAD_NS = 2_000_000  # the first frame of a paced stream arrives 2 ms after the pacer starts
+_SPIN_NS = 200_000  # the last 0.2 ms before a release are spun, not slept (sleep overshoots)
+
+
+def _wait_until(due_ns: int, clock: Callable[[], int]) -> None:
+    """Sleep, then spin, until the wall clock reaches ``due_ns`` (``perf_counter_ns`` time)."""
+    remaining = due_ns - clock()
+    if remaining > _SPIN_NS:
+        time.sleep((remaining - _SPIN_NS) / 1e9)
+    while clock() < due_ns:
+        pass

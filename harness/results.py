@@ -68,6 +68,10 @@ class ResourceRecord(BaseModel):
     cpu_energy: RaplReport
     energy_per_frame_j: float | None = Field(description="GPU energy of the measured window / frames in it")
     energy_per_frame_reason: str | None
+    power_at_rtf1_w: float | None = Field(
+        description="W at RTF = 1: mean GPU power of a paced run, whose frames arrive in real time"
+    )
+    power_at_rtf1_reason: str | None
     frames_measured: int = Field(
         description="frames fed inside the energy and memory window (warm-up excluded)"
     )

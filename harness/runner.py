@@ -187,6 +187,8 @@ def execute_run(
             energy_per_frame_reason=None
             if per_frame is not None
             else gpu_energy.reason or "no energy measured",
+            power_at_rtf1_w=gpu_energy.mean_power_w if config.engine.pacing == "paced" else None,
+            power_at_rtf1_reason=_rtf1_reason(config, gpu_energy),
             frames_measured=frames,
             flops_per_frame=flops,
             flops_reason=flops_reason,
@@ -243,3 +245,9 @@ def normalise(result: RunResult, baseline_dir: Path) -> NormalisationRecord:
         flops_normalised_latency_ms=normalised,
         reason=None if normalised is not None else "FLOPs per frame unknown for this run or the baseline",
     )
+
+
+def _rtf1_reason(config: RunConfig, gpu_energy: EnergyReport) -> str | None:
+    if config.engine.pacing != "paced":
+        return "needs a paced run (--pacing paced): unpaced frames do not arrive in real time"
+    return None if gpu_energy.mean_power_w is not None else gpu_energy.reason or "no power measured"

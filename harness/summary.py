@@ -61,7 +61,8 @@ def print_summary(console: Console, result: RunResult) -> None:
     replayed = speed.replay
     stale = "–" if replayed.p95_staleness_ms is None else f"{replayed.p95_staleness_ms:.1f} ms"
     console.print(
-        f"replayed with frames arriving on time ({replayed.policy}): deadline misses "
+        f"{'paced on the wall clock' if replayed.measured else 'replayed with frames arriving on time'} "
+        f"({replayed.policy}): deadline misses "
         f"{100 * replayed.deadline_miss_rate:.1f} % · dropped {100 * replayed.drop_rate:.1f} % · mean wait "
         f"{replayed.mean_wait_ms:.3f} ms · p95 staleness {stale}",
         highlight=False,
@@ -96,7 +97,9 @@ def print_summary(console: Console, result: RunResult) -> None:
     flops = f"{res.flops_per_frame:,}" if res.flops_per_frame is not None else f"null ({res.flops_reason})"
     console.print(
         f"resources: peak RSS {res.memory.peak_rss_bytes / 2**20:.0f} MiB · GPU energy {energy} · "
-        f"FLOPs/frame {flops} · environment fingerprint {result.fingerprint}",
+        f"FLOPs/frame {flops} · W@RTF=1 "
+        f"{'null' if res.power_at_rtf1_w is None else f'{res.power_at_rtf1_w:.1f} W'} · "
+        f"environment fingerprint {result.fingerprint}",
         highlight=False,
     )
     if result.normalisation is not None:

@@ -40,17 +40,18 @@ from protocols.metrics import (
     tune_class_thresholds,
 )
 from protocols.metrics.bootstrap import Interval, bootstrap_micro_f1, bootstrap_ratio, spread
-from protocols.pacing import PacingPolicy, paced_emit_times, replay_recording
+from protocols.pacing import PacingPolicy, paced_emit_times, recording_timeline
 from protocols.recording import StreamRecording, StreamRole
 
 NAME = "online"
 Mode = Literal["strict", "early_ok"]
-Unit = Literal["frame", "segment", "frame_replay"]
+Unit = Literal["frame", "segment", "frame_replay", "frame_paced"]
 MODES: tuple[Mode, ...] = ("strict", "early_ok")
-UNITS: tuple[Unit, ...] = ("frame", "segment", "frame_replay")
+UNITS: tuple[Unit, ...] = ("frame", "segment", "frame_replay", "frame_paced")
 """``frame_replay``: frame units on the computation-aware clock, ``t_pred`` = the time the frame's
 ``predict()`` finished when the recorded latencies are replayed in virtual time with frames arriving
-at their stream time (DESIGN.md "The engine": replay; protocols/pacing.py)."""
+at their stream time (DESIGN.md "The engine": replay; protocols/pacing.py). ``frame_paced`` (paced
+runs only): the same with the finish times measured on the wall clock."""
 
 
 class DecisionRule(BaseModel):
@@ -123,9 +124,11 @@ class StageRow(BaseModel):
 
 
 class ReplayFigures(BaseModel):
-    """The recorded latencies replayed with frames arriving on time (DESIGN.md "The engine": replay)."""
+    """Frames arriving on time: the recorded latencies replayed in virtual time, or, for a paced run,
+    what the pacer measured (DESIGN.md "The engine": paced and replay)."""
 
     policy: PacingPolicy
+    measured: bool = Field(description="true: measured on the wall clock by a paced run; false: replayed")
     deadline_miss_rate: float = Field(description="frames finished after the next frame arrived, or dropped")
     drop_rate: float
     mean_wait_ms: float = Field(description="mean time a frame waited for the worker")
@@ -349,13 +352,16 @@ def _score_stream(
         "segment": (seg_of_pred, emitted_t - seg_end[seg_of_pred], seg_gt),
         "frame_replay": (rec.refers_to, replay_delay, frame_gt),
     }
+    if rec.paced_start_ns is not None:  # predictions exist only for frames the pacer fed
+        finished = rec.t0_ns + rec.paced_start_ns[rec.emitted_at] + rec.latency_ns[rec.emitted_at]
+        levels["frame_paced"] = (rec.refers_to, finished - rec.frame_times_ns[rec.refers_to], frame_gt)
     tally = _Tally()
     for unit, (unit_of_pred, delay_ns, gt) in levels.items():
         tally.units[unit] = gt.shape[0]
         windows: list[tuple[str, Mode, float, int | None]] = [
             (mode, mode, d, round(d * 1e6)) for mode in MODES for d in config.deltas_ms
         ]
-        if unit != "frame_replay":  # the offline view: the latest prediction whatever its delay
+        if unit in ("frame", "segment"):  # the offline view: the latest prediction whatever its delay
             windows.append(("offline", "strict", _ANY_DELAY, None))
         for name, mode, delta_ms, window_ns in windows:
             chosen = select_in_window(unit_of_pred, delay_ns, gt.shape[0], window_ns, mode)
@@ -371,7 +377,7 @@ def _score_stream(
 
 def _figures(tally: _Tally, config: OnlineConfig) -> AccuracyFigures:
     curves: dict[Unit, dict[Mode, list[CurvePoint]]] = {}
-    for unit in UNITS:
+    for unit in (u for u in UNITS if u in tally.units):
         n = tally.units[unit]
         curves[unit] = {
             mode: [
@@ -397,7 +403,8 @@ def _figures(tally: _Tally, config: OnlineConfig) -> AccuracyFigures:
 
 
 def _speed(recs: Sequence[StreamRecording], policy: PacingPolicy) -> SpeedFigures:
-    latency_ns = np.concatenate([r.latency_ns for r in recs])
+    # a frame the pacer dropped has no latency: only frames whose predict() ran are measurements
+    latency_ns = np.concatenate([_measured_latency(r) for r in recs])
     summary = latency_summary(latency_ns)
     processing_s = float(latency_ns.sum()) / 1e9
     duration_s = sum(r.duration_ns for r in recs) / 1e9
@@ -434,10 +441,10 @@ def _headline(recs: Sequence[StreamRecording], tallies: Sequence[_Tally], config
         tp, fp, fn = (np.array([getattr(c, name).sum() for c in counts]) for name in ("tp", "fp", "fn"))
         f1.append(bootstrap_micro_f1(tp, fp, fn, n_resamples=n, confidence=level))
     processing = np.array([r.latency_ns.sum() for r in recs], dtype=np.float64)
-    frames = np.array([r.num_frames for r in recs], dtype=np.float64)
+    frames = np.array([_measured_latency(r).size for r in recs], dtype=np.float64)
     durations = np.array([r.duration_ns for r in recs], dtype=np.float64)
     mean_latency = bootstrap_ratio(processing / 1e6, frames, n_resamples=n, confidence=level)
-    latency_spread = spread(np.concatenate([r.latency_ns for r in recs]))
+    latency_spread = spread(np.concatenate([_measured_latency(r) for r in recs]))
     warnings = []
     if latency_spread > config.spread_warning:
         warnings.append(
@@ -456,7 +463,7 @@ def _headline(recs: Sequence[StreamRecording], tallies: Sequence[_Tally], config
 
 
 def _replay(recs: Sequence[StreamRecording], policy: PacingPolicy) -> ReplayFigures:
-    timelines = [replay_recording(rec, policy) for rec in recs]
+    timelines = [recording_timeline(rec, policy) for rec in recs]
     frames = sum(t.num_frames for t in timelines)
     misses = sum(int(t.deadline_misses().sum()) for t in timelines)
     dropped = sum(int((~t.processed).sum()) for t in timelines)
@@ -464,9 +471,14 @@ def _replay(recs: Sequence[StreamRecording], policy: PacingPolicy) -> ReplayFigu
     stale = np.concatenate([t.staleness_ns() for t in timelines])
     stale = stale[stale >= 0]
     return ReplayFigures(
-        policy=policy,
+        policy=timelines[0].policy,
+        measured=recs[0].paced_start_ns is not None,
         deadline_miss_rate=misses / frames,
         drop_rate=dropped / frames,
         mean_wait_ms=float(waits.mean()) / 1e6 if waits.size else 0.0,
         p95_staleness_ms=float(np.percentile(stale, 95)) / 1e6 if stale.size else None,
     )
+
+
+def _measured_latency(rec: StreamRecording) -> np.ndarray:
+    return rec.latency_ns if rec.paced_start_ns is None else rec.latency_ns[rec.paced_start_ns >= 0]

@@ -168,6 +168,12 @@ def replay_paced(
         start, finish = _drop(arrival, latency)
     else:
         raise ValueError(f"policy must be 'queue' or 'drop', got {policy!r}")
+    return _timeline(policy, arrival, latency, start, finish)
+
+
+def _timeline(
+    policy: PacingPolicy, arrival: IntArray, latency: IntArray, start: IntArray, finish: IntArray
+) -> PacedTimeline:
     processed = start != NOT_PROCESSED
     wait = np.where(processed, start - arrival, NOT_PROCESSED)
     response = np.where(processed, finish - arrival, NOT_PROCESSED)
@@ -230,3 +236,17 @@ def paced_delays(recording: StreamRecording, policy: PacingPolicy = "queue") -> 
     return computation_aware_delays(
         recording.emitted_at, recording.refers_to, replay_recording(recording, policy)
     )
+
+
+def recording_timeline(recording: StreamRecording, policy: PacingPolicy = "queue") -> PacedTimeline:
+    """The timeline of a recorded stream: measured if it ran paced, else :func:`replay_recording`.
+
+    A paced recording holds ``paced_start_ns`` (when each ``predict()`` started, on the stream clock
+    relative to ``t0``; ``-1`` for a frame the pacer dropped); finish = start + latency.
+    """
+    if recording.paced_start_ns is None:
+        return replay_recording(recording, policy)
+    arrival = recording.frame_times_ns - recording.t0_ns
+    start = recording.paced_start_ns
+    finish = np.where(start != NOT_PROCESSED, start + recording.latency_ns, NOT_PROCESSED)
+    return _timeline(recording.paced_policy or policy, arrival, recording.latency_ns, start, finish)  # type: ignore[arg-type]

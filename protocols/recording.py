@@ -38,6 +38,9 @@ class StreamRecording:
     - ``refers_to`` ``[P]`` int64: index of the frame prediction p labels.
     - ``scores`` ``[P, C]`` float32: the per-class scores of prediction p.
     - ``stage_ns``: host time per named stage inside ``predict()``, summed over the stream.
+    - ``paced_start_ns`` ``[T]`` int64 (paced runs only): when each ``predict()`` started on the stream
+      clock relative to ``t0`` (frames are released at their arrival time); ``-1`` for a frame the
+      pacer dropped (``paced_policy`` "drop"), whose latency is then 0 and not a measurement.
     """
 
     stream_id: str
@@ -51,6 +54,8 @@ class StreamRecording:
     refers_to: np.ndarray
     scores: np.ndarray
     stage_ns: dict[str, int] = field(default_factory=dict)
+    paced_start_ns: np.ndarray | None = None
+    paced_policy: str | None = None
 
     @property
     def num_frames(self) -> int:
@@ -76,6 +81,9 @@ def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
         )
         out[f"s{i}/stage_names"] = np.array(list(rec.stage_ns), dtype=str)
         out[f"s{i}/stage_ns"] = np.array(list(rec.stage_ns.values()), dtype=np.int64)
+        if rec.paced_start_ns is not None:
+            out[f"s{i}/paced_start_ns"] = rec.paced_start_ns
+            out[f"s{i}/paced_policy"] = np.array(rec.paced_policy or "queue")
     return out
 
 
@@ -98,6 +106,10 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 t0_ns=int(t0),
                 segment_length_ns=int(seg) if seg else None,
                 stage_ns=stages,
+                paced_start_ns=np.asarray(arrays[f"s{i}/paced_start_ns"])
+                if f"s{i}/paced_start_ns" in arrays
+                else None,
+                paced_policy=str(arrays[f"s{i}/paced_policy"]) if f"s{i}/paced_policy" in arrays else None,
                 **fields,
             )
         )

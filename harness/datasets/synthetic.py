@@ -130,13 +130,17 @@ class SyntheticConfig(BaseModel):
         low = info.data.get("min_event_segments")
         if low is not None and value < low:
             raise ValueError(f"max_event_segments ({value}) must be >= min_event_segments ({low})")
-        segment, duration = info.data.get("segment_length_s"), info.data.get("duration_s")
-        if segment is not None and duration is not None and value > round(duration / segment):
-            raise ValueError(
-                f"max_event_segments ({value}) exceeds the number of segments per stream "
-                f"({round(duration / segment)})"
-            )
         return value
+
+    @model_validator(mode="after")
+    def _events_fit(self) -> SyntheticConfig:
+        # a model validator, not a field one: it must also see the default max_event_segments
+        if self.max_event_segments > self.num_segments:
+            raise ValueError(
+                f"max_event_segments ({self.max_event_segments}) exceeds the number of segments per stream "
+                f"({self.num_segments} = duration_s / segment_length_s); lower it or lengthen duration_s"
+            )
+        return self
 
     @property
     def frames_per_segment(self) -> int:
