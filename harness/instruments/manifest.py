@@ -351,7 +351,11 @@ def collect_manifest(
     unknown = set(nvml or {}) - set(NVML_FIELDS)
     if unknown:
         raise ValueError(f"nvml may only fill {NVML_FIELDS}, got {sorted(unknown)}")
-    gpu_nvml = {name: _missing(NEEDS_NVML) for name in NVML_FIELDS} | dict(nvml or {})
+    if nvml is None:
+        from harness.instruments.nvml import read_lock_items
+
+        nvml = {name: Item(value=value, reason=reason) for name, (value, reason) in read_lock_items().items()}
+    gpu_nvml = {name: _missing(NEEDS_NVML) for name in NVML_FIELDS} | dict(nvml)
     affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     ort = _version("onnxruntime") or _version("onnxruntime-gpu")
     cpus = os.cpu_count()

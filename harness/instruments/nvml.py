@@ -241,3 +241,62 @@ def open_gpu_sensors() -> tuple[list[GpuSensor], str | None]:
     if not sensors:
         return [], "unavailable: NVML lists no GPU"
     return sensors, None
+
+
+LOCK_FIELDS = ("nvidia_driver", "gpu_power_limit", "gpu_persistence_mode", "gpu_clock_mode")
+"""Items of seed 004's environment lock list that only NVML can read."""
+
+LockItem = tuple[Any, "str | None"]
+
+
+def read_lock_items() -> dict[str, LockItem]:
+    """``{field: (value, reason)}`` for :data:`LOCK_FIELDS`: the driver version, and per GPU (keyed by
+    NVML index) the enforced power limit (W), persistence mode and application clocks (MHz). A value
+    that cannot be read is ``None`` with the reason."""
+    try:
+        nv = _load_pynvml()
+    except ImportError as exc:
+        return dict.fromkeys(LOCK_FIELDS, (None, f"unavailable: the NVML library is missing ({exc})"))
+    try:
+        nv.nvmlInit()
+    except (nv.NVMLError, OSError) as exc:
+        return dict.fromkeys(
+            LOCK_FIELDS, (None, f"unavailable: NVML could not be initialised ({_describe(exc)})")
+        )
+
+    def read(function: str, *args: Any) -> LockItem:
+        fn = getattr(nv, function, None)
+        if fn is None:
+            return None, f"pynvml has no {function}"
+        try:
+            return fn(*args), None
+        except nv.NVMLError as exc:
+            return None, _describe(exc)
+
+    try:
+        driver, driver_reason = read("nvmlSystemGetDriverVersion")
+        items: dict[str, LockItem] = {
+            "nvidia_driver": (driver.decode() if isinstance(driver, bytes) else driver, driver_reason)
+        }
+        count, count_reason = read("nvmlDeviceGetCount")
+        if count_reason is not None:
+            return items | dict.fromkeys(LOCK_FIELDS[1:], (None, count_reason))
+        limits, persistence, clocks = {}, {}, {}
+        for index in range(int(count)):
+            handle, reason = read("nvmlDeviceGetHandleByIndex", index)
+            if reason is not None:
+                return items | dict.fromkeys(LOCK_FIELDS[1:], (None, f"GPU {index}: {reason}"))
+            limit, _ = read("nvmlDeviceGetEnforcedPowerLimit", handle)
+            mode, _ = read("nvmlDeviceGetPersistenceMode", handle)
+            sm, _ = read("nvmlDeviceGetApplicationsClock", handle, nv.NVML_CLOCK_SM)
+            mem, _ = read("nvmlDeviceGetApplicationsClock", handle, nv.NVML_CLOCK_MEM)
+            limits[str(index)] = None if limit is None else float(limit) / _MW_PER_W
+            persistence[str(index)] = None if mode is None else bool(mode)
+            clocks[str(index)] = {"applications_sm_mhz": sm, "applications_mem_mhz": mem}
+        items["gpu_power_limit"] = (limits, None)
+        items["gpu_persistence_mode"] = (persistence, None)
+        items["gpu_clock_mode"] = (clocks, None)
+        return items
+    finally:
+        with contextlib.suppress(nv.NVMLError):
+            nv.nvmlShutdown()

@@ -310,3 +310,46 @@ def test_only_the_nvml_module_imports_pynvml() -> None:
     assert NVML_MODULE in paths and _imports_pynvml(NVML_MODULE)
     offenders = [str(p.relative_to(ROOT)) for p in paths if p != NVML_MODULE and _imports_pynvml(p)]
     assert offenders == []
+
+
+class LockFakeNvml(FakeNvml):
+    def nvmlSystemGetDriverVersion(self) -> bytes:
+        return b"550.54.15"
+
+    def nvmlDeviceGetPersistenceMode(self, handle: int) -> int:
+        return 1 if handle == 100 else 0
+
+    def nvmlDeviceGetApplicationsClock(self, handle: int, clock: int) -> int:
+        if handle == 101:
+            raise FakeNotSupported("Not Supported")
+        return {1: 1380, 2: 877}[clock]
+
+
+def test_lock_items_for_the_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = LockFakeNvml(gpus=2)
+    monkeypatch.setattr(nvml, "_load_pynvml", lambda: fake)
+    items = nvml.read_lock_items()
+    assert items["nvidia_driver"] == ("550.54.15", None)
+    assert items["gpu_power_limit"] == ({"0": 250.0, "1": 250.0}, None)
+    assert items["gpu_persistence_mode"] == ({"0": True, "1": False}, None)
+    clocks, _ = items["gpu_clock_mode"]
+    assert clocks["0"] == {"applications_sm_mhz": 1380, "applications_mem_mhz": 877}
+    assert clocks["1"] == {"applications_sm_mhz": None, "applications_mem_mhz": None}
+    assert fake.refs == 0  # NVML's reference released
+
+    from harness.instruments.manifest import collect_manifest
+
+    manifest = collect_manifest({})
+    assert manifest.nvidia_driver.value == "550.54.15" and manifest.gpu_power_limit.value == {
+        "0": 250.0,
+        "1": 250.0,
+    }
+
+
+def test_lock_items_without_nvml_are_null_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        nvml, "_load_pynvml", lambda: LockFakeNvml(init_error=FakeDriverNotLoaded("Driver Not Loaded"))
+    )
+    items = nvml.read_lock_items()
+    assert set(items) == set(nvml.LOCK_FIELDS)
+    assert all(value is None and "Driver Not Loaded" in (reason or "") for value, reason in items.values())
