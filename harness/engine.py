@@ -21,7 +21,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.contract import Adapter, Frame, Prediction, StageTimer, Stream
+from adapters.contract import Adapter, Frame, Prediction, PredictOutput, StageTimer, Stream
+from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer
 from protocols.recording import StreamRecording, StreamRole
 
 __all__ = [
@@ -48,6 +49,9 @@ class EngineConfig(BaseModel):
     )
     pacing: Literal["unpaced", "paced"] = Field(
         "unpaced", description="unpaced: frames as fast as the model takes them; paced: on the wall clock"
+    )
+    device_timing: bool = Field(
+        True, description="CUDA adapters: CUDA event pairs around predict() give the device share"
     )
     paced_policy: Literal["queue", "drop"] = Field(
         "queue", description="paced, when the model falls behind: queue every frame, or drop to the newest"
@@ -102,10 +106,18 @@ class AdapterCallError(AdapterError, RuntimeError):
 class Engine:
     """Feeds streams to one adapter and records its outputs and latencies."""
 
-    def __init__(self, adapter: Adapter, config: EngineConfig | None = None) -> None:
+    def __init__(
+        self,
+        adapter: Adapter,
+        config: EngineConfig | None = None,
+        device_timer: Callable[[int], DeviceTimer] | None = None,
+    ) -> None:
         self.adapter = adapter
         self.config = config or EngineConfig()
         info = adapter.info
+        if device_timer is None and self.config.device_timing and info.device.startswith("cuda"):
+            device_timer = CudaEventTimer
+        self.device_timer = device_timer
         self.name = info.name
         self.num_classes = info.num_classes
         self.warmup_frames_run = 0
@@ -147,12 +159,21 @@ class Engine:
         times_ns = np.round(stream.frame_times * 1e9).astype(np.int64)
         t0_ns = round(stream.t0 * 1e9)
         paced_start: np.ndarray | None = None
+        timer = self.device_timer(len(frames)) if self.device_timer is not None else None
+        predict = self.adapter.predict if timer is None else _marked(self.adapter.predict, timer)
         if self.config.pacing == "paced":
             latency_ns, emitted_at, refers_to, scores, paced_start = self._feed_paced(
-                frames, stream.stream_id, times_ns - t0_ns
+                frames, stream.stream_id, times_ns - t0_ns, predict
             )
         else:
-            latency_ns, emitted_at, refers_to, scores = self._feed(frames, stream.stream_id, len(frames))
+            latency_ns, emitted_at, refers_to, scores = self._feed(
+                frames, stream.stream_id, len(frames), predict
+            )
+        device_ns = None
+        if timer is not None:  # read after the stream: the loop never waited on the device
+            device_ns = np.zeros(len(frames), dtype=np.int64)
+            fed = np.flatnonzero(paced_start >= 0) if paced_start is not None else np.arange(len(frames))
+            device_ns[fed] = timer.read_ns()
         stage_ns = self.stages.drain() if self.stages is not None else {}
         segment_ns = round(stream.segment_length_s * 1e9) if stream.segment_length_s else None
         return StreamRecording(
@@ -169,6 +190,7 @@ class Engine:
             stage_ns=stage_ns,
             paced_start_ns=paced_start,
             paced_policy=self.config.paced_policy if paced_start is not None else None,
+            device_ns=device_ns,
         )
 
     def count_flops(self, stream: Stream) -> tuple[int | None, str | None]:
@@ -195,7 +217,11 @@ class Engine:
         return flops, None
 
     def _feed(
-        self, frames: Sequence[Frame], stream_id: str, stream_length: int
+        self,
+        frames: Sequence[Frame],
+        stream_id: str,
+        stream_length: int,
+        predict: Callable[[Frame], PredictOutput] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The timed loop. Everything it does per frame beyond ``predict()`` is harness overhead.
 
@@ -209,7 +235,7 @@ class Engine:
         emitted_at: list[int] = []
         refers_to: list[int] = []
         keep_scores, keep_emitted, keep_ref = score_bytes.append, emitted_at.append, refers_to.append
-        predict = self.adapter.predict
+        predict = predict or self.adapter.predict
         clock = time.perf_counter_ns
         prediction_type, ndarray, float32 = Prediction, np.ndarray, np.dtype(np.float32)
         i = -1
@@ -258,7 +284,11 @@ class Engine:
         return np.asarray(latency, dtype=np.int64), emitted, np.asarray(refers_to, dtype=np.int64), scores
 
     def _feed_paced(
-        self, frames: Sequence[Frame], stream_id: str, arrival_ns: np.ndarray
+        self,
+        frames: Sequence[Frame],
+        stream_id: str,
+        arrival_ns: np.ndarray,
+        predict: Callable[[Frame], PredictOutput],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Frames released on the wall clock at their stream time (DESIGN.md "The engine": paced).
 
@@ -273,7 +303,7 @@ class Engine:
         latency = np.zeros(n, dtype=np.int64)
         started = np.full(n, -1, dtype=np.int64)
         kept: list[tuple[np.ndarray, int, int]] = []
-        predict, clock = self.adapter.predict, time.perf_counter_ns
+        clock = time.perf_counter_ns
         drop = self.config.paced_policy == "drop"
         base = clock() + _PACED_LEAD_NS  # the stream clock's t0 on the wall clock
         i = -1
@@ -371,3 +401,19 @@ def _wait_until(due_ns: int, clock: Callable[[], int]) -> None:
         time.sleep((remaining - _SPIN_NS) / 1e9)
     while clock() < due_ns:
         pass
+
+
+def _marked(
+    predict: Callable[[Frame], PredictOutput], timer: DeviceTimer
+) -> Callable[[Frame], PredictOutput]:
+    """``predict`` between a start and an end device mark (CUDA events), inside the host-timed call."""
+    start, end = timer.start, timer.end
+
+    def marked(frame: Frame) -> PredictOutput:
+        start()
+        try:
+            return predict(frame)
+        finally:
+            end()
+
+    return marked

@@ -58,6 +58,13 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"{speed.rtf:.4f}",
     )
     console.print(timing)
+    if speed.device is not None:
+        dev = speed.device.latency
+        console.print(
+            f"device share (CUDA events): p50 {dev.p50_ms:.3f} ms · p95 {dev.p95_ms:.3f} ms · "
+            f"{speed.device.divergent_frames} frames flagged {speed.device.first_divergent}",
+            highlight=False,
+        )
     replayed = speed.replay
     stale = "–" if replayed.p95_staleness_ms is None else f"{replayed.p95_staleness_ms:.1f} ms"
     console.print(

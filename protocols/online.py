@@ -85,6 +85,9 @@ class OnlineConfig(BaseModel):
     bootstrap_resamples: int = Field(1000, ge=1, description="resamples of the streams for the intervals")
     confidence: float = Field(0.95, gt=0, lt=1, description="level of the bootstrap intervals")
     spread_warning: float = Field(0.10, gt=0, description="warn when latency IQR / median exceeds this")
+    divergence_factor: float = Field(
+        2.0, gt=1, description="CUDA adapters: flag frames whose host time exceeds this times the device time"
+    )
 
     @model_validator(mode="after")
     def _check_deltas(self) -> OnlineConfig:
@@ -135,6 +138,17 @@ class ReplayFigures(BaseModel):
     p95_staleness_ms: float | None = Field(description="95th percentile age of the newest output at arrival")
 
 
+class DeviceFigures(BaseModel):
+    """The device share of ``predict()`` from CUDA event pairs (seed 004 §6.2.2), beside the host time."""
+
+    latency: LatencySummary
+    divergent_frames: int = Field(
+        description="frames with device time above host time (the adapter did not synchronise) or host "
+        "time above divergence_factor x device time"
+    )
+    first_divergent: list[str] = Field(description="up to five 'stream:frame' of divergent frames")
+
+
 class SpeedFigures(BaseModel):
     """The speed side: per-frame latency of ``predict()``, FPS, RTF and the stage breakdown."""
 
@@ -143,6 +157,7 @@ class SpeedFigures(BaseModel):
     processing_s: float
     duration_s: float
     replay: ReplayFigures
+    device: DeviceFigures | None = Field(None, description="CUDA adapters only")
     breakdown: list[StageRow] = Field(
         default_factory=list,
         description="named stages, then the time outside any stage; empty without stages",
@@ -237,14 +252,12 @@ def score(recordings: Sequence[StreamRecording], config: OnlineConfig, classes: 
         classes=[c for c, k in zip(classes, keep, strict=True) if k],
         decision=decision,
         headline=_headline(test, per_stream, config),
-        overall=StreamScore(
-            stream_id="*", accuracy=_figures(total, config), speed=_speed(test, config.pacing_policy)
-        ),
+        overall=StreamScore(stream_id="*", accuracy=_figures(total, config), speed=_speed(test, config)),
         streams=[
             StreamScore(
                 stream_id=rec.stream_id,
                 accuracy=_figures(tally, config),
-                speed=_speed([rec], config.pacing_policy),
+                speed=_speed([rec], config),
             )
             for rec, tally in zip(test, per_stream, strict=True)
         ],
@@ -402,14 +415,15 @@ def _figures(tally: _Tally, config: OnlineConfig) -> AccuracyFigures:
     )
 
 
-def _speed(recs: Sequence[StreamRecording], policy: PacingPolicy) -> SpeedFigures:
+def _speed(recs: Sequence[StreamRecording], config: OnlineConfig) -> SpeedFigures:
     # a frame the pacer dropped has no latency: only frames whose predict() ran are measurements
     latency_ns = np.concatenate([_measured_latency(r) for r in recs])
     summary = latency_summary(latency_ns)
     processing_s = float(latency_ns.sum()) / 1e9
     duration_s = sum(r.duration_ns for r in recs) / 1e9
     return SpeedFigures(
-        replay=_replay(recs, policy),
+        replay=_replay(recs, config.pacing_policy),
+        device=_device(recs, config.divergence_factor),
         breakdown=_breakdown(recs, int(latency_ns.sum()), latency_ns.size),
         latency=summary,
         rtf=rtf(processing_s, duration_s),
@@ -482,3 +496,26 @@ def _replay(recs: Sequence[StreamRecording], policy: PacingPolicy) -> ReplayFigu
 
 def _measured_latency(rec: StreamRecording) -> np.ndarray:
     return rec.latency_ns if rec.paced_start_ns is None else rec.latency_ns[rec.paced_start_ns >= 0]
+
+
+def _device(recs: Sequence[StreamRecording], factor: float) -> DeviceFigures | None:
+    if any(r.device_ns is None for r in recs):
+        return None
+    device: list[np.ndarray] = []
+    flagged: list[str] = []
+    for rec in recs:
+        assert rec.device_ns is not None
+        fed = (
+            np.arange(rec.num_frames)
+            if rec.paced_start_ns is None
+            else np.flatnonzero(rec.paced_start_ns >= 0)
+        )
+        host, dev = rec.latency_ns[fed].astype(np.float64), rec.device_ns[fed].astype(np.float64)
+        bad = (dev > host + 1_000) | (host > factor * np.maximum(dev, 1.0))  # 1 µs of event resolution
+        device.append(rec.device_ns[fed])
+        flagged.extend(f"{rec.stream_id}:{int(i)}" for i in fed[bad])
+    return DeviceFigures(
+        latency=latency_summary(np.concatenate(device)),
+        divergent_frames=len(flagged),
+        first_divergent=flagged[:5],
+    )

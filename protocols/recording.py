@@ -41,6 +41,8 @@ class StreamRecording:
     - ``paced_start_ns`` ``[T]`` int64 (paced runs only): when each ``predict()`` started on the stream
       clock relative to ``t0`` (frames are released at their arrival time); ``-1`` for a frame the
       pacer dropped (``paced_policy`` "drop"), whose latency is then 0 and not a measurement.
+    - ``device_ns`` ``[T]`` int64 (CUDA adapters only): device time of each ``predict()`` from a CUDA
+      event pair recorded around it.
     """
 
     stream_id: str
@@ -56,6 +58,7 @@ class StreamRecording:
     stage_ns: dict[str, int] = field(default_factory=dict)
     paced_start_ns: np.ndarray | None = None
     paced_policy: str | None = None
+    device_ns: np.ndarray | None = None
 
     @property
     def num_frames(self) -> int:
@@ -81,6 +84,8 @@ def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
         )
         out[f"s{i}/stage_names"] = np.array(list(rec.stage_ns), dtype=str)
         out[f"s{i}/stage_ns"] = np.array(list(rec.stage_ns.values()), dtype=np.int64)
+        if rec.device_ns is not None:
+            out[f"s{i}/device_ns"] = rec.device_ns
         if rec.paced_start_ns is not None:
             out[f"s{i}/paced_start_ns"] = rec.paced_start_ns
             out[f"s{i}/paced_policy"] = np.array(rec.paced_policy or "queue")
@@ -110,6 +115,7 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 if f"s{i}/paced_start_ns" in arrays
                 else None,
                 paced_policy=str(arrays[f"s{i}/paced_policy"]) if f"s{i}/paced_policy" in arrays else None,
+                device_ns=np.asarray(arrays[f"s{i}/device_ns"]) if f"s{i}/device_ns" in arrays else None,
                 **fields,
             )
         )

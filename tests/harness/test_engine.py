@@ -215,3 +215,60 @@ def test_score_dtypes_are_checked(scores: np.ndarray, problem: str) -> None:
 
     with pytest.raises(AdapterOutputError, match=problem):
         Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0)).run_stream(make_stream())
+
+
+class FakeDeviceTimer:
+    """Device marks without a GPU: each marked call 'took' the next value of a script on the device."""
+
+    def __init__(self, device_ns: list[int]) -> None:
+        self.script, self.starts, self.ends = device_ns, 0, 0
+
+    def start(self) -> None:
+        self.starts += 1
+
+    def end(self) -> None:
+        self.ends += 1
+
+    def read_ns(self) -> np.ndarray:
+        assert self.starts == self.ends
+        return np.array(self.script[: self.ends], dtype=np.int64)
+
+
+def test_device_marks_around_each_predict_and_divergence_flags() -> None:
+    from protocols import online
+
+    timers: list[FakeDeviceTimer] = []
+
+    def factory(n: int) -> FakeDeviceTimer:
+        # frame 2 'took' 50 ms on the device, longer than its host time: the adapter did not synchronise
+        timers.append(FakeDeviceTimer([1_000] * 2 + [50_000_000] + [1_000] * (n - 3)))
+        return timers[-1]
+
+    slow_host = ScriptedAdapter(constant(OK))
+    rec = Engine(slow_host, EngineConfig(warmup_frames=0), device_timer=factory).run_stream(
+        make_stream(num_frames=6)
+    )
+    assert timers[0].starts == timers[0].ends == 6
+    assert rec.device_ns is not None and rec.device_ns[2] == 50_000_000
+    device = online.score(
+        [rec], online.OnlineConfig(divergence_factor=1e9), ("background", "event")
+    ).overall.speed.device
+    assert device is not None and device.latency.n == 6
+    assert device.divergent_frames == 1 and device.first_divergent == ["s0:2"]
+    plain = Engine(ScriptedAdapter(constant(OK)), EngineConfig(warmup_frames=0)).run_stream(make_stream())
+    assert plain.device_ns is None  # a CPU adapter gets no device marks
+
+
+def test_cuda_adapters_get_event_timers_by_default() -> None:
+    from adapters.contract import AdapterInfo
+    from harness.instruments.cuda_timing import CudaEventTimer
+
+    class OnCuda(ScriptedAdapter):
+        @property
+        def info(self) -> AdapterInfo:
+            return AdapterInfo(
+                name="gpu", classes=("background", "event"), modalities=("x",), device="cuda:0"
+            )
+
+    assert Engine(OnCuda(constant(OK))).device_timer is CudaEventTimer
+    assert Engine(OnCuda(constant(OK)), EngineConfig(device_timing=False)).device_timer is None
