@@ -71,7 +71,8 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"{'paced on the wall clock' if replayed.measured else 'replayed with frames arriving on time'} "
         f"({replayed.policy}): deadline misses "
         f"{100 * replayed.deadline_miss_rate:.1f} % · dropped {100 * replayed.drop_rate:.1f} % · mean wait "
-        f"{replayed.mean_wait_ms:.3f} ms · p95 staleness {stale}",
+        f"{replayed.mean_wait_ms:.3f} ms · latency from arrival p50/p95 "
+        f"{replayed.p50_response_ms or 0:.3f}/{replayed.p95_response_ms or 0:.3f} ms · p95 staleness {stale}",
         highlight=False,
     )
     if speed.breakdown:

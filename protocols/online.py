@@ -135,6 +135,8 @@ class ReplayFigures(BaseModel):
     deadline_miss_rate: float = Field(description="frames finished after the next frame arrived, or dropped")
     drop_rate: float
     mean_wait_ms: float = Field(description="mean time a frame waited for the worker")
+    p50_response_ms: float | None = Field(description="median latency counted from the frame's arrival")
+    p95_response_ms: float | None = Field(description="95th percentile latency counted from arrival")
     p95_staleness_ms: float | None = Field(description="95th percentile age of the newest output at arrival")
 
 
@@ -482,6 +484,7 @@ def _replay(recs: Sequence[StreamRecording], policy: PacingPolicy) -> ReplayFigu
     misses = sum(int(t.deadline_misses().sum()) for t in timelines)
     dropped = sum(int((~t.processed).sum()) for t in timelines)
     waits = np.concatenate([t.wait_ns[t.processed] for t in timelines])
+    response = np.concatenate([t.response_ns[t.processed] for t in timelines]) / 1e6
     stale = np.concatenate([t.staleness_ns() for t in timelines])
     stale = stale[stale >= 0]
     return ReplayFigures(
@@ -490,6 +493,8 @@ def _replay(recs: Sequence[StreamRecording], policy: PacingPolicy) -> ReplayFigu
         deadline_miss_rate=misses / frames,
         drop_rate=dropped / frames,
         mean_wait_ms=float(waits.mean()) / 1e6 if waits.size else 0.0,
+        p50_response_ms=float(np.percentile(response, 50)) if response.size else None,
+        p95_response_ms=float(np.percentile(response, 95)) if response.size else None,
         p95_staleness_ms=float(np.percentile(stale, 95)) / 1e6 if stale.size else None,
     )
 

@@ -333,6 +333,8 @@ def test_replay_figures_deadline_misses_and_waits() -> None:
     # queue: frame i finishes at 250 + 150 i, its deadline is the next arrival 100 (i + 2): all late
     assert replay.deadline_miss_rate == 1.0 and replay.drop_rate == 0.0
     assert replay.mean_wait_ms == pytest.approx(sum(50 * i for i in range(10)) / 10)
+    # latency from arrival: wait + 150 ms of compute, i.e. 150 + 50 i ms (no coordinated omission)
+    assert replay.p50_response_ms == pytest.approx(np.percentile([150 + 50 * i for i in range(10)], 50))
     fast = recording(list(range(10)), list(range(10)), one_hot_scores(labels), latency_ms=10.0)
     quick = online.score([fast], CONFIG, CLASSES).overall.speed.replay
     assert quick.deadline_miss_rate == 0.0 and quick.mean_wait_ms == 0.0
