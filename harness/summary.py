@@ -24,7 +24,7 @@ def print_summary(console: Console, result: RunResult) -> None:
         caption="Strict mode, frame units, micro F1 unless noted; algorithmic clock but the last "
         "column, where "
         "t_pred = when predict() finished, "
-        f"latencies replayed with frames arriving on time ({metrics_policy(result)})",
+        f"latencies replayed with frames arriving on time ({result.protocol_config.pacing_policy} policy)",
         title_justify="left",
     )
     replay = acc.curves["frame_replay"]
@@ -134,7 +134,3 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"warm-up {result.warmup.frames if result.warmup else 0} frames · clock {result.clock.name}",
         highlight=False,
     )
-
-
-def metrics_policy(result: RunResult) -> str:
-    return f"{result.protocol_config.pacing_policy} policy"
