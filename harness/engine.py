@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.contract import Adapter, Frame, Prediction, PredictOutput, StageTimer, Stream
+from harness.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
 from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer
 from protocols.recording import StreamRecording, StreamRole
 
@@ -82,25 +83,6 @@ def clock_info(device: str) -> ClockInfo:
         sync_policy=sync,
         pacing="unpaced",
     )
-
-
-class AdapterError(Exception):
-    """Something went wrong in or with an adapter; names the adapter, the stream and the frame."""
-
-    def __init__(self, adapter: str, stream_id: str, frame: int, problem: str) -> None:
-        super().__init__(f"adapter {adapter!r}, stream {stream_id!r}, frame {frame}: {problem}")
-        self.adapter = adapter
-        self.stream_id = stream_id
-        self.frame = frame
-        self.problem = problem
-
-
-class AdapterOutputError(AdapterError, ValueError):
-    """An adapter broke the data contract (its output failed validation)."""
-
-
-class AdapterCallError(AdapterError, RuntimeError):
-    """An adapter's ``predict()`` or ``reset_state()`` raised; the original exception is the cause."""
 
 
 class Engine:
