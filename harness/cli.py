@@ -17,7 +17,7 @@ from harness.cli_score import score_app
 from harness.engine import AdapterError
 from harness.results import ResultFileError, RunResult
 from harness.runner import RunConfig, execute_run
-from harness.summary import print_summary
+from harness.summary import print_robustness, print_summary
 
 app = typer.Typer(
     help="streambench: measure causal (streaming) models frame by frame, at batch 1.",
@@ -77,6 +77,7 @@ def run(
         Path | None, typer.Option(help="baseline run directory: speed-up and FLOPs-normalised latency")
     ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    protocol: Annotated[str, typer.Option(help="online | robustness")] = "online",
 ) -> None:
     """Run an adapter through the online protocol and write results/<run_id>/result.json."""
     try:
@@ -106,16 +107,29 @@ def run(
         transient=True,
         disable=not progress,
     )
+    if protocol not in ("online", "robustness"):
+        raise _fail(f"--protocol {protocol!r}: expected online or robustness")
     with bar:
-        task = bar.add_task(f"{adapter} · online", total=None, stream="")
+        task = bar.add_task(f"{adapter} · {protocol}", total=None, stream="")
 
         def hook(done: int, total: int, stream_id: str) -> None:
             bar.update(task, completed=done, total=total, stream=stream_id)
 
         try:
-            result, _, run_dir = execute_run(config, hook)
+            if protocol == "robustness":
+                from harness.robustness_run import RESULT_FILE, execute_robustness
+                from protocols.robustness import RobustnessConfig
+
+                sweep = RobustnessConfig(online=config.protocol)
+                robust, run_dir = execute_robustness(config, sweep, hook)
+            else:
+                result, _, run_dir = execute_run(config, hook)
         except (AdapterLoadError, AdapterError, ValueError, ResultFileError) as exc:
             raise _fail(str(exc)) from None
+    if protocol == "robustness":
+        print_robustness(out, robust.report)
+        out.print(f"\nwrote [bold]{run_dir / RESULT_FILE}[/]", highlight=False)
+        return
     print_summary(out, result)
     out.print(f"\nwrote [bold]{run_dir / 'result.json'}[/]", highlight=False)
 

@@ -105,9 +105,11 @@ class EngineExecutor:
         return recordings
 
 
-def _run_id(adapter: str) -> str:
+def run_id_for(adapter: str, protocol: str = "") -> str:
+    """A new run id: UTC time, the adapter's name, the protocol (if not online), a random suffix."""
     slug = re.sub(r"[^A-Za-z0-9]+", "-", adapter.rsplit(":", 1)[-1]).strip("-").lower() or "adapter"
-    return f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{slug}-{secrets.token_hex(3)}"
+    middle = f"{slug}-{protocol}" if protocol else slug
+    return f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{middle}-{secrets.token_hex(3)}"
 
 
 def build_adapter(config: RunConfig, sample: Stream) -> Adapter:
@@ -162,7 +164,7 @@ def execute_run(
     frames = sum(r.num_frames for r in recordings)
     per_frame = gpu_energy.energy_per_frame_j(frames)
 
-    run_id = config.run_id or _run_id(config.adapter)
+    run_id = config.run_id or run_id_for(config.adapter)
     result = RunResult(
         run_id=run_id,
         created_at=datetime.now(timezone.utc),

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.results import RunResult
+from protocols.robustness import RobustnessReport
 
 
 def _pct(x: float) -> str:
@@ -134,3 +135,35 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"warm-up {result.warmup.frames if result.warmup else 0} frames · clock {result.clock.name}",
         highlight=False,
     )
+
+
+def print_robustness(console: Console, report: RobustnessReport) -> None:
+    """The robustness table (seed 004 §6.2.2 (3)): F1 at each sweep point and its drop from clean."""
+    table = Table(
+        title=f"Robustness: F1@{report.report_delta_ms:g} ms (Strict, frame, micro) under perturbation",
+        title_justify="left",
+    )
+    for name in ("point", "F1 %", "drop (abs, pp)", "drop (rel) %", "status"):
+        table.add_column(name, justify="left" if name in ("point", "status") else "right")
+    clean_f1 = report.clean.f1
+    table.add_row(
+        "clean",
+        "–" if clean_f1 is None else _pct(clean_f1),
+        "",
+        "",
+        "ok" if clean_f1 is not None else "failed",
+    )
+    for point in report.points:
+        if point.failure is not None:
+            status = f"failed: stream {point.failure.stream_id}, frame {point.failure.frame}: {point.failure.error}"
+            table.add_row(point.variant.name, "–", "–", "–", status)
+            continue
+        f1, drop, rel = point.f1, point.abs_drop, point.rel_drop
+        table.add_row(
+            point.variant.name,
+            "–" if f1 is None else _pct(f1),
+            "–" if drop is None else f"{100 * drop:+.1f}",
+            "–" if rel is None else f"{100 * rel:+.1f}",
+            "ok",
+        )
+    console.print(table)

@@ -1,0 +1,266 @@
+"""Causality protocol: plans the variant runs and judges their recordings (``../shared/DESIGN.md``,
+"Causality" and "Audits"; seed 004 §6.2.3: occlusion test, gradient flow ``∂y_t/∂x_s = 0`` for ``s > t``).
+
+Pure: nothing here calls a model or reads a clock. The harness runs the variants and hands back
+:class:`~protocols.recording.StreamRecording` objects (or, for gradient flow, the support matrix that
+the probe ``adapters.offenders.sequence_gradient_support`` computes); this module compares them.
+
+Checks, each naming the first offending stream and frame:
+
+* **occlusion** (:func:`plan_occlusion`, :func:`compare_prefix`): the frames after a cut are replaced
+  (noise, zeros, or another stream's frames); every prediction *emitted* at a frame ``<= cut`` must be
+  unchanged (same ``refers_to``, scores within ``tolerance``). Emission time is what matters: a
+  look-ahead model that labels frame ``t - L`` at frame ``t`` is causal.
+* **state leak / reset / stream-sequence equivalence** (:func:`compare_recordings`): two recordings
+  of the same stream must agree prediction by prediction (fresh vs after another stream; reset twice vs
+  once; streaming vs sequence mode).
+* **gradient flow** (:func:`plan_gradient`, :func:`judge_gradient`): no sampled output ``y_t`` may
+  depend on an input ``x_s`` with ``s > t``.
+* **caching audit** (:func:`judge_caching`): a repeated stream must not run markedly faster.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from protocols.recording import StreamRecording
+
+__all__ = [
+    "CausalityConfig",
+    "CausalityReport",
+    "CheckResult",
+    "Occluder",
+    "compare_prefix",
+    "compare_recordings",
+    "judge_caching",
+    "judge_gradient",
+    "plan_gradient",
+    "plan_occlusion",
+    "summarize",
+]
+
+Occluder = Literal["noise", "zeros", "other_stream"]
+
+
+class CausalityConfig(BaseModel):
+    """What the causality protocol runs and how strictly it judges."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cuts: tuple[float, ...] = Field(
+        default=(0.25, 0.5, 0.75), min_length=1, description="cut points, as fractions of each stream"
+    )
+    occluders: tuple[Occluder, ...] = Field(
+        default=("noise", "zeros", "other_stream"),
+        min_length=1,
+        description="what replaces the frames after a cut",
+    )
+    tolerance: float = Field(default=0.0, ge=0.0, description="largest |score difference| still equal")
+    sampled_t: int = Field(default=8, ge=1, description="output positions probed by the gradient check")
+    caching_ratio: float = Field(
+        default=0.5, gt=0.0, le=1.0, description="repeat run fails if its median latency < ratio x first"
+    )
+    noise_seed: int = Field(default=0, ge=0, description="seed of the noise occluder (the harness draws it)")
+
+    @field_validator("cuts")
+    @classmethod
+    def _cuts_inside(cls, cuts: tuple[float, ...]) -> tuple[float, ...]:
+        for c in cuts:
+            if not 0.0 < c < 1.0:
+                raise ValueError(f"cut fractions must lie in (0, 1), got {c}")
+        return cuts
+
+
+class CheckResult(BaseModel):
+    """Outcome of one check. ``first_frame`` is the first offending frame (emission index; for gradient
+    flow the output position ``t``, with the input position in ``first_source``). ``max_difference``
+    is the largest |score difference| seen (``inf`` when the predictions do not even line up: a
+    prediction missing, extra, or labelling another frame); 0 for a passed structural check."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    passed: bool
+    first_stream: str | None = None
+    first_frame: int | None = None
+    first_source: int | None = None
+    max_difference: float = 0.0
+    detail: str = ""
+
+
+class CausalityReport(BaseModel):
+    """All checks of a run; passed when every check passed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    passed: bool
+    checks: tuple[CheckResult, ...]
+    failed: tuple[str, ...]
+
+
+def summarize(checks: Sequence[CheckResult]) -> CausalityReport:
+    failed = tuple(c.name for c in checks if not c.passed)
+    return CausalityReport(passed=not failed, checks=tuple(checks), failed=failed)
+
+
+def plan_occlusion(num_frames: int, config: CausalityConfig) -> list[int]:
+    """Cut frame indices for a stream of ``num_frames`` frames: ``floor(fraction * T)``, clipped to
+    ``[0, T - 2]`` so that at least one frame follows the cut, sorted and de-duplicated. Frames with
+    index ``> cut`` are occluded."""
+    if num_frames < 2:
+        return []
+    cuts = {min(max(math.floor(f * num_frames), 0), num_frames - 2) for f in config.cuts}
+    return sorted(cuts)
+
+
+def plan_gradient(num_frames: int, config: CausalityConfig) -> list[int]:
+    """Output positions to probe: ``sampled_t`` positions spread evenly over ``[0, T - 2]`` (the last
+    frame has no future to leak from), de-duplicated."""
+    if num_frames < 2:
+        return []
+    picks = np.linspace(0, num_frames - 2, num=min(config.sampled_t, num_frames - 1))
+    return sorted({round(float(p)) for p in picks})
+
+
+def _prefix(rec: StreamRecording, upto: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    emitted = np.asarray(rec.emitted_at, dtype=np.int64)
+    keep = slice(None) if upto is None else emitted <= upto
+    scores = np.asarray(rec.scores, dtype=np.float64)
+    return emitted[keep], np.asarray(rec.refers_to, dtype=np.int64)[keep], scores[keep]
+
+
+def _compare(
+    a: StreamRecording, b: StreamRecording, upto: int | None, tolerance: float, name: str
+) -> CheckResult:
+    ea, ra, sa = _prefix(a, upto)
+    eb, rb, sb = _prefix(b, upto)
+    if sa.shape[1:] != sb.shape[1:]:
+        raise ValueError(f"{name}: recordings have {sa.shape[1:]} vs {sb.shape[1:]} classes")
+    common = min(ea.size, eb.size)
+    aligned = (ea[:common] == eb[:common]) & (ra[:common] == rb[:common])
+    # predictions line up up to the first structural mismatch
+    n_ok = common if aligned.all() else int(np.argmin(aligned))
+    structural_frame: int | None = None
+    if n_ok < common:
+        structural_frame = int(min(ea[n_ok], eb[n_ok]))
+    elif ea.size != eb.size:
+        longer = ea if ea.size > eb.size else eb
+        structural_frame = int(longer[common])
+    diff = np.abs(sa[:n_ok] - sb[:n_ok]).max(axis=1) if n_ok else np.zeros(0)
+    max_diff = float(diff.max()) if diff.size else 0.0
+    bad = diff > tolerance
+    score_frame = int(ea[int(np.argmax(bad))]) if bad.any() else None
+    where = "" if upto is None else f" emitted at frames <= {upto}"
+    if structural_frame is None and score_frame is None:
+        return CheckResult(
+            name=name,
+            passed=True,
+            max_difference=max_diff,
+            detail=f"{ea.size} predictions{where} agree (max |diff| {max_diff:.3g} <= {tolerance:g})",
+        )
+    candidates = [f for f in (structural_frame, score_frame) if f is not None]
+    first = min(candidates)
+    if structural_frame is not None and structural_frame <= first:
+        max_diff = math.inf
+        detail = (
+            f"predictions{where} do not line up from frame {first} on "
+            f"({ea.size} vs {eb.size} predictions, or a different refers_to)"
+        )
+    else:
+        idx = int(np.argmax(bad))
+        detail = (
+            f"scores of the prediction emitted at frame {first} (refers_to {int(ra[idx])}) differ by "
+            f"{float(diff[idx]):.3g} > {tolerance:g}; max |diff|{where} {max_diff:.3g}"
+        )
+    return CheckResult(
+        name=name,
+        passed=False,
+        first_stream=a.stream_id,
+        first_frame=first,
+        max_difference=max_diff,
+        detail=detail,
+    )
+
+
+def compare_prefix(
+    clean: StreamRecording, occluded: StreamRecording, cut: int, tolerance: float = 0.0
+) -> CheckResult:
+    """Occlusion: predictions emitted at frames ``<= cut`` must be identical in both recordings.
+
+    Names the first emitted frame whose predictions differ and the largest |score difference|."""
+    if clean.num_frames != occluded.num_frames:
+        raise ValueError(
+            f"occlusion of {clean.stream_id!r}: {clean.num_frames} vs {occluded.num_frames} frames"
+        )
+    return _compare(clean, occluded, cut, tolerance, f"occlusion@{cut}")
+
+
+def compare_recordings(
+    a: StreamRecording, b: StreamRecording, tolerance: float = 0.0, name: str = "equivalence"
+) -> CheckResult:
+    """Two recordings of the same stream must agree prediction by prediction (emission frame,
+    ``refers_to``, scores within ``tolerance``). Used for state leak (fresh vs after other streams),
+    reset idempotence (reset twice vs once) and stream/sequence equivalence; names the first frame."""
+    return _compare(a, b, None, tolerance, name)
+
+
+def judge_gradient(
+    support: np.ndarray, sampled_t: Sequence[int], stream_id: str | None = None
+) -> CheckResult:
+    """Gradient flow: ``support[i, s]`` is True when ``∂y_(t_i)/∂x_s`` is non-zero; any ``s > t_i``
+    fails. Names the first offending ``(t, s)`` (smallest ``t``, then smallest ``s``)."""
+    sup = np.asarray(support, dtype=bool)
+    ts = np.asarray(sampled_t, dtype=np.int64)
+    if sup.ndim != 2 or sup.shape[0] != ts.size:
+        raise ValueError(f"support must be [len(sampled_t)={ts.size}, T], got shape {sup.shape}")
+    future = np.arange(sup.shape[1])[None, :] > ts[:, None]
+    offending = sup & future
+    if not offending.any():
+        return CheckResult(
+            name="gradient_flow",
+            passed=True,
+            detail=f"{ts.size} sampled outputs depend on no future input",
+        )
+    pairs = sorted((int(ts[i]), int(s)) for i, s in zip(*np.nonzero(offending), strict=True))
+    t, s = pairs[0]
+    count = int(offending.sum())
+    return CheckResult(
+        name="gradient_flow",
+        passed=False,
+        first_stream=stream_id,
+        first_frame=t,
+        first_source=s,
+        max_difference=math.inf,
+        detail=f"∂y_{t}/∂x_{s} != 0 with s > t ({count} future dependencies among the sampled outputs)",
+    )
+
+
+def judge_caching(
+    first_latency_ns: np.ndarray,
+    second_latency_ns: np.ndarray,
+    ratio: float = 0.5,
+    stream_id: str | None = None,
+) -> CheckResult:
+    """Caching audit: the repeat run's median per-frame latency must be ``>= ratio x`` the first run's.
+
+    ``max_difference`` holds the speed-up ``first / second`` of the medians."""
+    first = float(np.median(np.asarray(first_latency_ns, dtype=np.float64)))
+    second = float(np.median(np.asarray(second_latency_ns, dtype=np.float64)))
+    speedup = first / second if second > 0 else math.inf
+    passed = second >= ratio * first
+    detail = (
+        f"median latency {first / 1e3:.1f} µs first run, {second / 1e3:.1f} µs repeat "
+        f"(speed-up {speedup:.2f}x; fails below {ratio:g}x of the first)"
+    )
+    return CheckResult(
+        name="caching",
+        passed=passed,
+        first_stream=None if passed else stream_id,
+        max_difference=speedup,
+        detail=detail,
+    )

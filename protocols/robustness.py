@@ -1,0 +1,153 @@
+"""The robustness protocol: the online metrics under missing modalities, audio delay and clock jitter.
+
+Seed 004 §6.2.2 (3): Missing-Rate@p% (p ∈ {10, 20, 30, 50} %), Audio-Delay@Δt (Δt ∈ {0, 50, 100, 200,
+500} ms) and Jitter-Tolerance@±δ (δ ∈ {0, 10, 20, 50} ms), each reported as the F1 at the point and its
+drop from the clean run. Plan: the clean variant and one variant per sweep point, each a list of
+perturbations the harness applies to every stream (harness/perturb.py). Score: the online protocol's
+score of each variant, pure, from the recordings. An adapter that raises on a perturbed input is a
+recorded failure at that point (stream, frame, error), not the end of the sweep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from protocols.online import OnlineConfig, OnlineScore
+from protocols.online import score as score_online
+from protocols.perturbations import AudioDelay, Jitter, MissingModality, Perturbation, describe
+from protocols.recording import StreamRecording
+
+NAME = "robustness"
+Axis = Literal["clean", "missing", "audio_delay", "jitter"]
+
+
+class RobustnessConfig(BaseModel):
+    """The sweep: seed 004's default points, all configurable."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    online: OnlineConfig = Field(default_factory=OnlineConfig)
+    missing_modality: str = "visual"
+    missing_mode: Literal["zero", "none"] = "none"
+    missing_rates_pct: tuple[float, ...] = (10, 20, 30, 50)
+    audio_delays_ms: tuple[float, ...] = (0, 50, 100, 200, 500)
+    jitters_ms: tuple[float, ...] = (0, 10, 20, 50)
+    seed: int = Field(0, ge=0, description="seed of every injector (each stream draws its own)")
+    report_delta_ms: float = Field(0, description="the Δt of the F1@Δt (Strict, frame, micro) in the table")
+
+    @model_validator(mode="after")
+    def _reported_delta_is_scored(self) -> RobustnessConfig:
+        if self.report_delta_ms not in self.online.deltas_ms:
+            raise ValueError(f"report_delta_ms {self.report_delta_ms} is not one of online.deltas_ms")
+        return self
+
+
+class Variant(BaseModel):
+    """One sweep point: the perturbations applied to every stream."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    axis: Axis
+    value: float
+    perturbations: tuple[Perturbation, ...]
+
+
+class Failure(BaseModel):
+    """An adapter that raised (or broke the contract) on a perturbed input."""
+
+    stream_id: str
+    frame: int
+    error: str
+
+
+class PointResult(BaseModel):
+    """The online figures at one sweep point and their drop from the clean run."""
+
+    variant: Variant
+    f1: float | None
+    accuracy: float | None
+    abs_drop: float | None = Field(description="clean F1 - F1 at this point")
+    rel_drop: float | None = Field(description="(clean F1 - F1) / clean F1")
+    failure: Failure | None
+    score: OnlineScore | None
+
+
+class RobustnessReport(BaseModel):
+    protocol: Literal["robustness"] = "robustness"
+    report_delta_ms: float
+    clean: PointResult
+    points: list[PointResult]
+
+
+def plan(config: RobustnessConfig) -> list[Variant]:
+    """The clean run first, then every point of every axis."""
+    variants = [Variant(name="clean", axis="clean", value=0.0, perturbations=())]
+    for pct in config.missing_rates_pct:
+        spec = MissingModality(
+            modality=config.missing_modality, rate=pct / 100, mode=config.missing_mode, seed=config.seed
+        )
+        variants.append(Variant(name=describe(spec), axis="missing", value=pct, perturbations=(spec,)))
+    for delay in config.audio_delays_ms:
+        delay_spec = AudioDelay(delay_ms=delay, seed=config.seed)
+        variants.append(
+            Variant(name=describe(delay_spec), axis="audio_delay", value=delay, perturbations=(delay_spec,))
+        )
+    for delta in config.jitters_ms:
+        jitter_spec = Jitter(delta_ms=delta, seed=config.seed)
+        variants.append(
+            Variant(name=describe(jitter_spec), axis="jitter", value=delta, perturbations=(jitter_spec,))
+        )
+    return variants
+
+
+def score(
+    outcomes: Mapping[str, Sequence[StreamRecording] | Failure],
+    variants: Sequence[Variant],
+    config: RobustnessConfig,
+    classes: Sequence[str],
+) -> RobustnessReport:
+    """Score each variant's recordings (or record its failure) and the drop from the clean run."""
+    results = []
+    for variant in variants:
+        outcome = outcomes[variant.name]
+        if isinstance(outcome, Failure):
+            results.append(
+                PointResult(
+                    variant=variant,
+                    f1=None,
+                    accuracy=None,
+                    abs_drop=None,
+                    rel_drop=None,
+                    failure=outcome,
+                    score=None,
+                )
+            )
+            continue
+        scored = score_online(outcome, config.online, classes)
+        point = next(
+            p
+            for p in scored.overall.accuracy.curves["frame"]["strict"]
+            if p.delta_ms == config.report_delta_ms
+        )
+        results.append(
+            PointResult(
+                variant=variant,
+                f1=point.f1_micro,
+                accuracy=point.accuracy,
+                abs_drop=None,
+                rel_drop=None,
+                failure=None,
+                score=scored,
+            )
+        )
+    clean, points = results[0], results[1:]
+    if clean.f1 is not None:
+        for result in points:
+            if result.f1 is not None:
+                result.abs_drop = clean.f1 - result.f1
+                result.rel_drop = result.abs_drop / clean.f1 if clean.f1 > 0 else None
+    return RobustnessReport(report_delta_ms=config.report_delta_ms, clean=clean, points=points)

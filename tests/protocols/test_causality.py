@@ -1,0 +1,374 @@
+"""Tests of the causality protocol (protocols/causality.py): the pure judges, on hand-built recordings,
+and the whole check set on real engine runs of the reference models and the planted offenders."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from adapters.contract import Frame, Stream, StreamingAdapter
+from adapters.offenders import (
+    CachingAdapter,
+    CachingOptions,
+    LeakyResetAdapter,
+    LeakyResetOptions,
+    OffByOneMaskAdapter,
+    OffByOneMaskOptions,
+    OffenderOptions,
+    PeekingAdapter,
+    sequence_gradient_support,
+)
+from adapters.reference import (
+    CausalReferenceAdapter,
+    LookaheadOptions,
+    LookaheadReferenceAdapter,
+    default_classes,
+)
+from harness.datasets.synthetic import SyntheticConfig, make_streams
+from harness.engine import Engine, EngineConfig
+from protocols.causality import (
+    CausalityConfig,
+    CheckResult,
+    compare_prefix,
+    compare_recordings,
+    judge_caching,
+    judge_gradient,
+    plan_gradient,
+    plan_occlusion,
+    summarize,
+)
+from protocols.recording import StreamRecording
+
+CLASSES = default_classes()
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def recording(
+    emitted: list[int], refers: list[int], scores: list[list[float]], num_frames: int = 10, sid: str = "s"
+) -> StreamRecording:
+    times = (np.arange(num_frames, dtype=np.int64) + 1) * 100_000_000
+    return StreamRecording(
+        stream_id=sid,
+        role="test",
+        t0_ns=0,
+        segment_length_ns=None,
+        frame_times_ns=times,
+        labels=np.zeros((num_frames, 2), dtype=bool),
+        latency_ns=np.zeros(num_frames, dtype=np.int64),
+        emitted_at=np.asarray(emitted, dtype=np.int64),
+        refers_to=np.asarray(refers, dtype=np.int64),
+        scores=np.asarray(scores, dtype=np.float32).reshape(len(emitted), 2),
+    )
+
+
+def occlude(stream: Stream, cut: int, occluder: str, donor: Stream | None = None, seed: int = 0) -> Stream:
+    """The stream with every frame after ``cut`` replaced (noise, zeros, or the donor's frames)."""
+    donor_frames = list(donor.frames()) if donor is not None else []
+
+    def replace(frame: Frame) -> Frame:
+        if frame.index <= cut:
+            return frame
+        if occluder == "other_stream":
+            inputs: dict[str, Any] = dict(donor_frames[frame.index].inputs)
+        else:
+            rng = np.random.default_rng([seed, frame.index])
+            inputs = {}
+            for name, payload in frame.inputs.items():
+                arr = np.asarray(payload)
+                if occluder == "zeros":
+                    inputs[name] = np.zeros_like(arr)
+                else:
+                    inputs[name] = rng.standard_normal(arr.shape).astype(arr.dtype)
+        return dataclasses.replace(frame, inputs=inputs)
+
+    def frames() -> list[Frame]:
+        return [replace(f) for f in stream.frames()]
+
+    return dataclasses.replace(stream, frame_source=frames, stream_id=f"{stream.stream_id}~{occluder}@{cut}")
+
+
+def run(adapter: StreamingAdapter, stream: Stream) -> StreamRecording:
+    if isinstance(adapter, PeekingAdapter):
+        PeekingAdapter.leak(stream.frames())  # the back door, filled as the offender expects
+    return Engine(adapter, EngineConfig(warmup_frames=0)).run_stream(stream)
+
+
+ADAPTERS: dict[str, Callable[[], StreamingAdapter]] = {
+    "reference-causal": CausalReferenceAdapter,
+    "reference-lookahead": lambda: LookaheadReferenceAdapter(LookaheadOptions(lookahead_frames=3)),
+    "reference-lookahead-provisional": lambda: LookaheadReferenceAdapter(
+        LookaheadOptions(lookahead_frames=3, emit_provisional=True)
+    ),
+    "peeking": lambda: PeekingAdapter(OffenderOptions(classes=CLASSES)),
+    "offbyone-mask": lambda: OffByOneMaskAdapter(OffByOneMaskOptions(classes=CLASSES)),
+    "leaky-reset": lambda: LeakyResetAdapter(LeakyResetOptions(classes=CLASSES)),
+    "caching": lambda: CachingAdapter(CachingOptions(classes=CLASSES, miss_cost_ms=0.0)),
+}
+
+
+@pytest.fixture(autouse=True)
+def _no_leak() -> Any:
+    yield
+    PeekingAdapter.unleak()
+
+
+@pytest.fixture(scope="module")
+def streams() -> list[Stream]:
+    config = SyntheticConfig(num_streams=3, duration_s=2.0, min_event_segments=1, max_event_segments=2)
+    return make_streams(config)
+
+
+# ----------------------------------------------------------------------------------------- config, plans
+
+
+def test_config_defaults_and_validation() -> None:
+    config = CausalityConfig()
+    assert config.cuts == (0.25, 0.5, 0.75)
+    assert config.tolerance == 0.0 and config.caching_ratio == 0.5
+    with pytest.raises(ValidationError):
+        CausalityConfig(cuts=(1.0,))
+    with pytest.raises(ValidationError):
+        CausalityConfig(occluders=("blur",))
+
+
+def test_plan_occlusion() -> None:
+    config = CausalityConfig()
+    assert plan_occlusion(100, config) == [25, 50, 75]
+    assert plan_occlusion(50, config) == [12, 25, 37]
+    assert plan_occlusion(2, config) == [0]  # clipped to T - 2, de-duplicated
+    assert plan_occlusion(1, config) == []
+
+
+def test_plan_gradient() -> None:
+    assert plan_gradient(10, CausalityConfig(sampled_t=4)) == [0, 3, 5, 8]
+    assert plan_gradient(3, CausalityConfig(sampled_t=8)) == [0, 1]
+    assert plan_gradient(1, CausalityConfig()) == []
+
+
+# ------------------------------------------------------------------------------------ pure comparisons
+
+
+def test_compare_prefix_identical_prefix_passes() -> None:
+    clean = recording([0, 1, 2, 3], [0, 1, 2, 3], [[0.9, 0.1], [0.8, 0.2], [0.7, 0.3], [0.6, 0.4]])
+    occluded = recording([0, 1, 2, 3], [0, 1, 2, 3], [[0.9, 0.1], [0.8, 0.2], [0.7, 0.3], [0.1, 0.9]])
+    result = compare_prefix(clean, occluded, cut=2)
+    assert result.passed and result.first_frame is None and result.max_difference == 0.0
+    failed = compare_prefix(clean, occluded, cut=3)
+    assert not failed.passed
+    assert failed.first_frame == 3 and failed.first_stream == "s"
+    assert failed.max_difference == pytest.approx(0.5)
+
+
+def test_compare_prefix_tolerance() -> None:
+    clean = recording([0, 1], [0, 1], [[0.5, 0.5], [0.5, 0.5]])
+    occluded = recording([0, 1], [0, 1], [[0.5, 0.5], [0.5001, 0.4999]])
+    assert not compare_prefix(clean, occluded, cut=1).passed
+    result = compare_prefix(clean, occluded, cut=1, tolerance=1e-3)
+    assert result.passed and result.max_difference == pytest.approx(1e-4, rel=1e-2)
+
+
+def test_compare_prefix_structural_mismatch() -> None:
+    clean = recording([1, 2, 3], [0, 1, 2], [[0.5, 0.5]] * 3)
+    extra = recording([1, 2, 2, 3], [0, 1, 2, 2], [[0.5, 0.5]] * 4)  # an extra refined label at frame 2
+    result = compare_prefix(clean, extra, cut=2)
+    assert not result.passed and result.first_frame == 2 and math.isinf(result.max_difference)
+    other_ref = recording([1, 2, 3], [0, 0, 2], [[0.5, 0.5]] * 3)
+    assert compare_prefix(clean, other_ref, cut=5).first_frame == 2
+    # a score difference earlier than the structural one is reported first
+    earlier = recording([1, 2, 2, 3], [0, 1, 2, 2], [[0.4, 0.6]] + [[0.5, 0.5]] * 3)
+    result = compare_prefix(clean, earlier, cut=3)
+    assert result.first_frame == 1 and result.max_difference == pytest.approx(0.1)
+
+
+def test_compare_recordings_first_frame() -> None:
+    a = recording([0, 1, 2, 3], [0, 1, 2, 3], [[0.5, 0.5]] * 4)
+    b = recording([0, 1, 2, 3], [0, 1, 2, 3], [[0.5, 0.5]] * 2 + [[0.3, 0.7]] * 2)
+    result = compare_recordings(a, b, name="state_leak")
+    assert result.name == "state_leak" and not result.passed and result.first_frame == 2
+    missing = recording([0, 1, 2], [0, 1, 2], [[0.5, 0.5]] * 3)
+    result = compare_recordings(a, missing)
+    assert not result.passed and result.first_frame == 3 and math.isinf(result.max_difference)
+    assert compare_recordings(a, a).passed
+
+
+def test_judge_gradient() -> None:
+    causal = np.tril(np.ones((6, 6), dtype=bool))[[1, 4]]
+    assert judge_gradient(causal, [1, 4]).passed
+    leaky = causal.copy()
+    leaky[1, 5] = True
+    leaky[0, 3] = True
+    result = judge_gradient(leaky, [1, 4], stream_id="x")
+    assert not result.passed
+    assert (result.first_frame, result.first_source, result.first_stream) == (1, 3, "x")
+    with pytest.raises(ValueError):
+        judge_gradient(causal, [1])
+
+
+def test_judge_caching() -> None:
+    first = np.full(20, 2_000_000)
+    assert judge_caching(first, np.full(20, 1_900_000), 0.5).passed
+    result = judge_caching(first, np.full(20, 10_000), 0.5, stream_id="s")
+    assert not result.passed and result.first_stream == "s"
+    assert result.max_difference == pytest.approx(200.0)
+
+
+def test_summarize() -> None:
+    ok = CheckResult(name="a", passed=True)
+    bad = CheckResult(name="b", passed=False, first_frame=3)
+    report = summarize([ok, bad])
+    assert not report.passed and report.failed == ("b",)
+    assert summarize([ok]).passed
+
+
+# ------------------------------------------------------------------------- the checks on engine runs
+
+
+def occlusion_results(make: Callable[[], StreamingAdapter], streams: list[Stream]) -> list[CheckResult]:
+    config = CausalityConfig()
+    results = []
+    for k, stream in enumerate(streams[:2]):
+        clean = run(make(), stream)
+        for cut in plan_occlusion(stream.num_frames, config):
+            for occluder in config.occluders:
+                donor = streams[(k + 1) % len(streams)]
+                occluded = run(make(), occlude(stream, cut, occluder, donor, seed=config.noise_seed))
+                result = compare_prefix(clean, occluded, cut, config.tolerance)
+                results.append(result.model_copy(update={"detail": f"{occluder}: {result.detail}"}))
+    return results
+
+
+@pytest.mark.parametrize("name", [n for n in ADAPTERS if n != "peeking"])
+def test_occlusion_passes_causal_adapters(name: str, streams: list[Stream]) -> None:
+    results = occlusion_results(ADAPTERS[name], streams)
+    assert len(results) == 2 * 3 * 3
+    assert all(r.passed for r in results), [r for r in results if not r.passed]
+
+
+def test_occlusion_does_change_the_future(streams: list[Stream]) -> None:
+    # the occluded runs really differ after the cut: the first full-recording difference is cut + 1
+    stream = streams[0]
+    clean = run(CausalReferenceAdapter(), stream)
+    occluded = run(CausalReferenceAdapter(), occlude(stream, 20, "zeros"))
+    result = compare_recordings(clean, occluded)
+    assert not result.passed and result.first_frame == 21
+    lookahead = LookaheadOptions(lookahead_frames=3)
+    clean = run(LookaheadReferenceAdapter(lookahead), stream)
+    occluded = run(LookaheadReferenceAdapter(lookahead), occlude(stream, 20, "zeros"))
+    result = compare_recordings(clean, occluded)  # emitted at 21, labelling frame 18: still causal
+    assert not result.passed and result.first_frame == 21
+
+
+def test_occlusion_catches_peeking_at_the_cut(streams: list[Stream]) -> None:
+    results = occlusion_results(ADAPTERS["peeking"], streams)
+    assert results and not any(r.passed for r in results)
+    cuts = plan_occlusion(streams[0].num_frames, CausalityConfig())
+    assert [r.first_frame for r in results] == [c for _ in range(2) for c in cuts for _ in range(3)]
+    assert {r.first_stream for r in results} == {streams[0].stream_id, streams[1].stream_id}
+    assert all(0 < r.max_difference < math.inf for r in results)
+
+
+def state_leak(make: Callable[[], StreamingAdapter], streams: list[Stream]) -> list[CheckResult]:
+    """Stream 0 fresh vs after the others; stream 0 after a double reset vs a single one."""
+    target = streams[0]
+    fresh = run(make(), target)
+    adapter = make()
+    for other in streams[1:]:
+        run(adapter, other)
+    after = run(adapter, target)
+    twice = make()
+    twice.reset_state()
+    twice.reset_state()
+    reset_twice = run(twice, target)  # the engine resets once more
+    return [
+        compare_recordings(fresh, after, name="state_leak"),
+        compare_recordings(fresh, reset_twice, name="reset_idempotent"),
+    ]
+
+
+@pytest.mark.parametrize("name", [n for n in ADAPTERS if n != "leaky-reset"])
+def test_state_leak_passes_clean_resets(name: str, streams: list[Stream]) -> None:
+    results = state_leak(ADAPTERS[name], streams)
+    assert all(r.passed for r in results), results
+
+
+def test_state_leak_catches_leaky_reset(streams: list[Stream]) -> None:
+    leak, idempotent = state_leak(ADAPTERS["leaky-reset"], streams)
+    assert not leak.passed and leak.first_frame == 0 and leak.first_stream == streams[0].stream_id
+    assert 0 < leak.max_difference < math.inf
+    assert idempotent.passed  # resetting twice is harmless: the leak only shows across streams
+
+
+def sequence_recording(
+    adapter: OffByOneMaskAdapter, stream: Stream, like: StreamRecording
+) -> StreamRecording:
+    preds = adapter.predict_sequence(list(stream.frames()))
+    refs = np.array([p.refers_to for p in preds], dtype=np.int64)
+    return dataclasses.replace(
+        like, emitted_at=refs, refers_to=refs.copy(), scores=np.stack([p.scores for p in preds])
+    )
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+def test_gradient_flow_and_sequence_equivalence(offset: int, streams: list[Stream]) -> None:
+    stream = streams[0]
+    adapter = OffByOneMaskAdapter(OffByOneMaskOptions(classes=CLASSES, mask_offset=offset))
+    assert "sequence" in adapter.info.capabilities
+    inputs = adapter.stack(list(stream.frames()))
+    sampled = plan_gradient(stream.num_frames, CausalityConfig(sampled_t=5))
+    support = sequence_gradient_support(adapter.sequence_outputs, inputs, sampled)
+    gradient = judge_gradient(support, sampled, stream_id=stream.stream_id)
+    streamed = run(adapter, stream)
+    equivalence = compare_recordings(
+        streamed, sequence_recording(adapter, stream, streamed), tolerance=1e-5, name="stream_sequence"
+    )
+    t = np.arange(stream.num_frames)
+    expected = t[None, :] <= np.asarray(sampled)[:, None] + offset
+    np.testing.assert_array_equal(support, expected)
+    if offset == 0:
+        assert gradient.passed and equivalence.passed
+    else:
+        assert not gradient.passed
+        assert (gradient.first_frame, gradient.first_source) == (0, 1)
+        assert not equivalence.passed and equivalence.first_frame == 0
+
+
+def test_gradient_flow_names_the_first_sampled_t(streams: list[Stream]) -> None:
+    adapter = OffByOneMaskAdapter(OffByOneMaskOptions(classes=CLASSES))
+    inputs = adapter.stack(list(streams[1].frames()))
+    support = sequence_gradient_support(adapter.sequence_outputs, inputs, [7, 3, 30])
+    result = judge_gradient(support, [7, 3, 30])
+    assert (result.first_frame, result.first_source) == (3, 4)
+
+
+def caching_audit(adapter: StreamingAdapter, streams: list[Stream]) -> CheckResult:
+    engine = Engine(adapter, EngineConfig(warmup_frames=20))
+    engine.warm_up(streams[2])
+    stream = streams[0]
+    if isinstance(adapter, PeekingAdapter):
+        PeekingAdapter.leak(stream.frames())
+    first = engine.run_stream(stream)
+    second = engine.run_stream(stream)
+    assert compare_recordings(first, second).passed  # same outputs, only the timing differs
+    return judge_caching(
+        first.latency_ns, second.latency_ns, CausalityConfig().caching_ratio, stream.stream_id
+    )
+
+
+@pytest.mark.parametrize("name", [n for n in ADAPTERS if n != "caching"])
+def test_caching_audit_passes_honest_timing(name: str, streams: list[Stream]) -> None:
+    result = caching_audit(ADAPTERS[name](), streams)
+    assert result.passed, result.detail
+
+
+def test_caching_audit_catches_caching_adapter(streams: list[Stream]) -> None:
+    adapter = CachingAdapter(CachingOptions(classes=CLASSES))
+    result = caching_audit(adapter, streams)
+    assert not result.passed and result.first_stream == streams[0].stream_id
+    assert result.max_difference > 10.0, result.detail
