@@ -155,8 +155,14 @@ def print_robustness(console: Console, report: RobustnessReport) -> None:
     )
     for point in report.points:
         if point.failure is not None:
-            status = f"failed: stream {point.failure.stream_id}, frame {point.failure.frame}: {point.failure.error}"
-            table.add_row(point.variant.name, "–", "–", "–", status)
+            fail = point.failure
+            table.add_row(
+                point.variant.name,
+                "–",
+                "–",
+                "–",
+                f"failed: stream {fail.stream_id}, frame {fail.frame}: {fail.error}",
+            )
             continue
         f1, drop, rel = point.f1, point.abs_drop, point.rel_drop
         table.add_row(
