@@ -33,17 +33,17 @@ ARR_B = [10, 20, 30, 40, 50, 60]
 LAT_B = [25, 5, 5, 30, 1, 1]
 
 
-def _eq(a: np.ndarray, expected: list[int] | list[bool]) -> None:
+def assert_same(a: np.ndarray, expected: list[int] | list[bool]) -> None:
     assert a.tolist() == expected
 
 
 def test_queue_hand_case_a() -> None:
     t = replay_paced(ARR_A, LAT_A, "queue")
-    _eq(t.start_ns, [10, 20, 35, 47])
-    _eq(t.finish_ns, [15, 35, 47, 50])
-    _eq(t.wait_ns, [0, 0, 5, 7])
-    _eq(t.response_ns, [5, 15, 17, 10])
-    _eq(t.processed, [True] * 4)
+    assert_same(t.start_ns, [10, 20, 35, 47])
+    assert_same(t.finish_ns, [15, 35, 47, 50])
+    assert_same(t.wait_ns, [0, 0, 5, 7])
+    assert_same(t.response_ns, [5, 15, 17, 10])
+    assert_same(t.processed, [True] * 4)
     assert t.drop_rate() == 0.0 and t.policy == "queue"
 
 
@@ -55,32 +55,32 @@ def test_drop_equals_queue_when_nothing_waits_behind_a_newer_frame() -> None:
 
 def test_queue_hand_case_b() -> None:
     t = replay_paced(ARR_B, LAT_B, "queue")
-    _eq(t.start_ns, [10, 35, 40, 45, 75, 76])
-    _eq(t.finish_ns, [35, 40, 45, 75, 76, 77])
-    _eq(t.wait_ns, [0, 15, 10, 5, 25, 16])
-    _eq(t.response_ns, [25, 20, 15, 35, 26, 17])
+    assert_same(t.start_ns, [10, 35, 40, 45, 75, 76])
+    assert_same(t.finish_ns, [35, 40, 45, 75, 76, 77])
+    assert_same(t.wait_ns, [0, 15, 10, 5, 25, 16])
+    assert_same(t.response_ns, [25, 20, 15, 35, 26, 17])
 
 
 def test_drop_hand_case_b() -> None:
     t = replay_paced(ARR_B, LAT_B, "drop")
     # free at 35: frames 1 (20) and 2 (30) wait, 2 is taken; free at 40 = arrival of 3: 3 is taken
     # (arriving exactly when the worker frees counts as arrived); free at 70: 4 and 5 wait, 5 is taken
-    _eq(t.processed, [True, False, True, True, False, True])
-    _eq(t.start_ns, [10, -1, 35, 40, -1, 70])
-    _eq(t.finish_ns, [35, -1, 40, 70, -1, 71])
-    _eq(t.wait_ns, [0, -1, 5, 0, -1, 10])
-    _eq(t.response_ns, [25, -1, 10, 30, -1, 11])
+    assert_same(t.processed, [True, False, True, True, False, True])
+    assert_same(t.start_ns, [10, -1, 35, 40, -1, 70])
+    assert_same(t.finish_ns, [35, -1, 40, 70, -1, 71])
+    assert_same(t.wait_ns, [0, -1, 5, 0, -1, 10])
+    assert_same(t.response_ns, [25, -1, 10, 30, -1, 11])
     assert t.drop_rate() == pytest.approx(2 / 6)
 
 
 def test_deadline_misses_default_is_the_next_arrival() -> None:
     q = replay_paced(ARR_A, LAT_A, "queue")
-    _eq(q.deadlines(), [20, 30, 40, 50])  # the last frame gets the last period (10)
-    _eq(q.deadline_misses(), [False, True, True, False])  # finishing at the deadline is on time
+    assert_same(q.deadlines(), [20, 30, 40, 50])  # the last frame gets the last period (10)
+    assert_same(q.deadline_misses(), [False, True, True, False])  # finishing at the deadline is on time
     assert q.deadline_miss_rate() == 0.5
-    _eq(q.deadline_misses(deadline_ns=15), [False, False, True, False])  # response > 15
+    assert_same(q.deadline_misses(deadline_ns=15), [False, False, True, False])  # response > 15
     d = replay_paced(ARR_B, LAT_B, "drop")
-    _eq(d.deadline_misses(), [True, True, False, True, True, True])  # dropped frames miss
+    assert_same(d.deadline_misses(), [True, True, False, True, True, True])  # dropped frames miss
     assert d.deadline_miss_rate() == pytest.approx(5 / 6)
 
 
@@ -88,15 +88,15 @@ def test_deadline_of_a_one_frame_stream_must_be_given() -> None:
     t = replay_paced([40], [50], "queue")
     with pytest.raises(ValueError, match="deadline_ns"):
         t.deadline_misses()
-    _eq(t.deadline_misses(deadline_ns=50), [False])
-    _eq(t.deadline_misses(deadline_ns=49), [True])
+    assert_same(t.deadline_misses(deadline_ns=50), [False])
+    assert_same(t.deadline_misses(deadline_ns=49), [True])
 
 
 def test_staleness_hand_cases() -> None:
     # A, queue: outputs ready at 15 (frame 0), 35 (1), 47 (2), 50 (3)
-    _eq(replay_paced(ARR_A, LAT_A, "queue").staleness_ns(), [-1, 10, 20, 20])
+    assert_same(replay_paced(ARR_A, LAT_A, "queue").staleness_ns(), [-1, 10, 20, 20])
     # B, drop: outputs ready at 35 (frame 0), 40 (2), 70 (3), 71 (5); at 40 frame 2's output is ready
-    _eq(replay_paced(ARR_B, LAT_B, "drop").staleness_ns(), [-1, -1, -1, 10, 20, 30])
+    assert_same(replay_paced(ARR_B, LAT_B, "drop").staleness_ns(), [-1, -1, -1, 10, 20, 30])
 
 
 def test_computation_aware_delays_hand_case() -> None:
@@ -104,8 +104,8 @@ def test_computation_aware_delays_hand_case() -> None:
     emitted = [0, 1, 2, 3, 3, 5]
     refers = [0, 1, 2, 3, 1, 4]
     kept, delay = computation_aware_delays(emitted, refers, t)
-    _eq(kept, [True, False, True, True, True, True])
-    _eq(delay, [25, NOT_EMITTED_NS, 10, 30, 50, 21])
+    assert_same(kept, [True, False, True, True, True, True])
+    assert_same(delay, [25, NOT_EMITTED_NS, 10, 30, 50, 21])
 
 
 def _recording(
@@ -130,10 +130,10 @@ def _recording(
 def test_recording_helpers_use_arrivals_relative_to_t0() -> None:
     rec = _recording(ARR_B, LAT_B, [0, 1, 2, 3, 3, 5], [0, 1, 2, 3, 1, 4])
     t = replay_recording(rec, "drop")
-    _eq(t.arrival_ns, ARR_B)
+    assert_same(t.arrival_ns, ARR_B)
     kept, t_pred = paced_emit_times(rec, "drop")
-    _eq(kept, [True, False, True, True, True, True])
-    _eq(t_pred, [1035, NOT_EMITTED_NS, 1040, 1070, 1070, 1071])
+    assert_same(kept, [True, False, True, True, True, True])
+    assert_same(t_pred, [1035, NOT_EMITTED_NS, 1040, 1070, 1070, 1071])
     kept2, delay = paced_delays(rec, "drop")
     assert np.array_equal(kept, kept2)
     assert np.array_equal(delay[kept], (t_pred - rec.frame_times_ns[rec.refers_to])[kept])
