@@ -11,9 +11,10 @@ reference models use the same signatures as the fixed weights of a per-modality 
 so they need no training at run time and are deterministic. Their accuracy on any other data is
 meaningless: they exist to give the harness a known, honest, causal model to measure.
 
-* :class:`CausalReferenceAdapter`: matched filter per modality, late fusion (an event class scores as
-  high as the modality that hears or sees it best; background only as high as the modality that is
-  least sure of it, so an audio-only or visual-only event still wins), causal leaky integration of the
+* :class:`CausalReferenceAdapter`: matched filter per modality, late fusion (an event class scores the
+  mean of the modalities' evidence, so every modality present counts and their noise averages out;
+  background only as high as the modality that is least sure of it, so an audio-only or visual-only
+  event still wins), causal leaky integration of the
   fused logits across frames, softmax over classes. Labels the frame just fed.
 * :class:`LookaheadReferenceAdapter`: the same logits, averaged over a window centred on frame
   ``i - L`` (frames ``i - 2L .. i``); at frame ``i`` it labels frame ``i - L`` (algorithmic delay
@@ -149,8 +150,9 @@ class MatchedFilterFusion(nn.Module):
 
     ``forward`` takes ``(modality position, payload)`` pairs for the modalities present and returns the
     fused logits ``[C]`` (a new tensor), or ``None`` when no modality is present. Fusion: event classes
-    take the maximum over modalities, background (class 0) the minimum. To do both with one element-wise
-    maximum, the background filter is stored negated and the sign is restored on the way out.
+    take the mean over the modalities present, background (class 0) the minimum (the background filter is
+    stored negated, so that minimum is a maximum; the sign is restored on the way out). A missing
+    modality therefore costs the events its evidence and its share of noise averaging.
     """
 
     sign: torch.Tensor
@@ -176,11 +178,10 @@ class MatchedFilterFusion(nn.Module):
             for k, x in inputs
         ]
         if len(signed) == 1:
-            fused = signed[0]
-        elif len(signed) == 2:
-            fused = torch.maximum(signed[0], signed[1])
-        else:
-            fused = torch.stack(signed).amax(dim=0)
+            return signed[0] * self.sign
+        stacked = torch.stack(signed)
+        fused = stacked.mean(dim=0)  # events: the modalities' evidence averaged (noise averages out)
+        fused[0] = stacked[:, 0].amax()  # background: only as high as the least sure modality
         return fused * self.sign
 
 

@@ -77,7 +77,7 @@ def run(
         Path | None, typer.Option(help="baseline run directory: speed-up and FLOPs-normalised latency")
     ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
-    protocol: Annotated[str, typer.Option(help="online | robustness")] = "online",
+    protocol: Annotated[str, typer.Option(help="online | robustness | causality")] = "online",
 ) -> None:
     """Run an adapter through the online protocol and write results/<run_id>/result.json."""
     try:
@@ -107,8 +107,8 @@ def run(
         transient=True,
         disable=not progress,
     )
-    if protocol not in ("online", "robustness"):
-        raise _fail(f"--protocol {protocol!r}: expected online or robustness")
+    if protocol not in ("online", "robustness", "causality"):
+        raise _fail(f"--protocol {protocol!r}: expected online, robustness or causality")
     with bar:
         task = bar.add_task(f"{adapter} · {protocol}", total=None, stream="")
 
@@ -122,6 +122,11 @@ def run(
 
                 sweep = RobustnessConfig(online=config.protocol)
                 robust, run_dir = execute_robustness(config, sweep, hook)
+            elif protocol == "causality":
+                from harness.causality_run import execute_causality
+                from protocols.causality import CausalityConfig
+
+                causal, run_dir = execute_causality(config, CausalityConfig(), hook)
             else:
                 result, _, run_dir = execute_run(config, hook)
         except (AdapterLoadError, AdapterError, ValueError, ResultFileError) as exc:
@@ -130,6 +135,12 @@ def run(
         print_robustness(out, robust.report)
         out.print(f"\nwrote [bold]{run_dir / RESULT_FILE}[/]", highlight=False)
         return
+    if protocol == "causality":
+        from harness.causality_run import print_causality
+
+        print_causality(out, causal.report, causal.skipped)
+        out.print(f"\nwrote [bold]{run_dir / 'causality.json'}[/]", highlight=False)
+        raise typer.Exit(code=0 if causal.report.passed else 1)
     print_summary(out, result)
     out.print(f"\nwrote [bold]{run_dir / 'result.json'}[/]", highlight=False)
 

@@ -94,6 +94,12 @@ class SyntheticConfig(BaseModel):
     visual_dim: int = Field(default=128, ge=1)
     amplitude: float = Field(default=1.0, gt=0.0, description="signature amplitude once an event is on")
     noise_std: float = Field(default=0.55, ge=0.0, description="per-element std of the Gaussian noise")
+    noise_correlation: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=1.0,
+        description="AR(1) coefficient of the noise from frame to frame (0: independent frames)",
+    )
     onset_ramp_s: float = Field(default=0.4, ge=0.0, description="fade-in time of an event's signature")
     background_fraction: float = Field(
         default=0.375, ge=0.0, lt=1.0, description="target share of background segments (AVE: 35-40 %)"
@@ -233,6 +239,13 @@ def _render(config: SyntheticConfig, layout: _Layout, key: Sequence[int]) -> tup
         payload = weight * table[shown] + (1.0 - weight) * table[0]
         payload *= np.float32(config.amplitude)
         noise = rng.standard_normal((shown.size, dim), dtype=np.float32)
+        if (
+            config.noise_correlation > 0
+        ):  # stationary AR(1): unit variance, correlation rho from frame to frame
+            rho = np.float32(config.noise_correlation)
+            innovation = np.float32(np.sqrt(1.0 - config.noise_correlation**2))
+            for t in range(1, shown.size):
+                noise[t] = rho * noise[t - 1] + innovation * noise[t]
         payload += np.float32(config.noise_std) * noise
         out.append(np.ascontiguousarray(payload, dtype=np.float32))
     return out[0], out[1]

@@ -225,3 +225,15 @@ def test_config_rejects_unknown_and_bad_mix() -> None:
         SyntheticConfig(noise=0.1)  # type: ignore[call-arg]
     with pytest.raises(ValidationError, match="visibility"):
         SyntheticConfig(visibility={"audio_visual": 0, "audio_only": 0, "visual_only": 0})
+
+
+def test_noise_correlation_is_an_ar1_process() -> None:
+    signal = make_streams(SyntheticConfig(num_streams=1, noise_std=1.0, amplitude=1e-9))[0]
+    correlated = make_streams(
+        SyntheticConfig(num_streams=1, noise_std=1.0, amplitude=1e-9, noise_correlation=0.8)
+    )[0]
+    for stream, rho in ((signal, 0.0), (correlated, 0.8)):
+        audio = np.stack([f.inputs["audio"] for f in stream.frames()])  # [T, D], pure noise
+        lag1 = np.mean(audio[1:] * audio[:-1]) / np.mean(audio * audio)
+        assert lag1 == pytest.approx(rho, abs=0.03)
+        assert np.var(audio) == pytest.approx(1.0, abs=0.05)  # stationary: unit variance
