@@ -29,7 +29,6 @@ run)`` before and ``unleak()`` after every run of that adapter, so occlusion can
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -45,7 +44,7 @@ from adapters.contract import Adapter, Frame, Stream
 from adapters.offenders import PeekingAdapter, sequence_gradient_support
 from harness.datasets.synthetic import make_streams, make_warmup_stream
 from harness.engine import Engine, EngineConfig
-from harness.io.atomic import atomic_write_text
+from harness.results import write_protocol_result
 from harness.runner import ProgressHook, RunConfig, build_adapter, run_id_for
 from protocols.causality import (
     CausalityConfig,
@@ -217,19 +216,7 @@ def execute_causality(
         occlusion_runs=tuple(occlusion_runs),
         skipped=skipped,
     )
-    run_dir = config.output_dir / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / RESULT_FILE, dump_result(result))
-    return result, run_dir
-
-
-def dump_result(result: CausalityResult) -> str:
-    """JSON of the result. ``max_difference`` may be ``inf`` (predictions that do not line up), which
-    pydantic would write as ``null``; it is written as ``Infinity``, which ``model_validate_json`` reads."""
-    payload = result.model_dump(mode="json")
-    payload["report"] = result.report.model_dump(mode="python")
-    payload["occlusion_runs"] = [r.model_dump(mode="python") for r in result.occlusion_runs]
-    return json.dumps(payload, indent=2, ensure_ascii=False)
+    return result, write_protocol_result(config.output_dir, run_id, RESULT_FILE, result)
 
 
 def _occlusion(

@@ -143,6 +143,14 @@ def write_run(run_dir: Path, result: RunResult, recordings: Sequence[StreamRecor
     return run_dir / RESULT_FILE
 
 
+def write_protocol_result(output_dir: Path, run_id: str, filename: str, result: BaseModel) -> Path:
+    """Write a protocol's own result file (robustness.json, causality.json) atomically; the run directory."""
+    run_dir = output_dir / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / filename, result.model_dump_json(indent=2))
+    return run_dir
+
+
 def load_result(path: Path) -> RunResult:
     """Read and validate a ``result.json`` (or the run directory holding one)."""
     if path.is_dir():

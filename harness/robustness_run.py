@@ -17,8 +17,8 @@ from adapters.contract import Stream
 from harness.adapter_errors import AdapterError
 from harness.datasets.synthetic import make_streams, make_warmup_stream
 from harness.engine import Engine
-from harness.io.atomic import atomic_write_text
 from harness.perturb import perturb
+from harness.results import write_protocol_result
 from harness.runner import ProgressHook, RunConfig, build_adapter, run_id_for
 from protocols import robustness
 from protocols.recording import StreamRecording
@@ -67,10 +67,7 @@ def execute_robustness(
         run=config,
         report=report,
     )
-    run_dir = config.output_dir / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / RESULT_FILE, result.model_dump_json(indent=2))
-    return result, run_dir
+    return result, write_protocol_result(config.output_dir, run_id, RESULT_FILE, result)
 
 
 def _run_variant(

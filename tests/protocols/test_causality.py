@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from adapters.contract import Frame, Stream, StreamingAdapter
+from adapters.contract import Stream, StreamingAdapter
 from adapters.offenders import (
     CachingAdapter,
     CachingOptions,
@@ -30,6 +30,7 @@ from adapters.reference import (
     LookaheadReferenceAdapter,
     default_classes,
 )
+from harness.causality_run import occlude
 from harness.datasets.synthetic import SyntheticConfig, make_streams
 from harness.engine import Engine, EngineConfig
 from protocols.causality import (
@@ -66,32 +67,6 @@ def recording(
         refers_to=np.asarray(refers, dtype=np.int64),
         scores=np.asarray(scores, dtype=np.float32).reshape(len(emitted), 2),
     )
-
-
-def occlude(stream: Stream, cut: int, occluder: str, donor: Stream | None = None, seed: int = 0) -> Stream:
-    """The stream with every frame after ``cut`` replaced (noise, zeros, or the donor's frames)."""
-    donor_frames = list(donor.frames()) if donor is not None else []
-
-    def replace(frame: Frame) -> Frame:
-        if frame.index <= cut:
-            return frame
-        if occluder == "other_stream":
-            inputs: dict[str, Any] = dict(donor_frames[frame.index].inputs)
-        else:
-            rng = np.random.default_rng([seed, frame.index])
-            inputs = {}
-            for name, payload in frame.inputs.items():
-                arr = np.asarray(payload)
-                if occluder == "zeros":
-                    inputs[name] = np.zeros_like(arr)
-                else:
-                    inputs[name] = rng.standard_normal(arr.shape).astype(arr.dtype)
-        return dataclasses.replace(frame, inputs=inputs)
-
-    def frames() -> list[Frame]:
-        return [replace(f) for f in stream.frames()]
-
-    return dataclasses.replace(stream, frame_source=frames, stream_id=f"{stream.stream_id}~{occluder}@{cut}")
 
 
 def run(adapter: StreamingAdapter, stream: Stream) -> StreamRecording:
