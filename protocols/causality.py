@@ -82,9 +82,8 @@ class CheckResult(BaseModel):
     is the largest |score difference| seen (``inf`` when the predictions do not even line up: a
     prediction missing, extra, or labelling another frame); 0 for a passed structural check."""
 
-    model_config = ConfigDict(ser_json_inf_nan="constants")  # inf is written as Infinity and read back
-
-    model_config = ConfigDict(frozen=True)
+    # inf is written to JSON as Infinity (and read back), not as null
+    model_config = ConfigDict(frozen=True, ser_json_inf_nan="constants")
 
     name: str
     passed: bool

@@ -347,3 +347,13 @@ def test_caching_audit_catches_caching_adapter(streams: list[Stream]) -> None:
     result = caching_audit(adapter, streams)
     assert not result.passed and result.first_stream == streams[0].stream_id
     assert result.max_difference > 10.0, result.detail
+
+
+def test_an_infinite_difference_survives_the_json_round_trip() -> None:
+    check = CheckResult(
+        name="occlusion", passed=False, first_stream="s", first_frame=3, max_difference=math.inf
+    )
+    report = summarize([check])
+    text = report.model_dump_json()
+    assert '"max_difference":Infinity' in text
+    assert type(report).model_validate_json(text) == report
