@@ -155,6 +155,8 @@ def adapters() -> None:
 
 app.add_typer(score_app, name="score")
 
+# Subcommands defined in their own modules register here (one import + one call each).
+
 
 @app.command()
 def selftest(
