@@ -79,6 +79,12 @@ class Stream:
     each frame (seconds, end of its capture interval, strictly increasing); ``t0`` the start of the
     first capture interval, so the stream lasts ``frame_times[-1] - t0`` seconds.
     ``segment_length_s`` is the unit of segment-level scoring (AVE: 1 s), ``None`` if not defined.
+
+    ``capture`` (optional) is the data set's sensor model: ``capture(modality, i, s)`` is the payload
+    frame slot ``i`` would carry had that modality's capture interval ended at time ``s`` instead of
+    its own (same sensor noise, signal displaced). Data sets that can render it (the synthetic one) let
+    the jitter injector displace a clock faithfully; without it, jitter interpolates neighbouring
+    frames, which also averages their independent noise.
     """
 
     stream_id: str
@@ -90,6 +96,7 @@ class Stream:
     t0: float = 0.0
     segment_length_s: float | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    capture: Callable[[str, int, float], Any] | None = None
 
     def __post_init__(self) -> None:
         times = np.asarray(self.frame_times, dtype=np.float64)

@@ -23,8 +23,15 @@ REGISTRY: dict[str, str] = {
     "null": "adapters.null:NullAdapter",
     "busywait": "adapters.null:BusyWaitAdapter",
     "cuda-sleep": "adapters.null:CudaSleepAdapter",
+    # planted offenders: test fixtures for the causality protocol, each caught by one check
+    "offender-peeking": "adapters.offenders:PeekingAdapter",
+    "offender-offbyone-mask": "adapters.offenders:OffByOneMaskAdapter",
+    "offender-leaky-reset": "adapters.offenders:LeakyResetAdapter",
+    "offender-caching": "adapters.offenders:CachingAdapter",
 }
-"""Registered adapters: short name -> ``module:Class``."""
+"""Registered adapters: short name -> ``module:Class``. The ``offender-*`` entries are the planted
+offenders of :mod:`adapters.offenders` (test fixtures, not models), registered so the README's
+demonstration can name them."""
 
 DATA_BOUND_OPTIONS = ("classes", "input_dims")
 

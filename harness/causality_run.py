@@ -8,9 +8,16 @@ Checks (``../shared/DESIGN.md``, "Causality" and "Audits"; seed 004 §6.2.3):
   ``<= cut`` must be unchanged. The report holds one aggregated ``occlusion`` check (the first offending
   variant, in stream, cut, occluder order); every variant's own result is kept in
   :attr:`CausalityResult.occlusion_runs`.
-* **state_leak**: stream A fresh vs stream A after the other streams on the same adapter.
+* **state_leak** (also the audit "results do not depend on stream order"): the streams in order on one
+  adapter and in reverse order on another; every stream's predictions must agree, so a stream that runs
+  first (fresh) in one order and last (after the others) in the other is checked both ways.
 * **reset_idempotent**: stream A after a double reset vs a single one.
-* **caching**: warm up, then the same stream twice on one engine; the repeat must not run markedly faster.
+* **caching** (audit): warm up, then the same stream twice on one engine; the repeat must not run
+  markedly faster.
+* **timed_untimed** (audit): the warm-up and the streams through the timed loop on one adapter, and the
+  same sequence through :meth:`~harness.engine.Engine.run_untimed` (no clock read) on another; the
+  predictions, hence every accuracy figure, must be identical (nothing changes under measurement). The
+  detail names both F1@0 ms (Strict, frame, micro).
 * **gradient_flow** and **stream_sequence**: only for adapters with a differentiable sequence mode
   (``sequence_outputs(inputs [T, D]) -> [T, C]`` and ``stack(frames) -> [T, D]``, as
   :class:`adapters.offenders.OffByOneMaskAdapter` has); otherwise listed in
@@ -29,7 +36,6 @@ run)`` before and ``unleak()`` after every run of that adapter, so occlusion can
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,8 +43,6 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
-from rich.console import Console
-from rich.table import Table
 
 from adapters.contract import Adapter, Frame, Stream
 from adapters.offenders import PeekingAdapter, sequence_gradient_support
@@ -46,6 +50,7 @@ from harness.datasets.synthetic import make_streams, make_warmup_stream
 from harness.engine import Engine, EngineConfig
 from harness.results import write_protocol_result
 from harness.runner import ProgressHook, RunConfig, build_adapter, run_id_for
+from protocols import online
 from protocols.causality import (
     CausalityConfig,
     CausalityReport,
@@ -66,7 +71,6 @@ __all__ = [
     "CausalityResult",
     "execute_causality",
     "occlude",
-    "print_causality",
 ]
 
 RESULT_FILE = "causality.json"
@@ -141,14 +145,14 @@ class _Runner:
         adapter = build_adapter(self.config, self.sample)
         return Engine(adapter, self.engine_config.model_copy(update={"warmup_frames": warmup_frames}))
 
-    def run(self, engine: Engine, stream: Stream, leak_from: Stream | None = None) -> StreamRecording:
-        """One engine run. ``leak_from`` is what the peeking offender's back door gets (default: the
-        stream itself, as an offender that reads the real future would)."""
+    def run(self, engine: Engine, stream: Stream, untimed: bool = False) -> StreamRecording:
+        """One engine run (``untimed``: :meth:`Engine.run_untimed`). The peeking offender's back door gets
+        the stream itself, as an offender that reads the real future would."""
         peeking = isinstance(engine.adapter, PeekingAdapter)
         if peeking:
-            PeekingAdapter.leak((leak_from or stream).frames())
+            PeekingAdapter.leak(stream.frames())
         try:
-            recording = engine.run_stream(stream)
+            recording = engine.run_untimed(stream) if untimed else engine.run_stream(stream)
         finally:
             if peeking:
                 PeekingAdapter.unleak()
@@ -183,10 +187,10 @@ def execute_causality(
     cuts = {s.stream_id: plan_occlusion(s.num_frames, causality) for s in streams}
     planned = (
         sum(1 + len(c) * len(causality.occluders) for c in cuts.values())
-        + 1
-        + len(streams)
-        + 1
-        + 2
+        + 2 * len(streams)  # state leak, both orders
+        + 1  # reset twice
+        + 2  # caching
+        + 2 * len(streams)  # timed and untimed
         + (1 if has_sequence else 0)
     )
     runner = _Runner(config, streams[0], planned, progress)
@@ -195,6 +199,7 @@ def execute_causality(
     checks = [_aggregate_occlusion(occlusion_runs, causality)]
     checks.extend(_state_leak(runner, streams, causality))
     checks.append(_caching(runner, streams[0], causality))
+    checks.append(_timed_untimed(runner, streams, causality))
     skipped: dict[str, str] = {}
     if has_sequence:
         checks.extend(_sequence_checks(runner, streams[0], causality))
@@ -282,23 +287,32 @@ def _aggregate_occlusion(results: Sequence[CheckResult], causality: CausalityCon
 
 
 def _state_leak(runner: _Runner, streams: Sequence[Stream], causality: CausalityConfig) -> list[CheckResult]:
+    order = list(streams) if len(streams) > 1 else [*streams, _donor(runner, [], 0, 1)]
+    forward_engine, reverse_engine = runner.fresh(), runner.fresh()
+    forward = {s.stream_id: runner.run(forward_engine, s) for s in order}
+    reverse = {s.stream_id: runner.run(reverse_engine, s) for s in reversed(order)}
+    leaks = [
+        compare_recordings(forward[s.stream_id], reverse[s.stream_id], causality.tolerance, name="state_leak")
+        for s in streams
+    ]
+    leak = next((c for c in leaks if not c.passed), leaks[0])
     target = streams[0]
-    fresh = runner.run(runner.fresh(), target)
-    engine = runner.fresh()
-    others = list(streams[1:]) or [_donor(runner, [], 0, 1)]
-    for other in others:
-        runner.run(engine, other)
-    after = runner.run(engine, target)
     twice = runner.fresh()
     twice.adapter.reset_state()
     twice.adapter.reset_state()  # the engine resets once more
     reset_twice = runner.run(twice, target)
-    leak = compare_recordings(fresh, after, causality.tolerance, name="state_leak")
-    idem = compare_recordings(fresh, reset_twice, causality.tolerance, name="reset_idempotent")
-    names = ", ".join(s.stream_id for s in others)
+    idem = compare_recordings(
+        forward[target.stream_id], reset_twice, causality.tolerance, name="reset_idempotent"
+    )
+    ids = [s.stream_id for s in order]
+    where = (
+        f"{', '.join(ids)} vs the reverse order: every stream agrees"
+        if leak.passed
+        else f"{', '.join(ids)} vs the reverse order: {leak.first_stream} differs"
+    )
     return [
-        leak.model_copy(update={"detail": f"{target.stream_id} fresh vs after {names}: {leak.detail}"}),
-        idem.model_copy(update={"detail": f"reset twice vs once: {idem.detail}"}),
+        leak.model_copy(update={"detail": f"{where}; {leak.detail}"}),
+        idem.model_copy(update={"detail": f"{target.stream_id} reset twice vs once: {idem.detail}"}),
     ]
 
 
@@ -310,6 +324,31 @@ def _caching(runner: _Runner, stream: Stream, causality: CausalityConfig) -> Che
     first = runner.run(engine, stream)
     second = runner.run(engine, stream)
     return judge_caching(first.latency_ns, second.latency_ns, causality.caching_ratio, stream.stream_id)
+
+
+def _timed_untimed(runner: _Runner, streams: Sequence[Stream], causality: CausalityConfig) -> CheckResult:
+    warmup_frames = runner.config.engine.warmup_frames
+    warmup = make_warmup_stream(runner.config.data, warmup_frames) if warmup_frames else None
+    timed_engine, untimed_engine = runner.fresh(warmup_frames), runner.fresh()
+    if warmup is not None:
+        timed_engine.warm_up(warmup)
+        untimed_engine.run_untimed(warmup, max_frames=warmup_frames)
+    timed = [runner.run(timed_engine, s) for s in streams]
+    untimed = [runner.run(untimed_engine, s, untimed=True) for s in streams]
+    checks = [
+        compare_recordings(a, b, causality.tolerance, name="timed_untimed")
+        for a, b in zip(timed, untimed, strict=True)
+    ]
+    check = next((c for c in checks if not c.passed), checks[0])
+    config = runner.config.protocol
+    f1 = [online.score(recs, config, streams[0].classes).f1_at(0) for recs in (timed, untimed)]
+    verdict = "every prediction identical" if check.passed else f"{check.first_stream} differs"
+    return check.model_copy(
+        update={
+            "detail": f"{len(streams)} streams timed vs untimed: {verdict}; F1@0ms {100 * f1[0]:.2f} % "
+            f"timed, {100 * f1[1]:.2f} % untimed; {check.detail}"
+        }
+    )
 
 
 def _sequence_checks(runner: _Runner, stream: Stream, causality: CausalityConfig) -> list[CheckResult]:
@@ -335,27 +374,3 @@ def _sequence_checks(runner: _Runner, stream: Stream, causality: CausalityConfig
     sequence = dataclasses.replace(streamed, emitted_at=refs, refers_to=refs.copy(), scores=scores)
     equivalence = compare_recordings(streamed, sequence, SEQUENCE_TOLERANCE, name="stream_sequence")
     return [gradient, equivalence]
-
-
-def print_causality(console: Console, report: CausalityReport, skipped: dict[str, str] | None = None) -> None:
-    """The causality table: one row per check, naming the first offending stream and frame."""
-    verdict = "passed" if report.passed else f"FAILED ({', '.join(report.failed)})"
-    table = Table(title=f"Causality: {verdict}", title_justify="left")
-    for name in ("check", "passed", "first stream", "first frame", "max difference", "detail"):
-        table.add_column(name, justify="right" if name in ("first frame", "max difference") else "left")
-    for check in report.checks:
-        frame = "–" if check.first_frame is None else str(check.first_frame)
-        if check.first_source is not None:
-            frame = f"{frame} (from x_{check.first_source})"
-        diff = check.max_difference
-        table.add_row(
-            check.name,
-            "[green]yes[/green]" if check.passed else "[red]NO[/red]",
-            check.first_stream or "–",
-            frame,
-            "inf" if math.isinf(diff) else f"{diff:.3g}",
-            check.detail,
-        )
-    for name, reason in (skipped or {}).items():
-        table.add_row(name, "skipped", "–", "–", "–", reason)
-    console.print(table)

@@ -17,7 +17,7 @@ from harness.cli_score import score_app
 from harness.engine import AdapterError
 from harness.results import ResultFileError, RunResult
 from harness.runner import RunConfig, execute_run
-from harness.summary import print_robustness, print_summary
+from harness.summary import print_causality, print_robustness, print_summary
 
 app = typer.Typer(
     help="streambench: measure causal (streaming) models frame by frame, at batch 1.",
@@ -136,8 +136,6 @@ def run(
         out.print(f"\nwrote [bold]{run_dir / RESULT_FILE}[/]", highlight=False)
         return
     if protocol == "causality":
-        from harness.causality_run import print_causality
-
         print_causality(out, causal.report, causal.skipped)
         out.print(f"\nwrote [bold]{run_dir / 'causality.json'}[/]", highlight=False)
         raise typer.Exit(code=0 if causal.report.passed else 1)

@@ -13,6 +13,7 @@ range) run per frame; finiteness is checked vectorised after the stream, still n
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from itertools import islice
@@ -23,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.contract import Adapter, Frame, Prediction, PredictOutput, StageTimer, Stream
 from harness.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
-from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer
+from harness.instruments.clock import ClockInfo, clock_info, wait_until
+from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer, marked
 from protocols.recording import StreamRecording, StreamRole
 
 __all__ = [
@@ -56,32 +58,6 @@ class EngineConfig(BaseModel):
     )
     paced_policy: Literal["queue", "drop"] = Field(
         "queue", description="paced, when the model falls behind: queue every frame, or drop to the newest"
-    )
-
-
-class ClockInfo(BaseModel):
-    """The clock latencies are read from, recorded with every result."""
-
-    name: str
-    implementation: str
-    resolution_ns: float
-    monotonic: bool
-    sync_policy: str
-    pacing: str
-
-
-def clock_info(device: str) -> ClockInfo:
-    info = time.get_clock_info("perf_counter")
-    sync = "none (CPU adapter: the output is ready when predict() returns)"
-    if device.startswith("cuda"):
-        sync = "the adapter synchronises before returning the output it needs"
-    return ClockInfo(
-        name="time.perf_counter_ns",
-        implementation=info.implementation,
-        resolution_ns=info.resolution * 1e9,
-        monotonic=info.monotonic,
-        sync_policy=sync,
-        pacing="unpaced",
     )
 
 
@@ -142,7 +118,7 @@ class Engine:
         t0_ns = round(stream.t0 * 1e9)
         paced_start: np.ndarray | None = None
         timer = self.device_timer(len(frames)) if self.device_timer is not None else None
-        predict = self.adapter.predict if timer is None else _marked(self.adapter.predict, timer)
+        predict = self.adapter.predict if timer is None else marked(self.adapter.predict, timer)
         if self.config.pacing == "paced":
             latency_ns, emitted_at, refers_to, scores, paced_start = self._feed_paced(
                 frames, stream.stream_id, times_ns - t0_ns, predict
@@ -173,6 +149,53 @@ class Engine:
             paced_start_ns=paced_start,
             paced_policy=self.config.paced_policy if paced_start is not None else None,
             device_ns=device_ns,
+        )
+
+    def run_untimed(self, stream: Stream, max_frames: int | None = None) -> StreamRecording:
+        """Audit run (DESIGN.md "Audits"): reset, then the frames (the first ``max_frames`` if given:
+        an untimed warm-up) through ``predict()`` with no clock read, no device timer and no pacing —
+        what the model answers when nothing measures it. The outputs are validated as in a timed run;
+        ``latency_ns`` is all zeros (compared, never reported)."""
+        frames = list(islice(stream.frames(), max_frames))
+        if max_frames is not None:
+            stream = dataclasses.replace(
+                stream, labels=stream.labels[: len(frames)], frame_times=stream.frame_times[: len(frames)]
+            )
+        self._reset(stream.stream_id)
+        scores: list[np.ndarray] = []
+        emitted_at: list[int] = []
+        refers_to: list[int] = []
+        predict = self.adapter.predict
+        for i, frame in enumerate(frames):
+            try:
+                out = predict(frame)
+            except Exception as exc:
+                raise AdapterCallError(
+                    self.name, stream.stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
+                ) from exc
+            if out is None:
+                continue
+            for pred_scores, ref in self._slow_path(out, stream.stream_id, i, len(frames)):
+                scores.append(np.asarray(pred_scores, dtype=np.float32))
+                emitted_at.append(i)
+                refers_to.append(ref)
+        if self.stages is not None:
+            self.stages.drain()
+        stacked = np.stack(scores) if scores else np.zeros((0, self.num_classes), dtype=np.float32)
+        bad = ~np.isfinite(stacked).all(axis=1)
+        if bad.any():
+            raise self._error(stream.stream_id, emitted_at[int(np.argmax(bad))], "scores contain NaN or Inf")
+        return StreamRecording(
+            stream_id=stream.stream_id,
+            role="test",
+            t0_ns=round(stream.t0 * 1e9),
+            segment_length_ns=round(stream.segment_length_s * 1e9) if stream.segment_length_s else None,
+            frame_times_ns=np.round(stream.frame_times * 1e9).astype(np.int64),
+            labels=stream.labels,
+            latency_ns=np.zeros(len(frames), dtype=np.int64),
+            emitted_at=np.asarray(emitted_at, dtype=np.int64),
+            refers_to=np.asarray(refers_to, dtype=np.int64),
+            scores=stacked,
         )
 
     def count_flops(self, stream: Stream) -> tuple[int | None, str | None]:
@@ -291,7 +314,7 @@ class Engine:
         i = -1
         try:
             for i, frame in enumerate(frames):
-                _wait_until(base + int(arrival_ns[i]), clock)
+                wait_until(base + int(arrival_ns[i]), clock)
                 if drop and i + 1 < n and clock() >= base + int(arrival_ns[i + 1]):
                     continue  # a newer frame is already there: drop this one
                 start = clock()
@@ -373,29 +396,3 @@ class Engine:
 
 
 _PACED_LEAD_NS = 2_000_000  # the first frame of a paced stream arrives 2 ms after the pacer starts
-_SPIN_NS = 200_000  # the last 0.2 ms before a release are spun, not slept (sleep overshoots)
-
-
-def _wait_until(due_ns: int, clock: Callable[[], int]) -> None:
-    """Sleep, then spin, until the wall clock reaches ``due_ns`` (``perf_counter_ns`` time)."""
-    remaining = due_ns - clock()
-    if remaining > _SPIN_NS:
-        time.sleep((remaining - _SPIN_NS) / 1e9)
-    while clock() < due_ns:
-        pass
-
-
-def _marked(
-    predict: Callable[[Frame], PredictOutput], timer: DeviceTimer
-) -> Callable[[Frame], PredictOutput]:
-    """``predict`` between a start and an end device mark (CUDA events), inside the host-timed call."""
-    start, end = timer.start, timer.end
-
-    def marked(frame: Frame) -> PredictOutput:
-        start()
-        try:
-            return predict(frame)
-        finally:
-            end()
-
-    return marked

@@ -13,13 +13,21 @@ Three injectors, each a pydantic config with a ``kind`` discriminator and a ``se
   (missing). ``Frame.timestamps["audio"]`` is the capture time of the payload used (for the first
   ``shift`` frames: the time it would have been captured, before the stream start).
 - :class:`Jitter` — Jitter@±δ: each frame's per-modality capture time is displaced by an independent
-  ``U(-δ, δ)`` draw; the payload is what a clock so displaced would have captured: the linear
-  interpolation between the two frames whose capture times bracket the displaced time (clamped to
-  the first / last frame at the ends; non-floating payloads take the nearer frame; if a frame with
-  non-zero weight has a ``None`` payload the result is ``None``). ``Frame.timestamps[modality]`` is
-  the displaced time. ``δ = 0`` is the identity. A positive displacement reads up to ``δ`` into the
-  next frame: the jittered stream is what a model with a jittery clock would be fed, and the
-  look-ahead is the perturbation's, not the model's.
+  ``U(-δ, δ)`` draw; the payload is what a clock so displaced would have captured. Two methods,
+  recorded as ``method`` in ``meta["perturbations"]``:
+
+  * ``"rendered"``: the stream has a sensor model (``Stream.capture``, the synthetic data set has one)
+    and the jitter is the first perturbation applied to it; the payload is ``capture(m, i, s)`` — the
+    signal at the displaced time with the frame's own noise.
+  * ``"interpolated"``: otherwise, the linear interpolation between the two frames whose capture times
+    bracket the displaced time (clamped to the first / last frame at the ends; non-floating payloads
+    take the nearer frame; if a frame with non-zero weight has a ``None`` payload the result is
+    ``None``). Caveat: interpolation also averages the two frames' independent noise, so on noisy
+    features a small jitter can make the input *cleaner* than the original.
+
+  ``Frame.timestamps[modality]`` is the displaced time. ``δ = 0`` is the identity. A positive
+  displacement reads up to ``δ`` into the next frame: the jittered stream is what a model with a
+  jittery clock would be fed, and the look-ahead is the perturbation's, not the model's.
 
 :func:`perturb` wraps a stream; the new ``frame_source`` applies the injectors in order, lazily (one
 pass over the upstream frames, bounded buffers). Randomness for stream ``k`` comes from
@@ -35,7 +43,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -227,6 +235,28 @@ def _jitter(
         i += 1
 
 
+def _jitter_rendered(
+    frames: Iterable[Frame],
+    modalities: tuple[str, ...],
+    delta_s: float,
+    num_frames: int,
+    rng: np.random.Generator,
+    capture: Callable[[str, int, float], Any],
+) -> Iterator[Frame]:
+    if delta_s == 0.0 or not modalities:
+        yield from frames
+        return
+    offsets = rng.uniform(-delta_s, delta_s, size=(len(modalities), num_frames))  # same draws as above
+    for i, frame in enumerate(frames):
+        inputs = dict(frame.inputs)
+        timestamps = {} if frame.timestamps is None else dict(frame.timestamps)
+        for k, m in enumerate(modalities):
+            s = _capture_time(frame, m) + (float(offsets[k, i]) if i < num_frames else 0.0)
+            inputs[m] = capture(m, i, s)
+            timestamps[m] = s
+        yield _with(frame, inputs, timestamps)
+
+
 # --------------------------------------------------------------------------------------- perturb
 
 
@@ -235,7 +265,8 @@ def perturb(stream: Stream, perturbations: Sequence[Perturbation], stream_index:
 
     Same id, classes, labels, times, modalities; ``meta`` is a copy with a ``"perturbations"`` list
     (earlier entries kept, so nested calls compose) of the configs as dicts, with the audio delay's
-    ``resolution_ms``, ``effective_delay_ms`` and ``shift_frames``.
+    ``resolution_ms``, ``effective_delay_ms`` and ``shift_frames`` and the jitter's ``method``. The new
+    stream has no ``capture``: its payloads are no longer the sensor's.
     """
     if stream_index < 0:
         raise ValueError(f"stream_index must be >= 0, got {stream_index}")
@@ -243,7 +274,8 @@ def perturb(stream: Stream, perturbations: Sequence[Perturbation], stream_index:
     num_frames = stream.num_frames
     records: list[dict[str, Any]] = []
     stages: list[Any] = []
-    for p in configs:
+    pristine = not stream.meta.get("perturbations")
+    for position, p in enumerate(configs):
         record = p.model_dump(mode="json")
         if isinstance(p, MissingModality):
             _require_modality(stream, p.modality)
@@ -262,8 +294,18 @@ def perturb(stream: Stream, perturbations: Sequence[Perturbation], stream_index:
             for m in modalities:
                 _require_modality(stream, m)
 
-            def jitter_stage(fr: Iterable[Frame], p: Jitter = p, mods: tuple[str, ...] = modalities) -> Any:
+            capture = stream.capture if pristine and position == 0 else None
+            record["method"] = "rendered" if capture is not None else "interpolated"
+
+            def jitter_stage(
+                fr: Iterable[Frame],
+                p: Jitter = p,
+                mods: tuple[str, ...] = modalities,
+                capture: Callable[[str, int, float], Any] | None = capture,
+            ) -> Any:
                 rng = np.random.default_rng([p.seed, stream_index, _CODE_JITTER])
+                if capture is not None:
+                    return _jitter_rendered(fr, mods, p.delta_ms / 1000.0, num_frames, rng, capture)
                 return _jitter(fr, mods, p.delta_ms / 1000.0, num_frames, rng)
 
             stages.append(jitter_stage)

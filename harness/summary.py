@@ -1,11 +1,16 @@
-"""The readable summary ``streambench run`` prints: the F1@Δt curve and the latency row."""
+"""The readable summaries ``streambench run`` prints: the F1@Δt curve and the latency row (online), the
+robustness table, the causality table."""
 
 from __future__ import annotations
 
+import math
+
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from harness.results import RunResult
+from protocols.causality import CausalityReport
 from protocols.robustness import RobustnessReport
 
 
@@ -173,3 +178,31 @@ def print_robustness(console: Console, report: RobustnessReport) -> None:
             "ok",
         )
     console.print(table)
+
+
+def print_causality(console: Console, report: CausalityReport, skipped: dict[str, str] | None = None) -> None:
+    """The causality table (one row per check, naming the first offending stream and frame), then each
+    check's detail on its own line, so the table stays readable in a narrow terminal."""
+    verdict = "passed" if report.passed else f"FAILED ({', '.join(report.failed)})"
+    table = Table(title=f"Causality: {verdict}", title_justify="left")
+    for name in ("check", "passed", "first stream", "first frame", "max difference"):
+        table.add_column(name, justify="right" if name in ("first frame", "max difference") else "left")
+    for check in report.checks:
+        frame = "–" if check.first_frame is None else str(check.first_frame)
+        if check.first_source is not None:
+            frame = f"{frame} (from x_{check.first_source})"
+        diff = check.max_difference
+        table.add_row(
+            check.name,
+            "[green]yes[/green]" if check.passed else "[red]NO[/red]",
+            check.first_stream or "–",
+            frame,
+            "inf" if math.isinf(diff) else f"{diff:.3g}",
+        )
+    for name in skipped or {}:
+        table.add_row(name, "skipped", "–", "–", "–")
+    console.print(table)
+    for check in report.checks:
+        console.print(f"[bold]{check.name}[/]: {escape(check.detail)}", highlight=False)
+    for name, reason in (skipped or {}).items():
+        console.print(f"[bold]{name}[/] (skipped): {escape(reason)}", highlight=False)

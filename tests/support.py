@@ -6,7 +6,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from adapters.contract import AdapterInfo, Frame, Prediction, PredictOutput, Stream
+from adapters.contract import (
+    AdapterInfo,
+    AdapterOptions,
+    Frame,
+    Prediction,
+    PredictOutput,
+    Stream,
+    StreamingAdapter,
+)
 
 
 def make_stream(
@@ -66,3 +74,31 @@ class ScriptedAdapter:
 def constant(scores: list[float], refers_to: int | None = None) -> Callable[[Frame], PredictOutput]:
     arr = np.asarray(scores, dtype=np.float32)
     return lambda frame: Prediction(scores=arr, refers_to=refers_to)
+
+
+class UnseededNoiseOptions(AdapterOptions):
+    classes: tuple[str, ...] | None = None  # data-bound
+
+
+class UnseededNoiseAdapter(StreamingAdapter):
+    """A model left nondeterministic (dropout in training mode, an unseeded sampler): unseeded random
+    scores, so two runs of the same stream differ from the first frame. Built by module path
+    (``tests.support:UnseededNoiseAdapter``); takes the data set's classes."""
+
+    Options = UnseededNoiseOptions
+
+    def __init__(self, options: UnseededNoiseOptions | None = None) -> None:
+        super().__init__(options)
+        classes = self.options.classes or ("background", "event")
+        self._info = AdapterInfo(name="unseeded-noise", classes=classes, modalities=("audio",))
+        self._rng = np.random.default_rng()
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        pass
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        return Prediction(scores=self._rng.random(self._info.num_classes).astype(np.float32))

@@ -11,7 +11,9 @@ Payload per frame and modality: ``amplitude * class_signature(shown class) + noi
 (signatures from :func:`adapters.reference.class_signature`, which the reference models use as their
 matched filters). During the first ``onset_ramp_s`` of an event the signature fades in from the
 background signature. Stream ``k`` depends only on ``(seed, k)``; payloads are rendered when a
-stream's ``frame_source`` is called, identically on every call.
+stream's ``frame_source`` is called, identically on every call. ``Stream.capture`` renders a frame as
+a displaced clock would have captured it (signal displaced, the frame's own noise), for the jitter
+injector.
 """
 
 from __future__ import annotations
@@ -224,11 +226,15 @@ def _layout(config: SyntheticConfig, key: Sequence[int], frame_offset: int) -> _
     return _Layout(frame_class, visibility, ramp, tuple(events))
 
 
-def _render(config: SyntheticConfig, layout: _Layout, key: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Payloads ``(audio [T, audio_dim], visual [T, visual_dim])`` of one block, float32."""
+def _render(
+    config: SyntheticConfig, layout: _Layout, key: Sequence[int]
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per modality, ``(signal [T, dim], noise [T, dim])`` of one block, float32; the payload is their sum.
+
+    Kept apart so that :meth:`_Sensor.capture` can displace the signal and keep the frame's noise."""
     rng = np.random.default_rng([config.seed, *key, 1])
     hidden = {"audio": VIS_VISUAL_ONLY, "visual": VIS_AUDIO_ONLY}  # visibility that hides the modality
-    out = []
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for modality, dim in zip(MODALITIES, (config.audio_dim, config.visual_dim), strict=True):
         shown = np.where(layout.visibility == hidden[modality], 0, layout.frame_class)
         used = np.unique(shown)
@@ -236,8 +242,8 @@ def _render(config: SyntheticConfig, layout: _Layout, key: Sequence[int]) -> tup
         for c in used.tolist():
             table[c] = class_signature(c, dim, modality)
         weight = np.where(shown > 0, layout.ramp, np.float32(1.0))[:, None]
-        payload = weight * table[shown] + (1.0 - weight) * table[0]
-        payload *= np.float32(config.amplitude)
+        signal = weight * table[shown] + (1.0 - weight) * table[0]
+        signal *= np.float32(config.amplitude)
         noise = rng.standard_normal((shown.size, dim), dtype=np.float32)
         if (
             config.noise_correlation > 0
@@ -246,9 +252,51 @@ def _render(config: SyntheticConfig, layout: _Layout, key: Sequence[int]) -> tup
             innovation = np.float32(np.sqrt(1.0 - config.noise_correlation**2))
             for t in range(1, shown.size):
                 noise[t] = rho * noise[t - 1] + innovation * noise[t]
-        payload += np.float32(config.noise_std) * noise
-        out.append(np.ascontiguousarray(payload, dtype=np.float32))
-    return out[0], out[1]
+        noise = np.float32(config.noise_std) * noise
+        out[modality] = (np.ascontiguousarray(signal, dtype=np.float32), noise)
+    return out
+
+
+class _Sensor:
+    """Renders a stream's blocks on demand (the last two cached) for ``frame_source`` and ``capture``."""
+
+    def __init__(
+        self, config: SyntheticConfig, layouts: Sequence[_Layout], keys: Sequence[Sequence[int]]
+    ) -> None:
+        self._config = config
+        self._layouts = layouts
+        self._keys = keys
+        self._cache: dict[int, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+
+    def block(self, j: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        if j not in self._cache:
+            if len(self._cache) >= 2:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[j] = _render(self._config, self._layouts[j], self._keys[j])
+        return self._cache[j]
+
+    def _signal(self, modality: str, k: int) -> np.ndarray:
+        n = self._config.num_frames
+        return self.block(k // n)[modality][0][k % n]
+
+    def capture(self, modality: str, i: int, s: float) -> np.ndarray:
+        """Frame slot ``i``'s payload had its capture interval ended at ``s`` seconds: the signal
+        interpolated linearly between the frames whose ends bracket ``s`` (clamped to the stream), plus
+        frame ``i``'s own noise. ``capture(m, i, frame_times[i])`` is frame ``i``'s payload exactly."""
+        if modality not in MODALITIES:
+            raise ValueError(f"synthetic streams have no modality {modality!r} (they have {MODALITIES})")
+        n, total = self._config.num_frames, self._config.num_frames * len(self._layouts)
+        if not 0 <= i < total:
+            raise ValueError(f"frame slot {i} outside the stream's {total} frames")
+        position = min(max(s * self._config.fps - 1.0, 0.0), total - 1.0)  # frame k ends at (k + 1) / fps
+        k = math.floor(position + 1e-9)
+        w = position - k
+        signal = self._signal(modality, k)
+        if w > 1e-9 and k + 1 < total:
+            mixed = (1.0 - w) * signal.astype(np.float64) + w * self._signal(modality, k + 1)
+            signal = mixed.astype(np.float32)
+        noise = self.block(i // n)[modality][1][i % n]
+        return signal + noise
 
 
 def _make_stream(
@@ -262,9 +310,12 @@ def _make_stream(
     labels[np.arange(total), frame_class] = True
     frame_times = np.arange(1, total + 1, dtype=np.float64) / config.fps
 
+    sensor = _Sensor(config, layouts, keys)
+
     def frame_source() -> Iterator[Frame]:
-        for j, (layout, key) in enumerate(zip(layouts, keys, strict=True)):
-            audio, visual = _render(config, layout, key)
+        for j in range(len(layouts)):
+            (sig_a, noise_a), (sig_v, noise_v) = (sensor.block(j)[m] for m in MODALITIES)
+            audio, visual = sig_a + noise_a, sig_v + noise_v
             offset = j * config.num_frames
             for i in range(config.num_frames):
                 index = offset + i
@@ -287,6 +338,7 @@ def _make_stream(
             "keys": [list(key) for key in keys],
             "config": config.model_dump(mode="json"),
         },
+        capture=sensor.capture,
     )
 
 

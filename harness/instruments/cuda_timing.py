@@ -10,11 +10,15 @@ set factor is flagged: device time above host time means the adapter returned be
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-__all__ = ["CudaEventTimer", "DeviceTimer"]
+__all__ = ["CudaEventTimer", "DeviceTimer", "marked"]
+
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
 
 
 class DeviceTimer(Protocol):
@@ -57,3 +61,17 @@ class CudaEventTimer:
         pairs = zip(self._starts[: self._next_end], self._ends[: self._next_end], strict=True)
         # elapsed_time is in milliseconds (float, about 0.5 µs resolution)
         return np.array([round(s.elapsed_time(e) * 1e6) for s, e in pairs], dtype=np.int64)
+
+
+def marked(predict: Callable[[_In], _Out], timer: DeviceTimer) -> Callable[[_In], _Out]:
+    """``predict`` between a start and an end device mark (CUDA events), inside the host-timed call."""
+    start, end = timer.start, timer.end
+
+    def call(frame: _In) -> _Out:
+        start()
+        try:
+            return predict(frame)
+        finally:
+            end()
+
+    return call

@@ -6,14 +6,16 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.console import Console
 
-from harness.causality_run import RESULT_FILE, CausalityResult, execute_causality, print_causality
+from harness.causality_run import RESULT_FILE, CausalityResult, execute_causality
 from harness.runner import RunConfig
+from harness.summary import print_causality
 from protocols.causality import CausalityConfig, CausalityReport, plan_occlusion
 
 SEQUENCE_CHECKS = {"gradient_flow", "stream_sequence"}
@@ -47,7 +49,11 @@ def test_reference_passes_every_check(tmp_path: Path) -> None:
     config = small(tmp_path, "reference")
     result, run_dir = execute_causality(config, CausalityConfig(), lambda *a: calls.append(a))
     assert result.report.passed, result.report.failed
-    assert names(result.report) == {"occlusion", "state_leak", "reset_idempotent", "caching"}
+    assert names(result.report) == {"occlusion", "state_leak", "reset_idempotent", "caching", "timed_untimed"}
+    audit = next(c for c in result.report.checks if c.name == "timed_untimed")
+    assert "3 streams timed vs untimed: every prediction identical" in audit.detail
+    f1 = re.findall(r"F1@0ms ([0-9.]+) % timed, ([0-9.]+) % untimed", audit.detail)
+    assert f1 and f1[0][0] == f1[0][1] and 0 < float(f1[0][0]) <= 100
     assert set(result.skipped) == SEQUENCE_CHECKS  # no sequence mode: skipped, not claimed as passed
     assert len(result.occlusion_runs) == 3 * 3 * 3 and all(r.passed for r in result.occlusion_runs)
     assert result.streams == ["syn-0000", "syn-0001", "syn-0002"]
@@ -61,7 +67,7 @@ def test_reference_passes_every_check(tmp_path: Path) -> None:
 
 
 def test_peeking_fails_occlusion_only_at_the_cut(tmp_path: Path) -> None:
-    result = run(tmp_path, "adapters.offenders:PeekingAdapter")
+    result = run(tmp_path, "offender-peeking")
     assert result.report.failed == ("occlusion",)
     check = next(c for c in result.report.checks if c.name == "occlusion")
     first_cut = plan_occlusion(125, CausalityConfig())[0]
@@ -79,14 +85,14 @@ def test_peeking_fails_occlusion_only_at_the_cut(tmp_path: Path) -> None:
 
 
 def test_leaky_reset_fails_state_leak_only(tmp_path: Path) -> None:
-    result = run(tmp_path, "adapters.offenders:LeakyResetAdapter")
+    result = run(tmp_path, "offender-leaky-reset")
     assert result.report.failed == ("state_leak",)
     check = next(c for c in result.report.checks if c.name == "state_leak")
     assert check.first_stream == "syn-0000" and check.first_frame == 0
 
 
 def test_caching_adapter_fails_caching_only(tmp_path: Path) -> None:
-    result = run(tmp_path, "adapters.offenders:CachingAdapter", miss_cost_ms=0.5)
+    result = run(tmp_path, "offender-caching", miss_cost_ms=0.5)
     assert result.report.failed == ("caching",)
     check = next(c for c in result.report.checks if c.name == "caching")
     assert check.first_stream == "syn-0000" and check.max_difference > 2.0
@@ -94,7 +100,7 @@ def test_caching_adapter_fails_caching_only(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("offset", [0, 1])
 def test_offbyone_mask_fails_gradient_flow_and_sequence_only(tmp_path: Path, offset: int) -> None:
-    result = run(tmp_path, "adapters.offenders:OffByOneMaskAdapter", mask_offset=offset)
+    result = run(tmp_path, "offender-offbyone-mask", mask_offset=offset)
     assert not result.skipped
     assert names(result.report) >= SEQUENCE_CHECKS
     if offset == 0:  # the correctly masked control
@@ -109,7 +115,7 @@ def test_offbyone_mask_fails_gradient_flow_and_sequence_only(tmp_path: Path, off
 
 
 def test_print_causality(tmp_path: Path) -> None:
-    result = run(tmp_path, "adapters.offenders:LeakyResetAdapter")
+    result = run(tmp_path, "offender-leaky-reset")
     buffer = io.StringIO()
     print_causality(Console(file=buffer, width=200), result.report, result.skipped)
     text = buffer.getvalue()
@@ -126,6 +132,42 @@ def test_cli_causality_exit_code_follows_the_verdict(tmp_path: Path) -> None:
     clean = CliRunner().invoke(app, [*args, "--run-id", "ref"])
     assert clean.exit_code == 0, clean.output
     cheat = CliRunner().invoke(
-        app, [*args, "--run-id", "peek", "--adapter", "adapters.offenders:PeekingAdapter"]
+        app, [*args, "--run-id", "peek", "--adapter", "offender-peeking"]
     )
     assert cheat.exit_code == 1 and (tmp_path / "peek" / "causality.json").exists()
+
+
+def test_nondeterministic_model_fails_the_timed_untimed_audit(tmp_path: Path) -> None:
+    """The audit can fail: a model whose answers change from run to run (unseeded noise) differs
+    between the timed and the untimed run at the first frame, and both F1 figures are named."""
+    result = run(tmp_path, "tests.support:UnseededNoiseAdapter")
+    audit = next(c for c in result.report.checks if c.name == "timed_untimed")
+    assert not audit.passed
+    assert (audit.first_stream, audit.first_frame) == ("syn-0000", 0)
+    assert "syn-0000 differs" in audit.detail and "% untimed" in audit.detail
+
+
+def test_state_leak_checks_every_stream_in_both_orders(tmp_path: Path) -> None:
+    result = run(tmp_path, "reference")
+    leak = next(c for c in result.report.checks if c.name == "state_leak")
+    assert leak.passed
+    assert leak.detail.startswith("syn-0000, syn-0001, syn-0002 vs the reverse order: every stream agrees")
+
+
+def test_readme_demonstration_names_registered_offenders_and_their_checks() -> None:
+    """The README's offender lines name registered adapters and the check each one fails (the tests
+    above show each failing exactly that check)."""
+    from adapters.registry import REGISTRY, resolve
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    demos = dict(re.findall(r"--protocol causality --adapter (offender-[a-z-]+)\s+# (.*)", readme))
+    expected = {
+        "offender-peeking": "occlusion",
+        "offender-offbyone-mask": "gradient_flow",
+        "offender-leaky-reset": "state_leak",
+        "offender-caching": "caching",
+    }
+    assert set(demos) == set(expected)
+    for name, check in expected.items():
+        assert name in REGISTRY and resolve(name).__module__ == "adapters.offenders"
+        assert check in demos[name]

@@ -108,15 +108,50 @@ def test_latency_is_measured_at_the_predict_boundary() -> None:
         ([Prediction(scores=np.zeros(2, dtype=np.float32)), "x"], "returned str"),
     ],
 )
-def test_contract_violations_name_adapter_stream_and_frame(output: object, problem: str) -> None:
+@pytest.mark.parametrize("untimed", [False, True], ids=["timed", "untimed"])
+def test_contract_violations_name_adapter_stream_and_frame(
+    output: object, problem: str, untimed: bool
+) -> None:
     def script(frame: Frame) -> object:
         return output if frame.index == 7 else Prediction(scores=np.asarray(OK, dtype=np.float32))
 
     engine = Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0))  # type: ignore[arg-type]
+    run = engine.run_untimed if untimed else engine.run_stream
     with pytest.raises(AdapterOutputError, match=problem) as info:
-        engine.run_stream(make_stream("clip-9", num_frames=20))
+        run(make_stream("clip-9", num_frames=20))
     assert info.value.frame == 7 and info.value.stream_id == "clip-9" and info.value.adapter == "scripted"
     assert str(info.value).startswith("adapter 'scripted', stream 'clip-9', frame 7: ")
+
+
+def test_untimed_run_records_the_same_outputs_without_reading_the_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def script(frame: Frame) -> list[Prediction] | None:
+        if frame.index % 4 == 3:
+            return None
+        x = float(frame.inputs["x"][1])
+        now = Prediction(scores=np.array([1 - x / 20, x / 20], dtype=np.float32))
+        late = Prediction(scores=np.array([0.5, 0.5], dtype=np.float64), refers_to=max(frame.index - 2, 0))
+        return [now, late]
+
+    stream = make_stream("audit", num_frames=12)
+    timed = Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0)).run_stream(stream)
+    engine = Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0))
+
+    def no_clock() -> int:
+        raise AssertionError("the untimed run read the clock")
+
+    monkeypatch.setattr(time, "perf_counter_ns", no_clock)
+    untimed = engine.run_untimed(stream)
+    monkeypatch.undo()
+    for field in ("emitted_at", "refers_to", "scores", "labels", "frame_times_ns"):
+        np.testing.assert_array_equal(getattr(untimed, field), getattr(timed, field))
+    assert untimed.scores.dtype == np.float32 and untimed.emitted_at.size == 18
+    assert not untimed.latency_ns.any() and timed.latency_ns.all()
+    # a warm-up prefix: only the first frames, then the next run starts from a reset
+    adapter = ScriptedAdapter(constant(OK))
+    prefix = Engine(adapter, EngineConfig(warmup_frames=0)).run_untimed(stream, max_frames=5)
+    assert prefix.num_frames == 5 and adapter.calls == [("reset", None)] + [("predict", i) for i in range(5)]
 
 
 def test_numpy_integer_refers_to_and_anticipation_are_accepted() -> None:

@@ -248,6 +248,51 @@ def test_jitter_after_delay_uses_delayed_capture_times() -> None:
             np.testing.assert_allclose(f.inputs["audio"], [s, 2 * s], atol=1e-12)
 
 
+def test_jitter_rendered_keeps_each_frames_noise_and_displaces_the_signal() -> None:
+    """With a sensor model, a jittered frame = signal at the displaced time + the frame's own noise: the
+    noise level is the clean stream's (interpolation would shrink it), the signal is the clean signal."""
+    config = SyntheticConfig(num_streams=1, noise_std=0.5)
+    (stream,) = make_streams(config)
+    quiet = make_streams(config.model_copy(update={"noise_std": 0.0}))[0]  # the same signal, no noise
+    signal = np.stack([f.inputs["audio"] for f in quiet.frames()]).astype(np.float64)
+    clean = np.stack([f.inputs["audio"] for f in stream.frames()]).astype(np.float64)
+    noise = clean - signal
+    jittered = perturb(stream, [Jitter(delta_ms=20, seed=7)])
+    assert jittered.meta["perturbations"][0]["method"] == "rendered"
+    frames = frames_of(jittered)
+    out = np.stack([f.inputs["audio"] for f in frames]).astype(np.float64)
+    for i, f in enumerate(frames):
+        assert f.timestamps is not None
+        position = min(max(f.timestamps["audio"] * config.fps - 1.0, 0.0), T - 1.0)
+        k = min(math.floor(position), T - 2)
+        w = position - k
+        expected = (1 - w) * signal[k] + w * signal[k + 1] + noise[i]
+        np.testing.assert_allclose(out[i], expected, atol=1e-5)
+    # the noise level is unchanged (an average of two independent frames would be ~0.79x at w = 1/2)
+    residual = out - np.stack([f.inputs["audio"] for f in quiet.frames()])  # signal moved by <= half a frame
+    assert abs(noise.std() - 0.5) < 0.01
+    assert residual.std() > 0.97 * noise.std()
+
+
+def test_jitter_capture_at_own_time_is_the_payload() -> None:
+    (stream,) = make_streams(SyntheticConfig(num_streams=1))
+    assert stream.capture is not None
+    for i, f in enumerate(stream.frames()):
+        for m in stream.modalities:
+            assert stream.capture(m, i, f.t).tobytes() == f.inputs[m].tobytes()
+    with pytest.raises(ValueError, match="no modality 'depth'"):
+        stream.capture("depth", 0, 0.04)
+    with pytest.raises(ValueError, match="frame slot 250 outside"):
+        stream.capture("audio", 250, 0.04)
+
+
+def test_jitter_interpolates_when_not_first(streams: list[Stream]) -> None:
+    out = perturb(streams[0], [MissingModality(modality="audio", rate=0.1), Jitter(delta_ms=10)])
+    assert [r.get("method") for r in out.meta["perturbations"]] == [None, "interpolated"]
+    nested = perturb(perturb(streams[0], [AudioDelay(delay_ms=0)]), [Jitter(delta_ms=10)])
+    assert nested.meta["perturbations"][-1]["method"] == "interpolated"
+
+
 # -------------------------------------------------------------------------------- composition
 
 
@@ -276,7 +321,10 @@ def test_stream_fields_preserved(streams: list[Stream]) -> None:
     assert np.array_equal(out.labels, s.labels) and np.array_equal(out.frame_times, s.frame_times)
     assert out.meta["config"] == s.meta["config"]
     assert "perturbations" not in s.meta
-    assert out.meta["perturbations"] == [{"kind": "jitter", "delta_ms": 10.0, "modalities": None, "seed": 0}]
+    assert out.meta["perturbations"] == [
+        {"kind": "jitter", "delta_ms": 10.0, "modalities": None, "seed": 0, "method": "rendered"}
+    ]
+    assert out.capture is None  # its payloads are no longer the sensor's
 
 
 # -------------------------------------------------------------------------- labels, validation
