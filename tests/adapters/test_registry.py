@@ -50,7 +50,8 @@ def test_registry_is_lazy_and_resolves_short_names() -> None:
 def test_unknown_name_suggests_close_matches() -> None:
     with pytest.raises(AdapterLoadError, match=r"unknown adapter 'refrence'\. Did you mean 'reference'"):
         resolve("refrence")
-    with pytest.raises(AdapterLoadError, match="Known adapters: busywait, cuda-sleep, null, offender-caching, .*, reference, reference-lookahead;"):
+    known = r"Known adapters: busywait, cuda-sleep, null, offender-caching, .*, reference-lookahead;"
+    with pytest.raises(AdapterLoadError, match=known):
         resolve("zzz")
 
 
