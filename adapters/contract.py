@@ -186,6 +186,12 @@ class AdapterInfo(BaseModel):
     device: str = "cpu"
     version: str | None = None
     capabilities: frozenset[Capability] = frozenset()
+    sample_rate_hz: int | None = Field(
+        None, gt=0, description="sample streams: the audio rate the model needs (the runner checks the data)"
+    )
+    frame_samples: int | None = Field(
+        None, gt=0, description="sample streams: samples per frame the model needs (e.g. 512 at 16 kHz)"
+    )
 
     @property
     def num_classes(self) -> int:

@@ -28,6 +28,7 @@ REGISTRY: dict[str, str] = {
     "offender-offbyone-mask": "adapters.offenders:OffByOneMaskAdapter",
     "offender-leaky-reset": "adapters.offenders:LeakyResetAdapter",
     "offender-caching": "adapters.offenders:CachingAdapter",
+    "faulty": "adapters.faulty:FaultyAdapter",  # planted faults (raise, NaN, shape, hang, exit, segv, leak)
 }
 """Registered adapters: short name -> ``module:Class``. The ``offender-*`` entries are the planted
 offenders of :mod:`adapters.offenders` (test fixtures, not models), registered so the README's

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -15,8 +15,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from adapters.registry import REGISTRY, AdapterLoadError
 from harness.cli_score import score_app
 from harness.engine import AdapterError
+from harness.event_log import EventLogError
+from harness.executor import ProgressHook
+from harness.isolation import WorkerError
 from harness.results import ResultFileError, RunResult
-from harness.runner import RunConfig, execute_run
+from harness.runner import execute_run, resume_run
 from harness.summary import print_causality, print_robustness, print_summary
 
 app = typer.Typer(
@@ -49,6 +52,7 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
 
 @app.command()
 def run(
+    ctx: typer.Context,
     adapter: Annotated[
         str, typer.Option("--adapter", "-a", help="registry name or module:Class")
     ] = "reference",
@@ -78,25 +82,89 @@ def run(
     ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     protocol: Annotated[str, typer.Option(help="online | robustness | causality")] = "online",
+    on_error: Annotated[
+        str, typer.Option(help="adapter failure: continue (skip the rest of that stream) | stop")
+    ] = "continue",
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="run configuration (.json or .toml); options override it")
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="finish an interrupted run (its directory): same configuration")
+    ] = None,
+    report: Annotated[bool, typer.Option(help="write <run dir>/report.html (streambench report)")] = True,
+    isolate: Annotated[
+        bool, typer.Option(help="run the adapter in a worker process: timeouts, survives crashes")
+    ] = False,
+    frame_timeout: Annotated[float, typer.Option(help="--isolate: seconds one frame may take")] = 30.0,
+    stream_timeout: Annotated[float, typer.Option(help="--isolate: seconds one stream may take")] = 600.0,
+    memory_limit_mb: Annotated[
+        int | None, typer.Option(help="--isolate: MiB the adapter may add to the worker (RLIMIT_AS)")
+    ] = None,
 ) -> None:
     """Run an adapter through the online protocol and write results/<run_id>/result.json."""
-    try:
-        config = RunConfig.model_validate(
-            {
-                "adapter": adapter,
-                "adapter_options": _parse_options(option or []),
-                "dataset": dataset,
-                "data": {"seed": seed, "num_streams": streams, "duration_s": duration},
-                "protocol": {"decision": {"kind": decision, "threshold": threshold, "k": top_k}},
-                "engine": {"warmup_frames": warmup_frames, "pacing": pacing, "paced_policy": paced_policy},
-                "output_dir": output_dir,
-                "run_id": run_id,
-                "baseline": baseline,
-            }
-        )
-    except ValidationError as exc:
-        raise _fail(f"invalid run configuration:\n{exc}") from None
+    from harness.cli_config import CLI_FIELDS, ConfigError, build_run_config
 
+    # options typed on the command line (click's ParameterSource, compared by name: typer vendors click)
+    given = {
+        name
+        for name in CLI_FIELDS
+        if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
+    }
+    if resume is not None:
+        if given or config_file is not None or protocol != "online":
+            raise _fail("--resume takes no other run options: the run's own configuration is used")
+        _finish(
+            *_run_with_progress(progress, f"resume {resume.name}", lambda hook: resume_run(resume, hook)),
+            report=report,
+        )
+        return
+    local = dict(locals())
+    values = {name: local[name] for name in CLI_FIELDS}
+    values["option"] = _parse_options(option or [])
+    try:
+        config = build_run_config(values, given, config_file)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+
+    if protocol == "robustness":
+        from harness.robustness_run import RESULT_FILE, execute_robustness
+        from protocols.robustness import RobustnessConfig
+
+        sweep = RobustnessConfig(online=config.protocol)
+        robust, run_dir = _run_with_progress(
+            progress, f"{adapter} · robustness", lambda hook: execute_robustness(config, sweep, hook)
+        )
+        print_robustness(out, robust.report)
+        out.print(f"\nwrote [bold]{run_dir / RESULT_FILE}[/]", highlight=False)
+        _write_report(run_dir, report)
+        return
+    if protocol == "causality":
+        from harness.causality_run import execute_causality
+        from protocols.causality import CausalityConfig
+
+        checks = CausalityConfig()
+        causal, run_dir = _run_with_progress(
+            progress, f"{adapter} · causality", lambda hook: execute_causality(config, checks, hook)
+        )
+        print_causality(out, causal.report, causal.skipped)
+        out.print(f"\nwrote [bold]{run_dir / 'causality.json'}[/]", highlight=False)
+        _write_report(run_dir, report)
+        raise typer.Exit(code=0 if causal.report.passed else 1)
+    if protocol != "online":
+        raise _fail(f"--protocol {protocol!r}: expected online, robustness or causality")
+    _finish(
+        *_run_with_progress(progress, f"{adapter} · online", lambda hook: execute_run(config, hook)),
+        report=report,
+    )
+
+
+_T = TypeVar("_T")
+_CLEAR_ERRORS = (AdapterLoadError, AdapterError, ValueError, ResultFileError, EventLogError, WorkerError)
+"""Errors whose message says what went wrong and where: printed, exit code 2, no traceback."""
+
+
+def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook], _T]) -> _T:
+    """Run ``job`` with a progress bar on stderr; turn the harness's clear errors into exit code 2."""
     bar = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -107,40 +175,47 @@ def run(
         transient=True,
         disable=not progress,
     )
-    if protocol not in ("online", "robustness", "causality"):
-        raise _fail(f"--protocol {protocol!r}: expected online, robustness or causality")
     with bar:
-        task = bar.add_task(f"{adapter} · {protocol}", total=None, stream="")
+        task = bar.add_task(title, total=None, stream="")
 
         def hook(done: int, total: int, stream_id: str) -> None:
             bar.update(task, completed=done, total=total, stream=stream_id)
 
         try:
-            if protocol == "robustness":
-                from harness.robustness_run import RESULT_FILE, execute_robustness
-                from protocols.robustness import RobustnessConfig
-
-                sweep = RobustnessConfig(online=config.protocol)
-                robust, run_dir = execute_robustness(config, sweep, hook)
-            elif protocol == "causality":
-                from harness.causality_run import execute_causality
-                from protocols.causality import CausalityConfig
-
-                causal, run_dir = execute_causality(config, CausalityConfig(), hook)
-            else:
-                result, _, run_dir = execute_run(config, hook)
-        except (AdapterLoadError, AdapterError, ValueError, ResultFileError) as exc:
+            return job(hook)
+        except _CLEAR_ERRORS as exc:
             raise _fail(str(exc)) from None
-    if protocol == "robustness":
-        print_robustness(out, robust.report)
-        out.print(f"\nwrote [bold]{run_dir / RESULT_FILE}[/]", highlight=False)
+
+
+def _write_report(run_dir: Path, enabled: bool) -> None:
+    """The run's HTML report next to its results; a report that cannot be built costs a warning, never
+    the run."""
+    if not enabled:
         return
-    if protocol == "causality":
-        print_causality(out, causal.report, causal.skipped)
-        out.print(f"\nwrote [bold]{run_dir / 'causality.json'}[/]", highlight=False)
-        raise typer.Exit(code=0 if causal.report.passed else 1)
+    from harness.report import write_report
+
+    try:
+        path = write_report([str(run_dir)], run_dir / "report.html", run_dir.parent)
+    except (ValueError, OSError) as exc:
+        err.print(f"[yellow]warning:[/] no report written ({escape(str(exc))})", highlight=False)
+        return
+    out.print(f"wrote [bold]{escape(str(path))}[/]", highlight=False)
+
+
+def _finish(result: RunResult, recordings: object, run_dir: Path, report: bool = True) -> None:
+    """Print an online run's summary; exit 130 if it was interrupted, 1 if the adapter failed anywhere."""
     print_summary(out, result)
     out.print(f"\nwrote [bold]{run_dir / 'result.json'}[/]", highlight=False)
+    _write_report(run_dir, report)
+    if result.status == "incomplete":
+        err.print(
+            f"[bold yellow]incomplete:[/] {escape(result.incomplete_reason or '')}; finish it with "
+            f"[bold]streambench run --resume {escape(str(run_dir))}[/]",
+            highlight=False,
+        )
+        raise typer.Exit(code=130)
+    if result.failures:
+        raise typer.Exit(code=1)
 
 
 @app.command()
@@ -154,6 +229,13 @@ def adapters() -> None:
 app.add_typer(score_app, name="score")
 
 # Subcommands defined in their own modules register here (one import + one call each).
+from harness.cli_report import register as register_report  # noqa: E402
+
+register_report(app)
+
+from harness.cli_results import register as register_results  # noqa: E402
+
+register_results(app)
 
 
 @app.command()

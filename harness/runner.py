@@ -6,30 +6,55 @@ protocol an executor backed by the engine, and write ``result.json`` with the pe
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import re
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from adapters.contract import Adapter, Stream
-from adapters.registry import create_adapter
+from adapters.contract import Adapter, AdapterInfo, Stream
+from adapters.registry import create_adapter, resolve
 from harness.datasets.synthetic import SyntheticConfig, make_streams, make_warmup_stream
 from harness.engine import Engine, EngineConfig, clock_info
+from harness.event_log import (
+    EVENTS_FILE,
+    EventLog,
+    RunLog,
+    SessionEvent,
+    StartEvent,
+    read_events,
+)
+from harness.executor import (
+    EngineExecutor,
+    InProcess,
+    NothingScoredError,
+    OnError,
+    ProgressHook,
+    RunInterrupted,
+    RunStopped,
+    StreamRunner,
+    interrupt_on_sigterm,
+)
 from harness.instruments.data_hash import hash_streams
-from harness.instruments.manifest import collect_manifest, fingerprint
+from harness.instruments.manifest import EnvironmentManifest, collect_manifest, fingerprint
 from harness.instruments.memory import MemoryProbe, MemoryReport
 from harness.instruments.power import EnergyReport, PowerConfig, PowerMeter
 from harness.instruments.rapl import RaplMeter, RaplReport
-from harness.instruments.threads import ThreadConfig
+from harness.instruments.threads import ThreadConfig, ThreadRecord
 from harness.instruments.threads import apply as apply_threads
+from harness.isolation import IsolatedEngine, IsolationConfig
 from harness.results import (
+    ExecutionRecord,
+    FailureRecord,
     NormalisationRecord,
     ResourceRecord,
     RunResult,
+    ScoredRecord,
     SeedRecord,
     WarmupRecord,
     load_result,
@@ -41,10 +66,15 @@ from protocols.base import Plan
 from protocols.metrics import flops_normalised_latency, speedup
 from protocols.recording import StreamRecording
 
-__all__ = ["ProgressHook", "RunConfig", "execute_run"]
+__all__ = [
+    "NothingScoredError",
+    "ProgressHook",
+    "RunConfig",
+    "RunInterrupted",
+    "execute_run",
+    "resume_run",
+]
 
-ProgressHook = Callable[[int, int, str], None]
-"""Called after each stream: (streams done, streams planned, id of the stream just finished)."""
 
 
 class RunConfig(BaseModel):
@@ -68,41 +98,12 @@ class RunConfig(BaseModel):
     baseline: Path | None = Field(
         None, description="a baseline run directory for speed-up and FLOPs normalisation"
     )
-
-
-class EngineExecutor:
-    """The harness side of a protocol: warms up once, then runs each planned stream through the engine."""
-
-    def __init__(
-        self,
-        engine: Engine,
-        streams: Mapping[str, Stream],
-        warmup: Stream | None,
-        progress: ProgressHook | None = None,
-    ) -> None:
-        self.engine = engine
-        self.streams = streams
-        self.warmup = warmup
-        self.progress = progress
-        self.warmup_record: WarmupRecord | None = None
-
-    def warm_up(self) -> None:
-        """Warm the model up once (also done by the first ``execute`` if not called before)."""
-        if self.warmup is not None and self.warmup_record is None:
-            frames = self.engine.warm_up(self.warmup)
-            self.warmup_record = WarmupRecord(stream_id=self.warmup.stream_id, frames=frames)
-
-    def execute(self, plan: Plan) -> Sequence[StreamRecording]:
-        missing = [s.stream_id for s in plan.streams if s.stream_id not in self.streams]
-        if missing:
-            raise KeyError(f"plan names unknown streams: {missing[:5]}")
-        self.warm_up()
-        recordings = []
-        for done, planned in enumerate(plan.streams, start=1):
-            recordings.append(self.engine.run_stream(self.streams[planned.stream_id], planned.role))
-            if self.progress is not None:
-                self.progress(done, len(plan.streams), planned.stream_id)
-        return recordings
+    isolate: bool = Field(False, description="run the adapter in a worker process (timeouts, crash recovery)")
+    isolation: IsolationConfig = Field(default_factory=IsolationConfig)
+    on_error: OnError = Field(
+        "continue",
+        description="on an adapter failure: skip the rest of that stream and go on, or end the run",
+    )
 
 
 def run_id_for(adapter: str, protocol: str = "") -> str:
@@ -134,50 +135,182 @@ def build_adapter(config: RunConfig, sample: Stream) -> Adapter:
 def execute_run(
     config: RunConfig, progress: ProgressHook | None = None
 ) -> tuple[RunResult, list[StreamRecording], Path]:
-    """Run the online protocol end to end and write ``<output_dir>/<run_id>/``."""
+    """Run the online protocol end to end and write ``<output_dir>/<run_id>/``.
+
+    The run directory gets ``events.jsonl`` first (the configuration, then each stream as it finishes),
+    ``result.json`` and ``arrays.npz`` last. An interrupted run (Ctrl-C, SIGTERM) or one stopped by
+    ``on_error="stop"`` still writes its result, marked ``incomplete``, over the streams that finished;
+    :func:`resume_run` finishes it.
+    """
+    run_id = config.run_id or run_id_for(config.adapter)
+    config = config.model_copy(update={"run_id": run_id})
+    run_dir = config.output_dir / run_id
+    if (run_dir / EVENTS_FILE).exists() or (run_dir / "result.json").exists():
+        raise ValueError(f"{run_dir}: a run with this id exists already; resume it with --resume {run_dir}")
+    return _execute(config, run_dir, previous=None, progress=progress)
+
+
+def resume_run(
+    run_dir: Path, progress: ProgressHook | None = None
+) -> tuple[RunResult, list[StreamRecording], Path]:
+    """Finish an interrupted run: the same configuration and seeds (read from its event log), the streams
+    not finished yet; the result is scored over all of them, as an uninterrupted run would be."""
+    previous = read_events(run_dir)
+    try:
+        config = RunConfig.model_validate(previous.start.config)
+    except ValidationError as exc:
+        where = f"{run_dir / EVENTS_FILE}: line 1"
+        raise ValueError(f"{where}: the recorded configuration is invalid:\n{exc}") from None
+    config = config.model_copy(update={"output_dir": run_dir.parent, "run_id": run_dir.name})
+    return _execute(config, run_dir, previous=previous, progress=progress)
+
+
+def _execute(
+    config: RunConfig, run_dir: Path, previous: RunLog | None, progress: ProgressHook | None
+) -> tuple[RunResult, list[StreamRecording], Path]:
     import torch
 
+    assert config.run_id is not None
     thread_record = apply_threads(config.threads)  # before the model exists (seed 004: 线程绑定)
     torch.manual_seed(config.torch_seed)
     streams = make_streams(config.data)
     warmup = (
         make_warmup_stream(config.data, config.engine.warmup_frames) if config.engine.warmup_frames else None
     )
-    adapter = build_adapter(config, streams[0])
-    engine = Engine(adapter, config.engine)
-    executor = EngineExecutor(engine, {s.stream_id: s for s in streams}, warmup, progress)
     run_plan = online.plan(config.protocol, [s.stream_id for s in streams])
     seeds = SeedRecord(dataset=config.data.seed, torch=config.torch_seed, split=config.protocol.split_seed)
-    manifest = collect_manifest(seeds.model_dump(), hash_streams(streams), type(adapter).__module__)
+    with _subject(config, streams, warmup) as subject:
+        manifest = collect_manifest(seeds.model_dump(), hash_streams(streams), subject.module)
+        return _session(
+            config, run_dir, previous, progress, subject, run_plan, seeds, manifest, thread_record
+        )
 
-    gpu_meter = PowerMeter.open(config.power)
-    cpu_meter = RaplMeter.open()
-    try:
-        gpu_meter.measure_idle()  # before warm-up, while the device is idle
-        executor.warm_up()
-        memory, gpu_energy, cpu_energy, recordings = _measured(executor, run_plan, gpu_meter, cpu_meter)
-    finally:
-        gpu_meter.close()
-        cpu_meter.close()
-    flops, flops_reason = engine.count_flops(streams[0])
-    metrics = online.score(recordings, config.protocol, streams[0].classes)
-    frames = sum(r.num_frames for r in recordings)
+
+@dataclasses.dataclass
+class _Subject:
+    """The adapter under test as the session sees it, in this process or in an isolated worker."""
+
+    runner: StreamRunner
+    info: AdapterInfo
+    module: str  # the adapter class's module (its git commit goes into the manifest)
+    mode: Literal["in-process", "isolated"]
+    count_flops: Callable[[], tuple[int | None, str | None]]
+    warmup_stream_id: str | None
+
+
+@contextlib.contextmanager
+def _subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | None) -> Iterator[_Subject]:
+    first = streams[0]
+    if config.isolate:  # built, warmed up and timed in a worker process only; never in this one
+        with IsolatedEngine(config, config.isolation) as isolated:
+            info = isolated.info
+            if tuple(info.classes) != tuple(first.classes):
+                raise ValueError(
+                    f"adapter {config.adapter!r} declares {len(info.classes)} classes, the data set has "
+                    f"{len(first.classes)}; they must match in name and order"
+                )
+            yield _Subject(
+                runner=isolated,
+                info=info,
+                module=resolve(config.adapter).__module__,
+                mode="isolated",
+                count_flops=lambda: isolated.count_flops(first.stream_id),
+                warmup_stream_id=warmup.stream_id if warmup is not None else None,
+            )
+        return
+    adapter = build_adapter(config, first)
+    engine = Engine(adapter, config.engine)
+    yield _Subject(
+        runner=InProcess(engine, {s.stream_id: s for s in streams}, warmup),
+        info=adapter.info,
+        module=type(adapter).__module__,
+        mode="in-process",
+        count_flops=lambda: engine.count_flops(first),
+        warmup_stream_id=warmup.stream_id if warmup is not None else None,
+    )
+
+
+def _session(
+    config: RunConfig,
+    run_dir: Path,
+    previous: RunLog | None,
+    progress: ProgressHook | None,
+    subject: _Subject,
+    run_plan: Plan,
+    seeds: SeedRecord,
+    manifest: EnvironmentManifest,
+    thread_record: ThreadRecord,
+) -> tuple[RunResult, list[StreamRecording], Path]:
+    """One session of a run (the first, or a resume): log, measure, score, write."""
+    assert config.run_id is not None
+    created = previous.start.created_at if previous is not None else datetime.now(timezone.utc)
+    with EventLog(run_dir) as log:
+        if previous is None:
+            plan_items = [(s.stream_id, s.role) for s in run_plan.streams]
+            log.append(
+                StartEvent(
+                    run_id=config.run_id,
+                    created_at=created,
+                    config=config.model_dump(mode="json"),
+                    plan=plan_items,
+                )
+            )
+        done = previous.recordings if previous is not None else []
+        failed = previous.failures if previous is not None else []
+        log.append(
+            SessionEvent(
+                started_at=datetime.now(timezone.utc),
+                resumed=previous is not None,
+                streams_done=len(done) + len(failed),
+            )
+        )
+        executor = EngineExecutor(subject.runner, progress, log, config.on_error, done=done, failed=failed)
+
+        gpu_meter = PowerMeter.open(config.power)
+        cpu_meter = RaplMeter.open()
+        stopped: str | None = None
+        try:
+            with interrupt_on_sigterm():
+                gpu_meter.measure_idle()  # before warm-up, while the device is idle
+                executor.warm_up()
+                memory, gpu_energy, cpu_energy, frames, stopped = _measured(
+                    executor, run_plan, gpu_meter, cpu_meter
+                )
+        finally:
+            gpu_meter.close()
+            cpu_meter.close()
+    recordings = executor.ordered(run_plan)
+    if subject.mode == "isolated":  # the adapter's memory is the worker's, which this probe cannot see
+        memory = memory.model_copy(
+            update={
+                "peak_rss_method": f"{memory.peak_rss_method}; of the harness process only: the adapter ran "
+                "in an isolated worker, whose memory is not measured"
+            }
+        )
+    flops, flops_reason = (
+        subject.count_flops() if stopped is None else (None, f"not counted: {stopped}")
+    )
+    if not any(r.role == "test" for r in recordings):
+        raise NothingScoredError(run_dir, executor.failures, stopped)
+    metrics = online.score(recordings, config.protocol, subject.info.classes)
     per_frame = gpu_energy.energy_per_frame_j(frames)
-
-    run_id = config.run_id or run_id_for(config.adapter)
+    sessions = 1 + (len(previous.sessions) if previous is not None else 0)
     result = RunResult(
-        run_id=run_id,
-        created_at=datetime.now(timezone.utc),
+        run_id=config.run_id,
+        created_at=created,
         streambench_version=package_version("streambench") or "unknown",
+        status="complete" if stopped is None else "incomplete",
+        incomplete_reason=stopped,
         adapter=config.adapter,
         adapter_options=config.adapter_options,
-        adapter_info=adapter.info,
+        adapter_info=subject.info,
         dataset=config.dataset,
         dataset_config=config.data.model_dump(mode="json"),
         protocol_config=config.protocol,
         engine=config.engine,
+        execution=ExecutionRecord(mode=subject.mode, on_error=config.on_error, sessions=sessions),
         seeds=seeds,
-        clock=clock_info(adapter.info.device),
+        clock=clock_info(subject.info.device),
         threads=thread_record,
         environment=manifest,
         fingerprint=fingerprint(manifest),
@@ -195,32 +328,51 @@ def execute_run(
             flops_per_frame=flops,
             flops_reason=flops_reason,
         ),
-        warmup=executor.warmup_record,
+        warmup=WarmupRecord(stream_id=subject.warmup_stream_id, frames=executor.warmup_frames)
+        if subject.warmup_stream_id is not None and executor.warmup_frames
+        else None,
         streams={role: run_plan.ids(role) for role in ("test", "validation")},
+        scored=ScoredRecord(
+            planned_streams=len(run_plan.streams),
+            scored_streams=len(recordings),
+            scored_frames=sum(r.num_frames for r in recordings),
+            failed_streams=len(executor.failures),
+        ),
+        failures=[FailureRecord(**f.model_dump(exclude={"kind"})) for f in executor.failures],
         metrics=metrics,
     )
     if config.baseline is not None:
         result.normalisation = normalise(result, config.baseline)
-    path = write_run(config.output_dir / run_id, result, recordings)
+    path = write_run(run_dir, result, recordings)
     return result, recordings, path.parent
 
 
 def _measured(
     executor: EngineExecutor, run_plan: Plan, gpu_meter: PowerMeter, cpu_meter: RaplMeter
-) -> tuple[MemoryReport, EnergyReport, RaplReport, list[StreamRecording]]:
+) -> tuple[MemoryReport, EnergyReport, RaplReport, int, str | None]:
     """Run the plan inside the memory and energy window; the meters are read only at its edges and on
-    their own sampling threads, never inside the timed frame loop."""
+    their own sampling threads, never inside the timed frame loop. Returns the reports, the frames fed
+    in the window, and why the run stopped early (None: it did not)."""
     probe = MemoryProbe()
+    before = sum(r.num_frames for r in executor.recordings)
+    stopped: str | None = None
     probe.start()
     gpu_meter.start()
     cpu_meter.start()
     try:
-        recordings = list(executor.execute(run_plan))
+        executor.execute(run_plan)
+    except KeyboardInterrupt:
+        stopped = "interrupted (KeyboardInterrupt)"
+    except RunInterrupted as exc:
+        stopped = f"interrupted ({exc})"
+    except RunStopped as exc:
+        stopped = f"stopped at the first adapter failure (--on-error stop): {exc}"
     finally:
         cpu_energy = cpu_meter.stop()
         gpu_energy = gpu_meter.stop()
         memory = probe.stop()
-    return memory, gpu_energy, cpu_energy, recordings
+    frames = sum(r.num_frames for r in executor.recordings) - before
+    return memory, gpu_energy, cpu_energy, frames, stopped
 
 
 def normalise(result: RunResult, baseline_dir: Path) -> NormalisationRecord:

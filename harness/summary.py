@@ -140,6 +140,28 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"warm-up {result.warmup.frames if result.warmup else 0} frames · clock {result.clock.name}",
         highlight=False,
     )
+    _print_execution(console, result)
+
+
+def _print_execution(console: Console, result: RunResult) -> None:
+    """How much was scored, how the adapter ran, and every failure (issue 7: metrics are over what was
+    scored, and the summary says so)."""
+    scored, run = result.scored, result.execution
+    sessions = f" · {run.sessions} sessions (resumed)" if run.sessions > 1 else ""
+    console.print(
+        f"scored {scored.scored_streams} of {scored.planned_streams} planned streams "
+        f"({scored.scored_frames} frames) · adapter ran {run.mode} · on error: {run.on_error}{sessions}",
+        highlight=False,
+    )
+    if not result.failures:
+        return
+    console.print(
+        f"[bold red]{len(result.failures)} stream(s) failed[/] (not scored; tracebacks in result.json):",
+        highlight=False,
+    )
+    for f in result.failures:
+        where = "before its first frame" if f.frame is None else f"frame {f.frame}"
+        console.print(f"  {escape(f.stream_id)}, {where}: {escape(f.message)}", highlight=False)
 
 
 def print_robustness(console: Console, report: RobustnessReport) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 
@@ -102,3 +103,40 @@ class UnseededNoiseAdapter(StreamingAdapter):
 
     def predict(self, frame: Frame) -> PredictOutput:
         return Prediction(scores=self._rng.random(self._info.num_classes).astype(np.float32))
+
+
+class FailAtOptions(AdapterOptions):
+    classes: tuple[str, ...] | None = None  # data-bound
+    stream: int = 0  # the n-th reset_state() call (0-based): with no warm-up, the n-th stream
+    frame: int = 0
+    fault: Literal["raise", "nan", "shape"] = "raise"
+
+
+class FailAtAdapter(StreamingAdapter):
+    """Honest constant scores, except at one (stream, frame): raises, returns NaN or a wrong shape."""
+
+    Options = FailAtOptions
+
+    def __init__(self, options: FailAtOptions | None = None) -> None:
+        super().__init__(options)
+        classes = self.options.classes or ("background", "event")
+        self._info = AdapterInfo(name="fail-at", classes=classes, modalities=("audio",))
+        self.resets = 0
+        self._scores = np.linspace(0.9, 0.1, len(classes), dtype=np.float32)
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        self.resets += 1
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        opts = self.options
+        if self.resets - 1 == opts.stream and frame.index == opts.frame:
+            if opts.fault == "raise":
+                raise RuntimeError(f"planted failure at frame {frame.index}")
+            if opts.fault == "nan":
+                return Prediction(scores=np.full_like(self._scores, np.nan))
+            return Prediction(scores=self._scores[:1].copy())
+        return Prediction(scores=self._scores.copy())

@@ -78,13 +78,15 @@ class VisibilityMix(BaseModel):
 
 
 def _is_whole(value: float) -> bool:
+    if not math.isfinite(value):  # e.g. segment_length_s * fps overflowing to inf
+        return False
     return abs(value - round(value)) <= _TOLERANCE * max(1.0, abs(value))
 
 
 class SyntheticConfig(BaseModel):
     """Configuration of the synthetic data set. Field order matters: later validators read earlier fields."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     seed: int = Field(default=0, ge=0)
     num_streams: int = Field(default=60, ge=1, lt=WARMUP_KEY)

@@ -5,6 +5,7 @@ Every malformed line is reported as ``<file>, line <n>: <problem>`` so a user ca
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,23 +22,36 @@ class LineFileError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+def _lines(text: str) -> list[str]:
+    """``text`` split at ``\\n``, ``\\r\\n`` and ``\\r`` only: the line numbers an editor shows.
+
+    (``str.splitlines`` also breaks at form feeds, ``\\x1c``-``\\x1e``, NEL and U+2028/9, which would
+    make "line N" in an error point at the wrong line; inside a line they are whitespace.)
+    """
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def fields_of_lines(
     path: str | os.PathLike[str], expected: int, layout: str, error: type[LineFileError] = LineFileError
 ) -> Iterator[tuple[int, list[str]]]:
     """``(line number, whitespace-separated fields)`` of each non-blank line, ``expected`` fields each.
 
     ``layout`` names the fields for the error message; a file that cannot be read or is not UTF-8 text
-    raises ``error`` naming it (and the line, for bad UTF-8).
+    raises ``error`` naming it (and the line, for bad UTF-8). A leading UTF-8 byte-order mark is ignored;
+    lines end at ``\\n``, ``\\r\\n`` or ``\\r``.
     """
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise error(path, None, f"cannot be read ({exc.strerror or exc})") from None
+    if raw.startswith(codecs.BOM_UTF8):  # a byte-order mark (some Windows editors write one) is not text
+        raw = raw[len(codecs.BOM_UTF8) :]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise error(path, raw.count(b"\n", 0, err.start) + 1, f"not UTF-8 text ({err.reason})") from None
-    for number, line in enumerate(text.splitlines(), start=1):
+        where = len(_lines(raw[: err.start].decode("utf-8")))
+        raise error(path, where, f"not UTF-8 text ({err.reason})") from None
+    for number, line in enumerate(_lines(text), start=1):
         fields = line.split()
         if not fields:
             continue

@@ -7,6 +7,7 @@ else, so the reader is strict about everything but whitespace:
 
 - fields may be separated by any run of spaces or tabs, and leading/trailing whitespace is ignored;
 - blank (whitespace-only) lines are skipped, e.g. a trailing empty line;
+- lines may end in ``\n``, ``\r\n`` or ``\r``, and a leading UTF-8 byte-order mark is ignored;
 - the placeholder fields are not interpreted (other tools put speaker and utterance ids there);
 - anything else is a :class:`ScoreFileError` naming the file and the line: a wrong number of fields
   (this includes ``#`` comments and headers, which the format does not have), a key other than

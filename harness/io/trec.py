@@ -8,9 +8,10 @@ The formats are trec_eval's:
 - qrels: one line per judgement, ``qid iteration docid relevance`` with an integer relevance
   (``≥ 1`` relevant; 0 or negative: judged not relevant). The iteration column is not used.
 
-Files are UTF-8; blank lines are skipped. Any malformed line, and a document listed twice for one
-query, raises :class:`TrecFileError` naming the file and the line (DESIGN.md "Conventions": inputs are
-validated at the edge).
+Files are UTF-8 (a leading byte-order mark is ignored); lines end in ``\n``, ``\r\n`` or ``\r``; blank
+lines are skipped. Any malformed line, and a document listed twice for one query, raises
+:class:`TrecFileError` naming the file and the line (DESIGN.md "Conventions": inputs are validated at
+the edge).
 """
 
 from __future__ import annotations

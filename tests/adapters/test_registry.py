@@ -50,7 +50,7 @@ def test_registry_is_lazy_and_resolves_short_names() -> None:
 def test_unknown_name_suggests_close_matches() -> None:
     with pytest.raises(AdapterLoadError, match=r"unknown adapter 'refrence'\. Did you mean 'reference'"):
         resolve("refrence")
-    known = r"Known adapters: busywait, cuda-sleep, null, offender-caching, .*, reference-lookahead;"
+    known = r"Known adapters: busywait, cuda-sleep, faulty, null, offender-caching, .*, reference-lookahead;"
     with pytest.raises(AdapterLoadError, match=known):
         resolve("zzz")
 

@@ -33,7 +33,7 @@ def test_reference_run_writes_a_valid_result(tmp_path: Path) -> None:
     loaded = load_result(run_dir)
     assert loaded == result
     assert RunResult.model_validate(json.loads((run_dir / "result.json").read_text())) == result
-    assert result.schema_version == 2 and result.warmup is not None and result.warmup.frames == 100
+    assert result.schema_version == 3 and result.warmup is not None and result.warmup.frames == 100
     assert result.streams["test"] == [f"syn-{i:04d}" for i in range(6)]
     assert result.clock.name == "time.perf_counter_ns" and result.seeds.dataset == 0
     # the arrays hold exactly the scored streams (no warm-up frames) and re-score to the same figures
@@ -141,7 +141,7 @@ def test_result_files_are_checked_on_load(tmp_path: Path) -> None:
     (tmp_path / "result.json").write_text('{"schema_version": 1,\n "run_id": ')
     with pytest.raises(ResultFileError, match="line 2: not valid JSON"):
         load_result(tmp_path / "result.json")
-    (tmp_path / "result.json").write_text('{"schema_version": 2}')
+    (tmp_path / "result.json").write_text('{"schema_version": 3}')
     with pytest.raises(ResultFileError, match="does not match the result schema"):
         load_result(tmp_path)
 

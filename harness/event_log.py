@@ -1,0 +1,190 @@
+"""The run's event log: every finished stream (or failure) is on disk before the next stream starts.
+
+``results/<run_id>/events.jsonl``, one JSON object per line, appended, flushed and ``fsync``-ed per
+event (DESIGN.md "Results"; issue 7, "Incremental results"), so a run that is interrupted or killed
+loses at most the stream it was in. Events:
+
+* ``start``: the run id, the :class:`~harness.runner.RunConfig` (as JSON) and the planned streams with
+  their roles, written once when the run directory is created; ``--resume`` reads the configuration
+  back from it, so a resumed run has the same configuration and seeds.
+* ``stream``: one finished stream: its id, role, and its recording as a base64 ``.npz`` of
+  :func:`protocols.recording.to_arrays` (exact bytes, read back with ``allow_pickle=False``).
+* ``failure``: a stream the adapter failed on: stream, frame, the error type and message, traceback.
+* ``session``: a new session of the same run began (the first run, or a resume), with the streams
+  already done.
+
+:func:`read_events` tolerates a torn last line (the process died mid-write: the line has no newline
+and is reported, not read); any other malformed line is an error naming the file and line.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from protocols.recording import StreamRecording, StreamRole, from_arrays, to_arrays
+
+__all__ = [
+    "EVENTS_FILE",
+    "EventLog",
+    "EventLogError",
+    "FailureEvent",
+    "RunLog",
+    "SessionEvent",
+    "StartEvent",
+    "StreamEvent",
+    "decode_recording",
+    "encode_recording",
+    "read_events",
+]
+
+EVENTS_FILE = "events.jsonl"
+
+
+class EventLogError(ValueError):
+    """The event log could not be read; names the file and line."""
+
+
+class StartEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["start"] = "start"
+    run_id: str
+    created_at: datetime
+    config: dict[str, Any] = Field(description="the RunConfig, as JSON")
+    plan: list[tuple[str, StreamRole]] = Field(description="(stream id, role) in the order they run")
+
+
+class SessionEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["session"] = "session"
+    started_at: datetime
+    resumed: bool
+    streams_done: int
+    isolated: bool = False
+
+
+class StreamEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["stream"] = "stream"
+    stream_id: str
+    role: StreamRole
+    recording_npz_b64: str
+
+
+class FailureEvent(BaseModel):
+    """A stream the adapter failed on (the rest of that stream is skipped)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["failure"] = "failure"
+    stream_id: str
+    role: StreamRole = "test"
+    frame: int | None = Field(description="the frame it failed at; None when before the first frame")
+    error_type: str
+    message: str
+    traceback: str = ""
+
+
+Event = Annotated[StartEvent | SessionEvent | StreamEvent | FailureEvent, Field(discriminator="kind")]
+_EVENT: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def encode_recording(recording: StreamRecording) -> str:
+    buffer = io.BytesIO()
+    np.savez(buffer, **to_arrays([recording]))  # type: ignore[arg-type]
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def decode_recording(data: str) -> StreamRecording:
+    with np.load(io.BytesIO(base64.b64decode(data, validate=True)), allow_pickle=False) as arrays:
+        (recording,) = from_arrays(arrays)
+    return recording
+
+
+class EventLog:
+    """Appends events to ``<run_dir>/events.jsonl``; each append is flushed and fsynced before it returns."""
+
+    def __init__(self, run_dir: Path) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.path = run_dir / EVENTS_FILE
+        self._file = self.path.open("ab")
+
+    def append(self, event: BaseModel) -> None:
+        self._file.write(event.model_dump_json().encode() + b"\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RunLog(BaseModel):
+    """What an event log says: the start record, the finished streams (in order), the failures."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    start: StartEvent
+    sessions: list[SessionEvent]
+    recordings: list[Any] = Field(description="StreamRecording of every finished stream, in order")
+    failures: list[FailureEvent]
+    torn_tail: bool = Field(description="the last line was cut off mid-write (ignored)")
+
+    def done(self) -> set[str]:
+        """Streams that need no rerun: finished or failed."""
+        return {r.stream_id for r in self.recordings} | {f.stream_id for f in self.failures}
+
+
+def read_events(path: Path) -> RunLog:
+    """Read an event log (or the run directory holding one)."""
+    if path.is_dir():
+        path = path / EVENTS_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise EventLogError(f"{path}: no such event log (was the run started by this streambench?)") from None
+    lines = raw.split(b"\n")
+    torn = lines[-1] != b""
+    body: Sequence[bytes] = lines[:-1]
+    start: StartEvent | None = None
+    sessions: list[SessionEvent] = []
+    recordings: list[StreamRecording] = []
+    failures: list[FailureEvent] = []
+    for number, line in enumerate(body, start=1):
+        try:
+            event = _EVENT.validate_python(json.loads(line))
+            if isinstance(event, StreamEvent):
+                recordings.append(decode_recording(event.recording_npz_b64))
+        except Exception as exc:  # a parse boundary: JSON, the schema, base64, the npz inside (zip, zlib)
+            problem = f"{type(exc).__name__}: {exc}"
+            raise EventLogError(f"{path}: line {number}: not a valid event ({problem})") from None
+        if isinstance(event, StartEvent):
+            if start is not None:
+                raise EventLogError(f"{path}: line {number}: a second start event")
+            start = event
+        elif start is None:
+            raise EventLogError(f"{path}: line {number}: an event before the start event")
+        elif isinstance(event, SessionEvent):
+            sessions.append(event)
+        elif isinstance(event, FailureEvent):
+            failures.append(event)
+    if start is None:
+        raise EventLogError(f"{path}: no start event")
+    return RunLog(start=start, sessions=sessions, recordings=recordings, failures=failures, torn_tail=torn)

@@ -1,0 +1,168 @@
+"""The report's accuracy pictures: reliability diagram, DET and ROC, robustness curves, Pareto front.
+
+Reliability: seed 003 "Calibration" (bins from protocols/metrics/calibration.py). DET / ROC: seed 002
+"Core Metrics", DET on normal-deviate axes (Martin et al. 1997, as harness/plots.py). Robustness: seed
+004 §6.2.2 (3), F1 at each sweep point against the clean run. Pareto: seed 004 §6.3.3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from harness.report.analysis import DetectionCurves, pareto_front, thin_monotone
+from harness.report.figures import figure, plain, to_svg
+from protocols.metrics.calibration import ReliabilityBins
+from protocols.robustness import RobustnessReport
+
+__all__ = ["ParetoPoint", "det_roc_figure", "pareto_figure", "reliability_figure", "robustness_figure"]
+
+_PROBIT_TICKS = np.array([0.001, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99])
+_DET_LIMITS = np.array([0.0005, 0.995])
+_AXES = (
+    ("missing", "Missing-Rate@p%", "share of steps with the modality missing (%)"),
+    ("audio_delay", "Audio-Delay@Δt", "audio delay (ms)"),
+    ("jitter", "Jitter@±δ", "timestamp jitter δ (ms)"),
+)
+
+
+def _probit(p: np.ndarray) -> np.ndarray:
+    inv = NormalDist().inv_cdf
+    return np.array([inv(float(x)) for x in np.clip(p, 1e-4, 1 - 1e-4)])
+
+
+def reliability_figure(bins: ReliabilityBins) -> str:
+    """Observed frequency of the class per score bin against the diagonal; sample counts below (log)."""
+    with figure(2, 1, figsize=(5.5, 5.5), sharex=True, gridspec_kw={"height_ratios": [3, 1]}) as (
+        fig,
+        (top, bottom),
+    ):
+        edges, count = bins.edges, bins.count
+        widths = np.diff(edges)
+        full = count > 0
+        top.bar(
+            edges[:-1][full],
+            bins.accuracy[full],
+            width=widths[full],
+            align="edge",
+            edgecolor="black",
+            alpha=0.7,
+            label="observed frequency",
+        )
+        top.plot(
+            bins.mean_confidence[full],
+            bins.accuracy[full],
+            "o",
+            color="black",
+            ms=3,
+            label="at the bin's mean score",
+        )
+        top.plot([0, 1], [0, 1], ":", color="grey", label="perfect calibration")
+        top.set_ylabel("frequency of the class")
+        top.set_ylim(0, 1)
+        top.legend(loc="upper left", fontsize=7)
+        top.set_title(f"ECE {bins.ece:.4f}, MCE {bins.mce:.4f}, {bins.n_samples} samples")
+        bottom.bar(edges[:-1][full], count[full], width=widths[full], align="edge", edgecolor="black")
+        bottom.set_yscale("log")
+        bottom.set_xlabel("score")
+        bottom.set_ylabel("samples")
+        bottom.set_xlim(float(edges[0]), float(edges[-1]))
+        return to_svg(fig)
+
+
+def det_roc_figure(curves: DetectionCurves) -> str:
+    """DET (miss rate against false-alarm rate, normal-deviate axes) beside ROC, EER marked."""
+    assert curves.det is not None and curves.roc is not None and curves.eer is not None
+    with figure(1, 2, figsize=(10, 4.2)) as (fig, (det, roc)):
+        x, y = _probit(curves.det.far), _probit(curves.det.frr)
+        keep = thin_monotone(x, y, resolution=0.01)
+        det.plot(x[keep], y[keep], lw=1.5)
+        e = _probit(np.array([curves.eer]))
+        det.plot(e, e, "o", label=f"EER {100 * curves.eer:.2f} %")
+        ticks = _probit(_PROBIT_TICKS)
+        labels = [f"{100 * t:g}" for t in _PROBIT_TICKS]
+        det.set_xticks(ticks, labels)
+        det.set_yticks(ticks, labels)
+        det.set_xlim(*_probit(_DET_LIMITS))
+        det.set_ylim(*_probit(_DET_LIMITS))
+        det.set_xlabel("false alarm rate (%): class scored present when absent")
+        det.set_ylabel("miss rate (%): class scored absent when present")
+        det.set_title("DET")
+        det.grid(True, alpha=0.3)
+        det.legend(loc="upper right")
+        far, tpr = curves.roc.far, 1 - curves.roc.frr
+        keep = thin_monotone(far, tpr)
+        roc.plot(far[keep], tpr[keep], lw=1.5, drawstyle="steps-post", label=f"AUC {curves.auc:.4f}")
+        roc.plot([0, 1], [0, 1], ":", color="grey")
+        roc.set_xlabel("false alarm rate")
+        roc.set_ylabel("hit rate (1 − miss rate)")
+        roc.set_title("ROC")
+        roc.grid(True, alpha=0.3)
+        roc.legend(loc="lower right")
+        return to_svg(fig)
+
+
+def robustness_figure(report: RobustnessReport) -> str:
+    """One panel per perturbation axis: F1 at each point, the clean F1 as a line; a failed point is an
+    x on the axis labelled 'failed' (its F1 was not measured, so it is not drawn as a number)."""
+    with figure(1, 3, figsize=(11, 3.6), sharey=True) as (fig, axes):
+        for ax, (axis, title, xlabel) in zip(axes, _AXES, strict=True):
+            points = [p for p in report.points if p.variant.axis == axis]
+            measured = [p for p in points if p.f1 is not None]
+            failed = [p for p in points if p.f1 is None]
+            if report.clean.f1 is not None:
+                ax.axhline(report.clean.f1, color="grey", ls="--", lw=1, label="clean")
+            if measured:
+                ax.plot([p.variant.value for p in measured], [p.f1 for p in measured], "o-", label="F1")
+            if failed:
+                ax.plot(
+                    [p.variant.value for p in failed],
+                    [0.0] * len(failed),
+                    "x",
+                    color="tab:red",
+                    ms=9,
+                    mew=2,
+                    clip_on=False,
+                    label="failed (no F1)",
+                )
+            if not points:
+                ax.text(0.5, 0.5, "not swept", ha="center", va="center", transform=ax.transAxes)
+            ax.set_title(title)
+            ax.set_xlabel(xlabel)
+            ax.set_ylim(0, 1)
+            ax.grid(True, alpha=0.3)
+            ax.legend(loc="lower left", fontsize=7)
+        axes[0].set_ylabel(f"F1@{report.report_delta_ms:g} ms (Strict, frame, micro)")
+        return to_svg(fig)
+
+
+@dataclass(frozen=True)
+class ParetoPoint:
+    label: str
+    cost: float
+    f1: float
+
+
+def pareto_figure(points: Sequence[ParetoPoint], cost_label: str, f1_label: str, log_cost: bool) -> str:
+    """Every run as a point (cost right, accuracy up); the front joined by a step line."""
+    with figure(figsize=(6.5, 4.4)) as (fig, ax):
+        cost = np.array([p.cost for p in points])
+        f1 = np.array([p.f1 for p in points])
+        front = pareto_front(cost, f1)
+        ax.scatter(cost[~front], f1[~front], color="grey", label="dominated")
+        ax.scatter(cost[front], f1[front], color="tab:red", zorder=3, label="Pareto front")
+        order = np.argsort(cost[front])
+        ax.step(cost[front][order], f1[front][order], where="post", color="tab:red", lw=1, alpha=0.7)
+        for p in points:
+            ax.annotate(plain(p.label), (p.cost, p.f1), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        if log_cost and np.all(cost > 0):
+            ax.set_xscale("log")
+        ax.set_xlabel(cost_label)
+        ax.set_ylabel(f1_label)
+        ax.set_ylim(0, 1.05)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="lower right", fontsize=7)
+        return to_svg(fig)

@@ -1,0 +1,202 @@
+"""Comparison and the regression gate (harness/compare.py, ``streambench compare``): a slowed copy of an
+adapter is caught, an unchanged rerun is not, fingerprints that differ are refused without --force, a
+latency effect is called only when the rank test agrees, and bad --fail-on specs are named."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.compare import FailOnSpec, FailOnSpecError, FailRule, FingerprintMismatchError, compare_runs
+from harness.headline import Figure, RunHeadline
+from harness.results import RESULT_FILE
+from harness.runner import RunConfig, execute_run
+
+
+def headline(run: str, fingerprint: str | None = "f" * 16, **values: float | None) -> RunHeadline:
+    units = {"p95": "ms", "p50": "ms", "fps": "fps", "f1@100ms": "", "energy": "J"}
+    return RunHeadline(
+        run=run,
+        run_id=run,
+        protocols=["online"],
+        adapter="a",
+        created_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        fingerprint=fingerprint,
+        figures=[
+            Figure(
+                key=key,
+                label=key,
+                unit=units[key],  # type: ignore[arg-type]
+                better="higher" if key in ("fps", "f1@100ms") else "lower",
+                value=value,
+                reason=None if value is not None else "no sensor",
+            )
+            for key, value in values.items()
+        ],
+    )
+
+
+def test_fail_on_spec_parses_and_names_bad_items() -> None:
+    spec = FailOnSpec.parse("p95:+10%, f1@100ms:-0.01,f1[missing=30]:-5%,check[occlusion]:-1")
+    assert spec.rules == (
+        FailRule(key="p95", direction=1, floor=0.1, relative=True),
+        FailRule(key="f1@100ms", direction=-1, floor=0.01, relative=False),
+        FailRule(key="f1[missing=30]", direction=-1, floor=0.05, relative=True),
+        FailRule(key="check[occlusion]", direction=-1, floor=1.0, relative=False),
+    )
+    assert [r.describe() for r in spec.rules[:2]] == ["p95:+10%", "f1@100ms:-0.01"]
+    assert FailOnSpec.parse(None).rules == () == FailOnSpec.parse("  ").rules
+    bad = {
+        "p95:10%": r"item 1 'p95:10%': the floor '10%' must be a signed number",
+        "p95": r"item 1 'p95': expected FIGURE:±FLOOR",
+        "p95:+10%,latency:+5%": r"item 2 'latency:\+5%': unknown figure 'latency'; the figures are f1@<Δt>ms",
+        "p95:+0%": r"item 1 'p95:\+0%': the floor must be greater than 0",
+        "p95:+1%,p95:+2%": r"item 2 'p95:\+2%': p95 already has a rule",
+        "p95:+ten%": r"the floor '\+ten%' must be a signed number",
+    }
+    for text, message in bad.items():
+        with pytest.raises(FailOnSpecError, match=message):
+            FailOnSpec.parse(text)
+
+
+def test_latency_regression_needs_the_effect_and_the_rank_test() -> None:
+    rng = np.random.default_rng(0)
+    base_ns = rng.normal(1_000_000, 20_000, 2000).astype(np.int64)
+    slower_ns = base_ns + 300_000  # every frame 0.3 ms slower
+    spec = FailOnSpec.parse("p95:+10%")
+    base, head = headline("base", p95=1.0), headline("head", p95=1.3)
+    slow = compare_runs(base, head, spec, base_ns, slower_ns)
+    change = slow.changes[0]
+    assert slow.regressions == ["p95"] and change.regression and change.breached
+    assert change.change == pytest.approx(0.3) and change.relative == pytest.approx(0.3)
+    assert change.rank_test is not None and change.rank_test.alternative == "greater"
+    assert change.rank_test.p_value < 1e-100 and change.rank_test.n_head == 2000
+    assert change.verdict.startswith("REGRESSION: breaches p95:+10%; rank test agrees")
+
+    # the tail moved by a few outliers, the bulk did not: the effect is over the floor, the ranks disagree
+    few_ns, outliers = base_ns[:500], base_ns[:500].copy()
+    outliers[:30] += 5_000_000  # 6 % of the frames: the p95 lands among them
+    p95 = [float(np.percentile(x, 95)) / 1e6 for x in (few_ns, outliers)]
+    assert p95[1] > 5 * p95[0]
+    tail = compare_runs(headline("base", p95=p95[0]), headline("head", p95=p95[1]), spec, few_ns, outliers)
+    tail = tail.changes[0]
+    assert tail.breached and not tail.regression
+    assert tail.rank_test is not None and tail.rank_test.p_value > 0.01
+    assert "rank test disagrees" in tail.verdict and "not a regression" in tail.verdict
+
+    # below the floor: no rank test is needed
+    small = compare_runs(base, headline("head", p95=1.05), spec, base_ns, slower_ns).changes[0]
+    assert not small.breached and small.rank_test is None and small.verdict == "within p95:+10%"
+
+    # no samples: an effect alone is not called
+    blind = compare_runs(base, head, spec).changes[0]
+    assert blind.breached and not blind.regression and "no per-frame samples" in blind.verdict
+
+
+def test_fps_drop_tests_for_slower_frames_and_f1_needs_no_rank_test() -> None:
+    rng = np.random.default_rng(1)
+    base_ns = rng.normal(1_000_000, 20_000, 500).astype(np.int64)
+    spec = FailOnSpec.parse("fps:-10%,f1@100ms:-0.01,energy:+5%")
+    base = headline("base", fps=1000.0, **{"f1@100ms": 0.80}, energy=None)
+    head = headline("head", fps=800.0, **{"f1@100ms": 0.785}, energy=None)
+    result = compare_runs(base, head, spec, base_ns, base_ns + 250_000)
+    fps, f1, energy = result.changes
+    assert fps.regression and fps.rank_test is not None and fps.rank_test.alternative == "greater"
+    assert f1.regression and f1.rank_test is None and f1.change == pytest.approx(-0.015)
+    assert not energy.regression and energy.verdict == "not compared: null in base, null in head"
+    assert result.regressions == ["fps", "f1@100ms"]
+    with pytest.raises(FailOnSpecError, match=r"neither base nor head has the figure 'p99'"):
+        compare_runs(base, head, FailOnSpec.parse("p99:+1%"))
+
+
+def test_fingerprints_that_differ_are_refused_unless_forced() -> None:
+    base, head = headline("base", "a" * 16, p95=1.0), headline("head", "b" * 16, p95=1.0)
+    with pytest.raises(FingerprintMismatchError, match=r"base has a{16}, head has b{16}.*--force"):
+        compare_runs(base, head)
+    forced = compare_runs(base, head, force=True)
+    assert (
+        forced.forced
+        and forced.fingerprint_note == f"forced: environment fingerprints differ ({'a' * 16} vs {'b' * 16})"
+    )
+    unknown = compare_runs(base, headline("head", None, p95=1.0))
+    assert unknown.fingerprint_note == "head: no fingerprint"
+
+
+def busy_run(results: Path, run_id: str, duration_us: float) -> Path:
+    config = RunConfig.model_validate(
+        {
+            "adapter": "busywait",
+            "adapter_options": {"duration_us": duration_us},
+            "data": {"num_streams": 3, "duration_s": 5.0},
+            "engine": {"warmup_frames": 10},
+            "output_dir": results,
+            "run_id": run_id,
+        }
+    )
+    return execute_run(config)[2]
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A busy-wait adapter, the same adapter rerun, and a slowed copy of it (5x the wait)."""
+    results = tmp_path_factory.mktemp("compare") / "results"
+    busy_run(results, "base", 500.0)
+    busy_run(results, "rerun", 500.0)
+    busy_run(results, "slowed", 2500.0)
+    return results
+
+
+GATE = "p50:+50%,f1@100ms:-0.01"
+"""The median, not the mean or a tail: another process taking the CPU from the busy-wait stretches a few
+frames, which an unchanged rerun on a busy machine must survive; half the frames, it cannot fake."""
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["compare", *args], env={"COLUMNS": "200"})
+    return result.exit_code, result.output
+
+
+def test_a_slowed_adapter_is_caught_and_a_rerun_is_not(busy: Path) -> None:
+    code, output = invoke("base", "slowed", "--results-dir", str(busy), "--fail-on", GATE, "--json")
+    assert code == 1, output
+    slowed = json.loads(output)
+    assert slowed["regressions"] == ["p50"]
+    p50 = next(c for c in slowed["changes"] if c["key"] == "p50")
+    assert p50["relative"] > 3.0 and p50["rank_test"]["agrees"] and p50["rank_test"]["n_head"] == 3 * 125
+
+    code, output = invoke("base", "rerun", "--results-dir", str(busy), "--fail-on", GATE, "--json")
+    assert code == 0, output
+    rerun = json.loads(output)
+    assert rerun["regressions"] == []
+    assert abs(next(c for c in rerun["changes"] if c["key"] == "p50")["relative"]) < 0.5
+
+    code, output = invoke("base", "slowed", "--results-dir", str(busy), "--fail-on", GATE)
+    assert code == 1 and "regression: p50" in output and "REGRESSION: breaches p50:+50%" in output
+    code, output = invoke("base", "rerun", "--results-dir", str(busy))  # no rules: changes only, exit 0
+    assert code == 0 and "no rule" in output
+
+
+def test_cli_refuses_other_environments_and_bad_input(busy: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(busy / "base", other)
+    raw = json.loads((other / RESULT_FILE).read_text())
+    raw["fingerprint"] = "0" * 16
+    (other / RESULT_FILE).write_text(json.dumps(raw))
+    code, output = invoke(str(busy / "base"), str(other), "--fail-on", GATE)
+    flat = " ".join(output.split())
+    assert code == 2 and "environment fingerprints differ" in flat and "Compare anyway with --force" in flat
+    code, output = invoke(str(busy / "base"), str(other), "--fail-on", GATE, "--force", "--json")
+    assert code == 0, output
+    assert json.loads(output)["fingerprint_note"].startswith("forced: environment fingerprints differ")
+
+    code, output = invoke("base", "slowed", "--results-dir", str(busy), "--fail-on", "p95:10%")
+    assert code == 2 and "--fail-on item 1 'p95:10%'" in " ".join(output.split())
+    code, output = invoke("base", "slowd", "--results-dir", str(busy))
+    assert code == 2 and "did you mean 'slowed'?" in " ".join(output.split())

@@ -1,0 +1,1155 @@
+"""Bad input everywhere (issue 7): generated and corrupted input thrown at every file reader.
+
+Each reader either returns what the file says or raises its documented error type — never another
+exception — and the error names the file (and, for line files, the line at fault). Valid files built
+from generated values must read back to those values. Writers never leave a half-written file or a
+temporary file behind.
+
+Readers covered, one parametrised entry each:
+
+- line files (:data:`LINE_FORMATS`): score files (seed 002), TREC runs and qrels, calibration files.
+  Label files (Audacity labels) and annotation files (AVE / LLP) do not exist yet: when they do, each is
+  one more :class:`LineFormat` entry (its reader, its error, a strategy for valid records and what the
+  reader must return for them) and every property below runs on it.
+- ``result.json`` (:func:`harness.results.load_result`) and ``arrays.npz``
+  (:func:`harness.results.load_recordings`) of a real run made once per module.
+- configuration: :class:`harness.runner.RunConfig` and the causality / robustness result models, which
+  must only ever raise ``pydantic.ValidationError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import math
+import os
+import pickle
+import re
+import tempfile
+import warnings
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pydantic
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.causality_run import CausalityResult, execute_causality
+from harness.io import atomic
+from harness.io.atomic import atomic_write, atomic_write_text
+from harness.io.calibration_file import CalibrationFileError, read_calibration_file
+from harness.io.lines import LineFileError
+from harness.io.score_file import ScoreFileError, read_score_file, write_score_file
+from harness.io.trec import TrecFileError, read_qrels, read_run
+from harness.results import (
+    ARRAYS_FILE,
+    RESULT_FILE,
+    SCHEMA_VERSION,
+    ResultFileError,
+    RunResult,
+    load_recordings,
+    load_result,
+    write_run,
+)
+from harness.robustness_run import RobustnessResult, execute_robustness
+from harness.runner import RunConfig, execute_run
+from protocols.causality import CausalityConfig
+from protocols.recording import StreamRecording, to_arrays
+from protocols.robustness import RobustnessConfig
+
+FUZZ = settings(
+    max_examples=75,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
+FEW = settings(FUZZ, max_examples=40)
+
+
+@contextlib.contextmanager
+def scratch() -> Iterator[Path]:
+    """A fresh directory per hypothesis example (the tmp_path fixture is one per test function)."""
+    with tempfile.TemporaryDirectory(prefix="fuzz-") as name:
+        yield Path(name)
+
+
+def editor_lines(data: bytes) -> int:
+    """How many lines an editor shows for ``data`` (breaks at \\n, \\r\\n and \\r)."""
+    return len(re.split(rb"\r\n|\r|\n", data))
+
+
+# ---------------------------------------------------------------------------------------------------
+# line files
+
+# a field: no whitespace (str.split() separates at any of it), no byte-order mark (stripped at the start
+# of a file), no surrogates (not encodable)
+TOKEN = st.text(
+    st.characters(
+        codec="utf-8", exclude_categories=("Cc", "Cs", "Zs", "Zl", "Zp"), exclude_characters="\ufeff"
+    )
+    | st.sampled_from("\x00\x01\x7f#"),
+    min_size=1,
+    max_size=6,
+)
+FINITE = st.floats(allow_nan=False, allow_infinity=False)
+FLOAT_TEXT = st.one_of(
+    FINITE.map(repr), st.integers(-(10**20), 10**20).map(str), FINITE.map(lambda x: f"{x:.6e}")
+)
+
+Record = tuple[str, ...]
+
+
+QID = st.sampled_from(["1", "q2", "301"]) | TOKEN  # a few shared ids: several documents per query
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    """One line-oriented file format: its reader, documented error, and generated valid content."""
+
+    name: str
+    read: Callable[[Path], Any]
+    error: type[LineFileError]
+    records: st.SearchStrategy[list[Record]]  # the fields of each line, as text
+    expected: Callable[[list[Record]], Any]  # what ``read`` must return for those lines
+    normalise: Callable[[Any], Any] = lambda got: got  # ``read``'s return as comparable Python values
+    numeric: tuple[int, ...] = ()  # fields that hold numbers
+    finite_only: tuple[int, ...] = ()  # numeric fields where NaN / inf are documented errors
+    empty_is_error: bool = True  # a file without records: error ("no samples") or an empty result
+
+
+def _arrays(got: tuple[np.ndarray, np.ndarray]) -> tuple[list[Any], list[Any]]:
+    return got[0].tolist(), got[1].tolist()
+
+
+def _table(records: list[Record], qid: int, docid: int, value: int, cast: Callable[[str], Any]) -> Any:
+    table: dict[str, dict[str, Any]] = {}
+    for r in records:
+        table.setdefault(r[qid], {})[r[docid]] = cast(r[value])
+    return table
+
+
+LINE_FORMATS = [
+    LineFormat(
+        "score",
+        read_score_file,
+        ScoreFileError,
+        st.lists(
+            st.tuples(TOKEN, TOKEN, st.sampled_from(["real", "fake"]), FLOAT_TEXT), min_size=1, max_size=12
+        ),
+        lambda rs: ([int(r[2] == "real") for r in rs], [float(r[3]) for r in rs]),
+        _arrays,
+        numeric=(3,),
+        finite_only=(3,),
+    ),
+    LineFormat(
+        "trec-run",
+        read_run,
+        TrecFileError,
+        st.lists(
+            st.tuples(QID, TOKEN, TOKEN, st.integers().map(str), st.floats(allow_nan=False).map(repr), TOKEN),
+            max_size=12,
+            unique_by=lambda r: (r[0], r[2]),
+        ),
+        lambda rs: _table(rs, 0, 2, 4, float),
+        numeric=(3, 4),
+        empty_is_error=False,
+    ),
+    LineFormat(
+        "trec-qrels",
+        read_qrels,
+        TrecFileError,
+        st.lists(
+            st.tuples(QID, TOKEN, TOKEN, st.integers().map(str)),
+            max_size=12,
+            unique_by=lambda r: (r[0], r[2]),
+        ),
+        lambda rs: _table(rs, 0, 2, 3, int),
+        numeric=(3,),
+        empty_is_error=False,
+    ),
+    LineFormat(
+        "calibration",
+        read_calibration_file,
+        CalibrationFileError,
+        st.lists(
+            st.tuples(st.floats(0.0, 1.0).map(repr), st.sampled_from(["0", "1"])), min_size=1, max_size=12
+        ),
+        lambda rs: ([float(r[0]) for r in rs], [r[1] == "1" for r in rs]),
+        _arrays,
+        numeric=(0,),
+        finite_only=(0,),
+    ),
+    # label files (Audacity) and annotation files (AVE / LLP): one entry each once their readers exist
+]
+FORMAT_IDS = [f.name for f in LINE_FORMATS]
+
+
+@dataclass
+class Layout:
+    """How the records are laid out: separators, line ending, blank lines, byte-order mark."""
+
+    sep: str
+    newline: str
+    indent: str
+    blank_before: list[bool]
+    trailing_newline: bool
+    bom: bool
+
+
+LAYOUTS = st.builds(
+    Layout,
+    sep=st.sampled_from([" ", "\t", "  ", " \t ", "\x0c", "\u3000"]),
+    newline=st.sampled_from(["\n", "\r\n", "\r"]),
+    indent=st.sampled_from(["", " ", "\t "]),
+    blank_before=st.lists(st.booleans(), max_size=12),
+    trailing_newline=st.booleans(),
+    bom=st.booleans(),
+)
+
+
+@dataclass
+class LineFile:
+    lines: list[str]  # every line of the file, blank ones included
+    record_line: list[int]  # 1-based line number of each record
+    newline: str
+    bom: bool
+    trailing_newline: bool = True
+
+    def encode(self) -> bytes:
+        text = self.newline.join(self.lines) + (self.newline if self.trailing_newline else "")
+        return (b"\xef\xbb\xbf" if self.bom else b"") + text.encode("utf-8")
+
+
+def lay_out(records: Sequence[Record], layout: Layout) -> LineFile:
+    lines: list[str] = []
+    record_line = []
+    for i, fields in enumerate(records):
+        if i < len(layout.blank_before) and layout.blank_before[i]:
+            lines.append(layout.indent)
+        lines.append(layout.indent + layout.sep.join(fields) + layout.indent)
+        record_line.append(len(lines))
+    return LineFile(lines, record_line, layout.newline, layout.bom, layout.trailing_newline)
+
+
+def read_outcome(
+    fmt: LineFormat, path: Path, *, line: int | None = None, must_fail: bool = False
+) -> LineFileError | None:
+    """Read ``path``: it parses, or raises exactly ``fmt.error`` naming the file (and ``line``, if given)."""
+    try:
+        fmt.read(path)
+    except Exception as exc:  # which type it is, is the point
+        assert type(exc) is fmt.error, (
+            f"{fmt.name}: {type(exc).__name__} instead of {fmt.error.__name__}: {exc}"
+        )
+        assert isinstance(exc, LineFileError)
+        assert str(exc).startswith(str(path)), str(exc)
+        if exc.line is not None:
+            assert exc.line >= 1 and f"{path}, line {exc.line}: " in str(exc)
+        if line is not None:
+            assert exc.line == line, f"{exc} (expected line {line})"
+        return exc
+    assert not must_fail, f"{fmt.name}: {path.read_bytes()[:200]!r} was accepted"
+    return None
+
+
+@pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
+@FUZZ
+@given(data=st.data())
+def test_valid_line_files_read_back_the_generated_values(fmt: LineFormat, data: st.DataObject) -> None:
+    """(a) Any layout — CRLF or CR line endings, a BOM, blank lines, tabs, form feeds — reads the same."""
+    records = data.draw(fmt.records, "records")
+    layout = data.draw(LAYOUTS, "layout")
+    with scratch() as d:
+        path = d / "file.txt"
+        path.write_bytes(lay_out(records, layout).encode())
+        if not records and fmt.empty_is_error:
+            read_outcome(fmt, path, must_fail=True)
+        else:
+            assert fmt.normalise(fmt.read(path)) == fmt.expected(records)
+
+
+@FUZZ
+@given(
+    labels=st.lists(st.booleans(), min_size=1, max_size=30),
+    data=st.data(),
+    dtype=st.sampled_from([np.float64, np.float32]),
+)
+def test_score_file_writer_round_trips(labels: list[bool], data: st.DataObject, dtype: type) -> None:
+    width = 64 if dtype is np.float64 else 32
+    scores = data.draw(
+        st.lists(
+            st.floats(allow_nan=False, allow_infinity=False, width=width),
+            min_size=len(labels),
+            max_size=len(labels),
+        )
+    )
+    with scratch() as d:
+        path = d / "scores.txt"
+        write_score_file(path, np.array(labels), np.array(scores, dtype=dtype))
+        got_labels, got_scores = read_score_file(path)
+        assert got_labels.tolist() == [int(x) for x in labels]
+        np.testing.assert_array_equal(got_scores, np.array(scores, dtype=dtype).astype(np.float64))
+        assert np.signbit(got_scores).tolist() == np.signbit(np.array(scores, dtype=dtype)).tolist()
+        assert os.listdir(d) == ["scores.txt"]
+
+
+def _valid_file(fmt: LineFormat, data: st.DataObject, min_records: int = 1) -> LineFile:
+    records = data.draw(fmt.records.filter(lambda rs: len(rs) >= min_records), "records")
+    return lay_out(records, data.draw(LAYOUTS, "layout"))
+
+
+@pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
+@FUZZ
+@given(blob=st.binary(max_size=300))
+def test_random_bytes(fmt: LineFormat, blob: bytes) -> None:
+    with scratch() as d:
+        path = d / "random.txt"
+        path.write_bytes(blob)
+        read_outcome(fmt, path)
+
+
+@pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
+@FUZZ
+@given(data=st.data())
+def test_truncated_file_fails_only_at_its_last_line(fmt: LineFormat, data: st.DataObject) -> None:
+    raw = _valid_file(fmt, data).encode()
+    cut = data.draw(st.integers(0, len(raw)), "cut")
+    with scratch() as d:
+        path = d / "truncated.txt"
+        path.write_bytes(raw[:cut])
+        exc = read_outcome(fmt, path)
+        # every complete line is unchanged: only the cut one (the last) can be at fault, or none
+        assert exc is None or exc.line in (None, editor_lines(raw[:cut]))
+
+
+@pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
+@FUZZ
+@given(data=st.data())
+def test_flipped_bytes(fmt: LineFormat, data: st.DataObject) -> None:
+    raw = bytearray(_valid_file(fmt, data).encode())
+    for _ in range(data.draw(st.integers(1, 4), "flips")):
+        raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+    with scratch() as d:
+        path = d / "flipped.txt"
+        path.write_bytes(bytes(raw))
+        exc = read_outcome(fmt, path)
+        assert exc is None or exc.line is None or exc.line <= editor_lines(bytes(raw))
+
+
+INVALID_UTF8 = [
+    b"\xff",
+    b"\xfe",
+    b"\x80",
+    b"\xc0\xaf",
+    b"\xed\xa0\x80",
+    b"\xe2\x82",
+    b"\xf5\x80\x80\x80",
+    b"\xc3",
+]
+
+
+@pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
+@FUZZ
+@given(data=st.data(), bad=st.sampled_from(INVALID_UTF8))
+def test_invalid_utf8_names_its_line(fmt: LineFormat, data: st.DataObject, bad: bytes) -> None:
+    file = _valid_file(fmt, data)
+    which = data.draw(st.integers(0, len(file.record_line) - 1), "record")
+    number = file.record_line[which]
+    line = file.lines[number - 1]
+    at = data.draw(st.integers(0, len(line)), "at")
+    before = file.newline.join([*file.lines[: number - 1], line[:at]])
+    after = file.newline.join([line[at:], *file.lines[number:]])
+    raw = (b"\xef\xbb\xbf" if file.bom else b"") + before.encode() + bad + after.encode()
+    with scratch() as d:
+        path = d / "latin1.txt"
+        path.write_bytes(raw)
+        exc = read_outcome(fmt, path, line=number, must_fail=True)
+        assert exc is not None and "not UTF-8 text" in str(exc)
+
+
+NASTY_NUMBERS = [
+    "nan", "NaN", "-nan", "inf", "-inf", "+Infinity", "1e999", "-1e400", "9" * 5000, "1" + "0" * 400,
+    "0x10", "1_000", "1e", "--1", "½", "١٢", "1.5.2", "0.5%", "None", "\x00",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
+@FUZZ
+@given(data=st.data(), token=st.sampled_from(NASTY_NUMBERS))
+def test_bad_number_names_its_line(fmt: LineFormat, data: st.DataObject, token: str) -> None:
+    """Huge numbers, NaN / inf tokens and things that are not numbers, in a numeric field."""
+    records = data.draw(fmt.records.filter(bool), "records")
+    which = data.draw(st.integers(0, len(records) - 1), "record")
+    column = data.draw(st.sampled_from(fmt.numeric), "column")
+    fields = list(records[which])
+    fields[column] = token
+    records[which] = tuple(fields)
+    file = lay_out(records, data.draw(LAYOUTS, "layout"))
+    non_finite = token.lower().lstrip("+-") in ("nan", "inf", "infinity")
+    with scratch() as d:
+        path = d / "numbers.txt"
+        path.write_bytes(file.encode())
+        must_fail = column in fmt.finite_only and (non_finite or token.startswith(("1e999", "-1e400")))
+        read_outcome(fmt, path, line=file.record_line[which], must_fail=must_fail)
+
+
+@pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
+@FUZZ
+@given(data=st.data(), change=st.sampled_from(["drop", "add", "short", "comment"]))
+def test_wrong_field_count_names_its_line(fmt: LineFormat, data: st.DataObject, change: str) -> None:
+    records = data.draw(fmt.records.filter(bool), "records")
+    which = data.draw(st.integers(0, len(records) - 1), "record")
+    fields = list(records[which])
+    expected = len(fields)
+    if change == "drop":
+        del fields[data.draw(st.integers(0, len(fields) - 1))]
+    elif change == "add":
+        fields.insert(data.draw(st.integers(0, len(fields))), data.draw(TOKEN))
+    elif change == "short":
+        fields = fields[: data.draw(st.integers(1, len(fields) - 1))]
+    else:
+        fields = ["#", *fields]
+    records[which] = tuple(fields)
+    file = lay_out(records, data.draw(LAYOUTS, "layout"))
+    with scratch() as d:
+        path = d / "columns.txt"
+        path.write_bytes(file.encode())
+        exc = read_outcome(fmt, path, line=file.record_line[which], must_fail=True)
+        assert exc is not None and f"expected {expected} fields" in str(exc)
+        if change == "comment":
+            assert "comments are not part of the format" in str(exc)
+
+
+@pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
+@pytest.mark.parametrize(
+    "content", [b"", b"\n", b"\r\n\r\n", b" \t\n\x0c\n", b"\xef\xbb\xbf", b"\xef\xbb\xbf\n"]
+)
+def test_empty_files(tmp_path: Path, fmt: LineFormat, content: bytes) -> None:
+    path = tmp_path / "empty.txt"
+    path.write_bytes(content)
+    if fmt.empty_is_error:
+        exc = read_outcome(fmt, path, must_fail=True)
+        assert exc is not None and exc.line is None and "no samples" in str(exc)
+    else:
+        assert fmt.read(path) == {}
+
+
+@pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
+def test_unreadable_paths(tmp_path: Path, fmt: LineFormat) -> None:
+    for path in (tmp_path / "missing.txt", tmp_path):
+        exc = read_outcome(fmt, path, must_fail=True)
+        assert exc is not None and exc.line is None and "cannot be read" in str(exc)
+
+
+@pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
+def test_line_numbers_count_only_real_line_breaks(tmp_path: Path, fmt: LineFormat) -> None:
+    """A form feed, NEL or U+2028 inside a line is whitespace, not a line break an editor would show."""
+    good = " ".join(LINE_EXAMPLES[fmt.name])
+    for separator in ("\x0c", "\x1c", "\x85", "\u2028", "\x0b"):
+        path = tmp_path / "ff.txt"
+        path.write_bytes(f"{good.replace(' ', separator, 1)}\nnot a valid line at all, no\n".encode())
+        read_outcome(fmt, path, line=2, must_fail=True)
+
+
+LINE_EXAMPLES = {
+    "score": ("-", "-", "real", "0.5"),
+    "trec-run": ("q1", "Q0", "d1", "1", "0.5", "tag"),
+    "trec-qrels": ("q1", "0", "d1", "1"),
+    "calibration": ("0.5", "1"),
+}
+
+
+@FUZZ
+@given(data=st.data(), fmt=st.sampled_from([f for f in LINE_FORMATS if f.name.startswith("trec")]))
+def test_trec_duplicate_document_names_both_lines(data: st.DataObject, fmt: LineFormat) -> None:
+    records = data.draw(fmt.records.filter(bool), "records")
+    which = data.draw(st.integers(0, len(records) - 1), "record")
+    records.append(records[which])
+    file = lay_out(records, data.draw(LAYOUTS, "layout"))
+    with scratch() as d:
+        path = d / "dup.txt"
+        path.write_bytes(file.encode())
+        exc = read_outcome(fmt, path, line=file.record_line[-1], must_fail=True)
+        assert exc is not None and f"already on line {file.record_line[which]}" in str(exc)
+
+
+# ---------------------------------------------------------------------------------------------------
+# never a partial write
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _listing(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
+
+
+@FUZZ
+@given(
+    old=st.none() | st.binary(max_size=200),
+    new=st.binary(max_size=2000),
+    data=st.data(),
+    failure=st.sampled_from([Interrupted, OSError, KeyboardInterrupt]),
+)
+def test_atomic_write_leaves_old_file_or_none(
+    old: bytes | None, new: bytes, data: st.DataObject, failure: type[BaseException]
+) -> None:
+    fail_after = data.draw(st.none() | st.integers(0, len(new)), "fail_after")
+
+    def write(handle: Any) -> None:
+        if fail_after is None:
+            handle.write(new)
+            return
+        handle.write(new[:fail_after])
+        handle.flush()
+        raise failure("disk on fire")
+
+    with scratch() as d:
+        target = d / "out.bin"
+        if old is not None:
+            target.write_bytes(old)
+        before = _listing(d)
+        if fail_after is None:
+            assert atomic_write(target, write) == target
+            assert _listing(d) == {"out.bin": new}
+        else:
+            with pytest.raises(failure, match="disk on fire"):
+                atomic_write(target, write)
+            assert _listing(d) == before  # the old content or no file, and no temporary file
+
+
+@FUZZ
+@given(old=st.none() | st.text(max_size=50), text=st.text(max_size=200), fsync_fails=st.booleans())
+def test_atomic_write_text_unencodable_or_failing_fsync(
+    old: str | None, text: str, fsync_fails: bool
+) -> None:
+    """Surrogates cannot be encoded; a failing fsync (full disk) is the failure after the bytes are out."""
+    with scratch() as d, pytest.MonkeyPatch.context() as mp:
+        target = d / "out.txt"
+        if old is not None:
+            target.write_text(old, encoding="utf-8", errors="surrogatepass")
+        before = _listing(d)
+        if fsync_fails:
+
+            def fsync(fd: int) -> None:
+                raise OSError(28, "No space left on device")
+
+            mp.setattr(atomic.os, "fsync", fsync)
+        try:
+            atomic_write_text(target, text)
+        except (UnicodeEncodeError, OSError):
+            assert fsync_fails or any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+            assert _listing(d) == before
+        else:
+            assert not fsync_fails
+            assert _listing(d) == {"out.txt": text.encode("utf-8")}
+
+
+BAD_LABELS = st.sampled_from([2, -1, 0.5, math.nan, "real"])
+BAD_SCORES = st.sampled_from([math.nan, math.inf, -math.inf])
+
+
+@FUZZ
+@given(
+    labels=st.lists(st.sampled_from([0, 1]), min_size=1, max_size=10),
+    data=st.data(),
+    old=st.none() | st.just(b"- - real 0.5\n"),
+)
+def test_score_file_writer_refuses_before_writing(
+    labels: list[Any], data: st.DataObject, old: bytes | None
+) -> None:
+    scores: list[float] = data.draw(st.lists(FINITE, min_size=len(labels), max_size=len(labels)))
+    i = data.draw(st.integers(0, len(labels) - 1))
+    if data.draw(st.booleans(), "bad label"):
+        labels[i] = data.draw(BAD_LABELS)
+    else:
+        scores[i] = data.draw(BAD_SCORES)
+    with scratch() as d:
+        target = d / "scores.txt"
+        if old is not None:
+            target.write_bytes(old)
+        before = _listing(d)
+        with pytest.raises(ValueError, match=r"labels|scores") as info:
+            write_score_file(target, np.array(labels, dtype=object if labels[i] == "real" else None), scores)
+        assert f"index {i}" in str(info.value) or "dtype" in str(info.value)
+        assert _listing(d) == before
+
+
+@FEW
+@given(labels=st.lists(st.booleans(), min_size=1, max_size=10), old=st.none() | st.just(b"- - real 0.5\n"))
+def test_score_file_writer_on_a_full_disk(labels: list[bool], old: bytes | None) -> None:
+    """The bytes are out but fsync fails: the old file stays whole (or absent), no temporary file."""
+    with scratch() as d, pytest.MonkeyPatch.context() as mp:
+        target = d / "scores.txt"
+        if old is not None:
+            target.write_bytes(old)
+        before = _listing(d)
+
+        def fsync(fd: int) -> None:
+            raise OSError(28, "No space left on device")
+
+        mp.setattr(atomic.os, "fsync", fsync)
+        with pytest.raises(OSError, match="No space left"):
+            write_score_file(target, np.array(labels), np.linspace(0.0, 1.0, len(labels)))
+        assert _listing(d) == before
+
+
+# ---------------------------------------------------------------------------------------------------
+# result files of a real run
+
+
+class RunFiles:
+    """The files of one small run (online, robustness, causality), made once for the module."""
+
+    def __init__(self, run_dir: Path, result: RunResult, recordings: list[StreamRecording]) -> None:
+        self.run_dir = run_dir
+        self.result = result
+        self.recordings = recordings
+        self.result_json = (run_dir / RESULT_FILE).read_bytes()
+        self.arrays_npz = (run_dir / ARRAYS_FILE).read_bytes()
+        self.robustness: RobustnessResult
+        self.robustness_json: bytes
+        self.causality: CausalityResult
+        self.causality_json: bytes
+
+    def __repr__(self) -> str:  # a failing example prints its arguments: keep this one short
+        return f"RunFiles({self.run_dir})"
+
+
+@pytest.fixture(scope="module")
+def run_files(tmp_path_factory: pytest.TempPathFactory) -> RunFiles:
+    out = tmp_path_factory.mktemp("runs")
+    config = RunConfig.model_validate(
+        {
+            "data": {"num_streams": 2, "duration_s": 5.0},
+            "engine": {"warmup_frames": 0},
+            "output_dir": out,
+            "run_id": "run",
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result, recordings, run_dir = execute_run(config)
+        sweep = RobustnessConfig(missing_rates_pct=(10,), audio_delays_ms=(0,), jitters_ms=(0,))
+        robustness, rob_dir = execute_robustness(config.model_copy(update={"run_id": "rob"}), sweep)
+        causality, cau_dir = execute_causality(
+            config.model_copy(update={"run_id": "cau"}), CausalityConfig(), max_streams=2
+        )
+    files = RunFiles(run_dir, result, list(recordings))
+    files.robustness, files.robustness_json = robustness, (rob_dir / "robustness.json").read_bytes()
+    files.causality, files.causality_json = causality, (cau_dir / "causality.json").read_bytes()
+    return files
+
+
+def result_outcome(path: Path, *, must_fail: bool = False) -> ResultFileError | None:
+    try:
+        load_result(path)
+    except Exception as exc:
+        assert type(exc) is ResultFileError, f"{type(exc).__name__}: {exc}"
+        assert str(exc).startswith(str(path)), str(exc)
+        return exc
+    assert not must_fail, "a corrupted result.json was accepted"
+    return None
+
+
+def test_result_json_reads_back_with_any_line_ending_or_bom(tmp_path: Path, run_files: RunFiles) -> None:
+    raw = run_files.result_json
+    assert load_result(run_files.run_dir) == run_files.result
+    for name, variant in [("crlf", raw.replace(b"\n", b"\r\n")), ("bom", b"\xef\xbb\xbf" + raw)]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / RESULT_FILE).write_bytes(variant)
+        assert load_result(tmp_path / name) == run_files.result
+
+
+@FUZZ
+@given(data=st.data())
+def test_truncated_result_json(run_files: RunFiles, data: st.DataObject) -> None:
+    raw = run_files.result_json.rstrip()
+    cut = data.draw(st.integers(0, len(raw) - 1), "cut")
+    with scratch() as d:
+        (d / RESULT_FILE).write_bytes(raw[:cut])
+        exc = result_outcome(d / RESULT_FILE, must_fail=True)
+        assert exc is not None and re.search(
+            r"not valid JSON|not UTF-8|schema_version|not a result", str(exc)
+        )
+
+
+@FUZZ
+@given(data=st.data())
+def test_flipped_result_json(run_files: RunFiles, data: st.DataObject) -> None:
+    raw = bytearray(run_files.result_json)
+    for _ in range(data.draw(st.integers(1, 4), "flips")):
+        raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+    with scratch() as d:
+        (d / RESULT_FILE).write_bytes(bytes(raw))
+        result_outcome(d)
+
+
+@FUZZ
+@given(data=st.data(), bad=st.sampled_from(INVALID_UTF8))
+def test_result_json_invalid_utf8_names_its_line(
+    run_files: RunFiles, data: st.DataObject, bad: bytes
+) -> None:
+    raw = run_files.result_json
+    at = data.draw(st.integers(0, len(raw)), "at")
+    while at < len(raw) and raw[at] & 0xC0 == 0x80:  # insert at a character boundary
+        at += 1
+    line = raw.count(b"\n", 0, at) + 1
+    with scratch() as d:
+        (d / RESULT_FILE).write_bytes(raw[:at] + bad + raw[at:])
+        exc = result_outcome(d / RESULT_FILE, must_fail=True)
+        assert exc is not None and f"line {line}: not UTF-8" in str(exc)
+
+
+JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@FUZZ
+@given(blob=st.binary(max_size=300) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
+def test_random_bytes_or_json_are_not_a_result(blob: bytes) -> None:
+    with scratch() as d:
+        (d / RESULT_FILE).write_bytes(blob)
+        result_outcome(d / RESULT_FILE, must_fail=True)
+
+
+MISSING = object()
+
+
+@FUZZ
+@given(
+    version=st.sampled_from(
+        [MISSING, SCHEMA_VERSION + 1, 99, str(SCHEMA_VERSION), float(SCHEMA_VERSION), True, None, 1, 0, -2]
+    )
+    | JSON_VALUES
+)
+def test_schema_version(run_files: RunFiles, version: object) -> None:
+    doc = json.loads(run_files.result_json)
+    if version is MISSING:
+        del doc["schema_version"]
+    else:
+        doc["schema_version"] = version
+    with scratch() as d:
+        (d / RESULT_FILE).write_text(json.dumps(doc))
+        exc = result_outcome(
+            d / RESULT_FILE, must_fail=not (type(version) is int and version == SCHEMA_VERSION)
+        )
+        if exc is None:
+            return
+        assert "schema_version" in str(exc)
+        if version is MISSING:
+            assert "schema_version is missing" in str(exc)
+        elif type(version) is int and version > SCHEMA_VERSION:
+            assert f"schema_version {version} is not supported" in str(exc)
+            assert "newer than this streambench: upgrade streambench" in str(exc)
+        else:
+            assert "newer" not in str(exc)
+
+
+def json_paths(tree: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every path (keys and indices) to a node below the root of a JSON tree."""
+    items = tree.items() if isinstance(tree, dict) else enumerate(tree) if isinstance(tree, list) else ()
+    for key, value in items:
+        yield (*prefix, key)
+        yield from json_paths(value, (*prefix, key))
+
+
+def mutate(tree: Any, path: tuple[Any, ...], value: Any = MISSING) -> Any:
+    """A copy of ``tree`` with the node at ``path`` deleted (``value`` MISSING) or replaced."""
+    copy = json.loads(json.dumps(tree))
+    parent = copy
+    for key in path[:-1]:
+        parent = parent[key]
+    if value is MISSING:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return copy
+
+
+REQUIRED = [name for name, info in RunResult.model_fields.items() if info.is_required()]
+
+
+@FEW
+@given(key=st.sampled_from(REQUIRED))
+def test_missing_required_key_is_named(run_files: RunFiles, key: str) -> None:
+    with scratch() as d:
+        (d / RESULT_FILE).write_text(json.dumps(mutate(json.loads(run_files.result_json), (key,))))
+        exc = result_outcome(d / RESULT_FILE, must_fail=True)
+        assert exc is not None and "does not match the result schema" in str(exc)
+        assert re.search(rf"^{re.escape(key)}\n  Field required", str(exc), re.M), str(exc)
+
+
+@FUZZ
+@given(data=st.data())
+def test_deleted_or_retyped_nodes(run_files: RunFiles, data: st.DataObject) -> None:
+    doc = json.loads(run_files.result_json)
+    path = data.draw(st.sampled_from(list(json_paths(doc))), "path")
+    value = data.draw(st.just(MISSING) | JSON_VALUES, "value")
+    with scratch() as d:
+        (d / RESULT_FILE).write_text(json.dumps(mutate(doc, path, value)))
+        exc = result_outcome(d / RESULT_FILE)
+        if exc is not None:  # the message points at the field: its top-level key is named
+            assert str(path[0]) in str(exc)
+
+
+HUGE_OR_NONFINITE = ["1e999", "-1e999", "NaN", "Infinity", "-Infinity", "9" * 5000, "1" + "0" * 400, "-0"]
+
+
+@FUZZ
+@given(data=st.data(), token=st.sampled_from(HUGE_OR_NONFINITE))
+def test_huge_and_nonfinite_numbers(run_files: RunFiles, data: st.DataObject, token: str) -> None:
+    doc = json.loads(run_files.result_json)
+    numbers = [p for p in json_paths(doc) if type(_at(doc, p)) in (int, float)]
+    path = data.draw(st.sampled_from(numbers), "path")
+    text = json.dumps(mutate(doc, path, "__FUZZ__")).replace('"__FUZZ__"', token)
+    with scratch() as d:
+        (d / RESULT_FILE).write_text(text)
+        result_outcome(d / RESULT_FILE)
+
+
+def _at(tree: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"[" * 100_000, b'{"schema_version": 2, "run_id": ' + b"[" * 100_000, b"[]", b"2", b"null", b'"x"'],
+    ids=["empty", "deep", "deep-field", "list", "number", "null", "string"],
+)
+def test_degenerate_result_json(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / RESULT_FILE).write_bytes(content)
+    result_outcome(tmp_path, must_fail=True)
+
+
+def test_unreadable_result_json(tmp_path: Path) -> None:
+    exc = result_outcome(tmp_path / "nothing.json", must_fail=True)
+    assert exc is not None and "no such result file" in str(exc)
+    (tmp_path / "run" / RESULT_FILE).mkdir(parents=True)  # a directory where the file should be
+    exc = result_outcome(tmp_path / "run", must_fail=True)
+    assert exc is not None and "cannot be read" in str(exc)
+
+
+# arrays.npz
+
+
+def recordings_equal(a: Sequence[StreamRecording], b: Sequence[StreamRecording]) -> bool:
+    def fields(r: StreamRecording) -> list[Any]:
+        return [
+            (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
+            for v in (getattr(r, f.name) for f in dataclasses.fields(r))
+        ]
+
+    return [fields(r) for r in a] == [fields(r) for r in b]
+
+
+def arrays_outcome(run_dir: Path, *, must_fail: bool = False) -> ResultFileError | None:
+    try:
+        load_recordings(run_dir)
+    except Exception as exc:
+        assert type(exc) is ResultFileError, f"{type(exc).__name__}: {exc}"
+        assert str(exc).startswith(str(run_dir / ARRAYS_FILE)), str(exc)
+        return exc
+    assert not must_fail, "a corrupted arrays.npz was accepted"
+    return None
+
+
+def test_arrays_read_back(run_files: RunFiles) -> None:
+    assert recordings_equal(load_recordings(run_files.run_dir), run_files.recordings)
+
+
+@FUZZ
+@given(data=st.data())
+def test_truncated_arrays(run_files: RunFiles, data: st.DataObject) -> None:
+    raw = run_files.arrays_npz
+    with scratch() as d:
+        (d / ARRAYS_FILE).write_bytes(raw[: data.draw(st.integers(0, len(raw) - 1))])
+        arrays_outcome(d, must_fail=True)
+
+
+@FUZZ
+@given(data=st.data())
+def test_flipped_arrays(run_files: RunFiles, data: st.DataObject) -> None:
+    raw = bytearray(run_files.arrays_npz)
+    for _ in range(data.draw(st.integers(1, 4), "flips")):
+        raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+    with scratch() as d:
+        (d / ARRAYS_FILE).write_bytes(bytes(raw))
+        arrays_outcome(d)
+
+
+@FUZZ
+@given(blob=st.binary(max_size=400))
+def test_random_bytes_are_not_arrays(blob: bytes) -> None:
+    with scratch() as d:
+        (d / ARRAYS_FILE).write_bytes(blob)
+        arrays_outcome(d, must_fail=True)
+
+
+SMALL_ARRAYS = st.sampled_from(
+    [
+        np.array(5),
+        np.array([], dtype=np.int64),
+        np.array([1, 2, 3]),
+        np.array([[1.0, 2.0]], dtype=np.float32),
+        np.array(["a"]),
+        np.array(["a", "b", "c", "d", "e"]),
+        np.array(["x", "test", "nope", "1"]),
+        np.array(["x", "test", "1e99", ""]),
+        np.array([True, False]),
+        np.zeros((2, 3, 4)),
+        np.array([2**62, -(2**62)], dtype=np.int64),
+    ]
+)
+
+
+@FUZZ
+@given(data=st.data(), compressed=st.booleans())
+def test_arrays_with_missing_or_wrong_members(
+    run_files: RunFiles, data: st.DataObject, compressed: bool
+) -> None:
+    arrays = to_arrays(run_files.recordings)
+    key = data.draw(st.sampled_from(sorted(arrays)), "key")
+    delete = data.draw(st.booleans(), "delete")
+    if delete:
+        del arrays[key]
+    else:
+        arrays[key] = data.draw(SMALL_ARRAYS, "replacement")
+    with scratch() as d:
+        with open(d / ARRAYS_FILE, "wb") as f:
+            (np.savez_compressed if compressed else np.savez)(f, **arrays)  # type: ignore[operator]
+        # no replacement fits a recorded stream (125 frames) or its meta; only stage names and totals,
+        # which are free-form, may be replaced by others of the same length
+        exc = arrays_outcome(d, must_fail=delete or not key.endswith(("/stage_names", "/stage_ns")))
+        assert exc is None or key.split("/")[0] in str(exc) or "not a readable arrays file" in str(exc)
+
+
+def test_arrays_header_claiming_a_huge_array(tmp_path: Path, run_files: RunFiles) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for name, value in to_arrays(run_files.recordings).items():
+            npy = io.BytesIO()
+            if name == "s0/scores":
+                header = {"descr": "<f4", "fortran_order": False, "shape": (2**45, 29)}
+                np.lib.format.write_array_header_1_0(npy, header)
+                npy.write(b"\0" * 64)
+            else:
+                np.lib.format.write_array(npy, value)
+            zf.writestr(f"{name}.npy", npy.getvalue())
+    (tmp_path / ARRAYS_FILE).write_bytes(buffer.getvalue())
+    arrays_outcome(tmp_path, must_fail=True)
+
+
+UNPICKLED: list[str] = []
+
+
+def _mark_unpickled() -> None:
+    UNPICKLED.append("boom")
+
+
+class Boom:
+    """Unpickling it runs code: it must never happen when reading a result."""
+
+    def __reduce__(self) -> tuple[Callable[[], None], tuple[()]]:
+        return _mark_unpickled, ()
+
+
+@pytest.mark.parametrize("member", ["s0/meta", "s0/scores", "s1/meta"])
+def test_arrays_never_unpickle(tmp_path: Path, run_files: RunFiles, member: str) -> None:
+    arrays: dict[str, Any] = to_arrays(run_files.recordings)
+    arrays[member] = np.array([Boom(), Boom()], dtype=object)
+    np.savez(tmp_path / ARRAYS_FILE, **arrays)  # numpy pickles the object array
+    exc = arrays_outcome(tmp_path, must_fail=True)
+    assert exc is not None and "allow_pickle" in str(exc)
+    # a member that is a bare pickle, not an .npy, among well-formed ones
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for name, value in to_arrays(run_files.recordings).items():
+            npy = io.BytesIO()
+            np.lib.format.write_array(npy, value)
+            zf.writestr(f"{name}.npy", pickle.dumps(Boom()) if name == member else npy.getvalue())
+    (tmp_path / ARRAYS_FILE).write_bytes(buffer.getvalue())
+    arrays_outcome(tmp_path, must_fail=True)
+    # and a whole file that is a pickle
+    (tmp_path / ARRAYS_FILE).write_bytes(pickle.dumps({"s0/meta": Boom()}))
+    arrays_outcome(tmp_path, must_fail=True)
+    assert UNPICKLED == []
+
+
+def test_arrays_file_that_is_a_plain_npy_or_missing(tmp_path: Path) -> None:
+    np.save(tmp_path / "x.npy", np.arange(3))
+    os.replace(tmp_path / "x.npy", tmp_path / ARRAYS_FILE)
+    arrays_outcome(tmp_path, must_fail=True)
+    exc = arrays_outcome(tmp_path / "missing", must_fail=True)
+    assert exc is not None and "no such arrays file" in str(exc)
+
+
+# write_run
+
+
+@FEW
+@given(fail_at=st.integers(1, 3), old_run=st.booleans())
+def test_write_run_failing_midway_leaves_no_half_file(
+    run_files: RunFiles, fail_at: int, old_run: bool
+) -> None:
+    """The n-th fsync fails (a full disk): every file is the old one, absent, or the whole new one."""
+    with scratch() as d, pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run_dir = d / "run"
+        run_dir.mkdir()
+        old = {ARRAYS_FILE: b"old arrays", RESULT_FILE: b"old result"} if old_run else {}
+        for name, content in old.items():
+            (run_dir / name).write_bytes(content)
+        calls = []
+        real_fsync = os.fsync
+
+        def fsync(fd: int) -> None:
+            calls.append(fd)
+            if len(calls) == fail_at:
+                raise OSError(28, "No space left on device")
+            real_fsync(fd)
+
+        mp.setattr(atomic.os, "fsync", fsync)
+        try:
+            write_run(run_dir, run_files.result, run_files.recordings)
+        except OSError as exc:
+            assert "No space left" in str(exc)
+            failed = True
+        else:
+            failed = False
+        assert failed == (fail_at <= 2)
+        files = _listing(run_dir)
+        assert set(files) <= {ARRAYS_FILE, RESULT_FILE}, files  # no temporary file
+        if fail_at == 1:  # arrays failed: nothing changed
+            assert files == old
+        else:  # arrays written whole; result.json old or absent (fail_at 2) or new
+            assert recordings_equal(load_recordings(run_dir), run_files.recordings)
+            if fail_at == 2:
+                assert files.get(RESULT_FILE) == old.get(RESULT_FILE)
+            else:
+                assert load_result(run_dir) == run_files.result
+
+
+# ---------------------------------------------------------------------------------------------------
+# configuration and protocol result models: pydantic.ValidationError, never anything else
+
+
+def model_outcome(validate: Callable[[], Any], *, must_fail: bool = False) -> None:
+    """``validate()`` returns, or raises pydantic.ValidationError and nothing else."""
+    try:
+        validate()
+    except pydantic.ValidationError:
+        return
+    except Exception as exc:  # which type it is, is the point
+        raise AssertionError(f"{type(exc).__name__} instead of ValidationError: {exc}") from exc
+    assert not must_fail, "corrupted input was accepted"
+
+
+MODELS: dict[str, tuple[type[pydantic.BaseModel], Callable[[RunFiles], bytes]]] = {
+    "RunConfig": (RunConfig, lambda files: RunConfig().model_dump_json().encode()),
+    "RobustnessResult": (RobustnessResult, lambda files: files.robustness_json),
+    "CausalityResult": (CausalityResult, lambda files: files.causality_json),
+}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_models_read_back(run_files: RunFiles, name: str) -> None:
+    model, raw = MODELS[name]
+    loaded = model.model_validate_json(raw(run_files))
+    expected = {"RunConfig": RunConfig(), "RobustnessResult": run_files.robustness}.get(
+        name, run_files.causality
+    )
+    assert loaded == expected
+    assert model.model_validate(json.loads(raw(run_files))) == expected
+
+
+@FUZZ
+@given(
+    num_streams=st.integers(1, 10_000),
+    seed=st.integers(0, 2**70),
+    torch_seed=st.integers(-(2**63), 2**63),
+    run_id=st.none() | st.text(max_size=20),
+    adapter=st.text(min_size=1, max_size=20),
+    warmup=st.integers(0, 10**6),
+)
+def test_run_config_round_trips(
+    num_streams: int, seed: int, torch_seed: int, run_id: str | None, adapter: str, warmup: int
+) -> None:
+    values = {
+        "adapter": adapter,
+        "data": {"num_streams": num_streams, "seed": seed},
+        "engine": {"warmup_frames": warmup},
+        "torch_seed": torch_seed,
+        "run_id": run_id,
+    }
+    config = RunConfig.model_validate(values)
+    assert (config.data.num_streams, config.data.seed, config.torch_seed) == (num_streams, seed, torch_seed)
+    assert (config.run_id, config.adapter, config.engine.warmup_frames) == (run_id, adapter, warmup)
+    assert RunConfig.model_validate_json(config.model_dump_json()) == config
+
+
+@pytest.mark.parametrize("name", MODELS)
+@FUZZ
+@given(data=st.data())
+def test_models_with_deleted_or_retyped_nodes(run_files: RunFiles, name: str, data: st.DataObject) -> None:
+    model, raw = MODELS[name]
+    doc = json.loads(raw(run_files))
+    path = data.draw(st.sampled_from(list(json_paths(doc))), "path")
+    mutated = mutate(doc, path, data.draw(st.just(MISSING) | JSON_VALUES, "value"))
+    model_outcome(lambda: model.model_validate(mutated))
+    model_outcome(lambda: model.model_validate_json(json.dumps(mutated)))
+
+
+@pytest.mark.parametrize("name", MODELS)
+@FUZZ
+@given(data=st.data())
+def test_models_from_corrupted_bytes(run_files: RunFiles, name: str, data: st.DataObject) -> None:
+    model, raw_of = MODELS[name]
+    raw = bytearray(raw_of(run_files))
+    how = data.draw(st.sampled_from(["truncate", "flip", "random", "utf8"]), "how")
+    if how == "truncate":
+        raw = raw[: data.draw(st.integers(0, len(raw) - 1))]
+    elif how == "flip":
+        for _ in range(data.draw(st.integers(1, 4))):
+            raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+    elif how == "random":
+        raw = bytearray(data.draw(st.binary(max_size=300)))
+    else:
+        at = data.draw(st.integers(0, len(raw)))
+        raw[at:at] = data.draw(st.sampled_from(INVALID_UTF8))
+    model_outcome(lambda: model.model_validate_json(bytes(raw)), must_fail=how in ("truncate", "utf8"))
+
+
+def _float_leaves() -> list[tuple[Any, ...]]:
+    doc = RunConfig().model_dump(mode="json")
+    return [p for p in json_paths(doc) if type(_at(doc, p)) is float]
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, 1e308, -1e308, 10**400])
+@pytest.mark.parametrize("path", _float_leaves(), ids=lambda p: ".".join(map(str, p)))
+def test_run_config_extreme_floats(path: tuple[Any, ...], value: float) -> None:
+    doc = mutate(RunConfig().model_dump(mode="json"), path, value)
+    model_outcome(lambda: RunConfig.model_validate(doc))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [{"duration_s": math.inf}, {"fps": math.inf, "segment_length_s": 1.0}, {"segment_length_s": 1e308}],
+)
+def test_synthetic_config_refuses_infinite_sizes(data: dict[str, float]) -> None:
+    """Once an OverflowError (``round(inf)`` in SyntheticConfig's whole-number check); now a field error."""
+    with pytest.raises(pydantic.ValidationError, match="data"):
+        RunConfig.model_validate({"data": data})

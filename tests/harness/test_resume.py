@@ -1,0 +1,123 @@
+"""Issue 7: an interrupted run writes a partial result marked incomplete; ``--resume`` finishes it with
+the same configuration and seeds and gets the metrics an uninterrupted run gets; the same configuration
+gives byte-identical metric sections (timings aside)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.event_log import EVENTS_FILE, EventLogError, read_events
+from harness.results import RunResult, load_result
+from harness.runner import RunConfig, execute_run, resume_run
+
+TIMING_CURVES = ("frame_replay", "frame_paced")
+
+
+def timing_free(result: RunResult) -> str:
+    """The metric section without what depends on the clock: latency, RTF, compute-aware curves."""
+    metrics: dict[str, Any] = result.metrics.model_dump(mode="json")
+    for key in ("mean_latency_ms", "rtf", "latency_spread", "warnings"):
+        metrics["headline"].pop(key)
+    for score in (metrics["overall"], *metrics["streams"]):
+        score.pop("speed")
+        for unit in TIMING_CURVES:
+            score["accuracy"]["curves"].pop(unit, None)
+    return json.dumps(metrics, sort_keys=True)
+
+
+def config(tmp_path: Path, run_id: str, streams: int = 6, resamples: int = 50) -> RunConfig:
+    return RunConfig.model_validate(
+        {
+            "data": {"num_streams": streams, "duration_s": 5.0},
+            "engine": {"warmup_frames": 20},
+            "protocol": {"bootstrap_resamples": resamples},
+            "output_dir": tmp_path,
+            "run_id": run_id,
+        }
+    )
+
+
+def test_same_configuration_gives_identical_metrics(tmp_path: Path) -> None:
+    first, _, _ = execute_run(config(tmp_path, "a", streams=3))
+    second, _, _ = execute_run(config(tmp_path, "b", streams=3))
+    assert timing_free(first) == timing_free(second)
+    assert first.metrics.overall.speed != second.metrics.overall.speed  # timings do differ
+
+
+def test_interrupt_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    whole, _, _ = execute_run(config(tmp_path, "whole"))
+
+    def interrupt_after_two(done: int, total: int, stream_id: str) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    partial, recordings, run_dir = execute_run(config(tmp_path, "cut"), interrupt_after_two)
+    assert partial.status == "incomplete" and partial.incomplete_reason == "interrupted (KeyboardInterrupt)"
+    assert [r.stream_id for r in recordings] == ["syn-0000", "syn-0001"]
+    assert load_result(run_dir).scored.scored_streams == 2
+
+    resumed, recordings, _ = resume_run(run_dir)
+    assert resumed.status == "complete" and resumed.execution.sessions == 2
+    assert [r.stream_id for r in recordings] == [f"syn-{k:04d}" for k in range(6)]
+    assert resumed.created_at == partial.created_at and resumed.run_id == "cut"
+    assert resumed.resources.frames_measured == 4 * 125  # this session's window only
+    assert timing_free(resumed) == timing_free(whole)
+    log = read_events(run_dir)
+    assert [s.resumed for s in log.sessions] == [False, True] and log.sessions[1].streams_done == 2
+    # resuming a finished run runs nothing and gives the same metrics again
+    again, _, _ = resume_run(run_dir)
+    assert timing_free(again) == timing_free(whole) and again.execution.sessions == 3
+
+
+def test_sigterm_from_outside_then_cli_resume(tmp_path: Path) -> None:
+    """A real signal: the run (a subprocess) is sent SIGTERM once two streams are in its event log."""
+    run_dir = tmp_path / "sig"
+    command = [sys.executable, "-c", "from harness.cli import main; main()", "run", "--streams", "40"]
+    command += ["--duration", "5", "--warmup-frames", "20", "--output-dir", str(tmp_path), "--run-id", "sig"]
+    command += ["--no-progress"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = run_dir / EVENTS_FILE
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text().count('"kind":"stream"') >= 2:
+            break
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before it could be interrupted: {proc.communicate()}")
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "--resume" in stderr
+    partial = load_result(run_dir)
+    assert partial.status == "incomplete" and partial.incomplete_reason == "interrupted (signal SIGTERM)"
+    assert 2 <= partial.scored.scored_streams < 40
+
+    res = CliRunner().invoke(app, ["run", "--resume", str(run_dir), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    resumed = load_result(run_dir)
+    assert resumed.status == "complete" and resumed.scored.scored_streams == 40
+    whole, _, _ = execute_run(config(tmp_path, "whole40", streams=40, resamples=1000))  # the CLI's default
+    assert timing_free(resumed) == timing_free(whole)
+
+
+def test_resume_refuses_other_options_and_bad_logs(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["run", "--resume", str(tmp_path), "--streams", "3"])
+    assert res.exit_code == 2 and "--resume takes no other run options" in res.output
+    res = CliRunner().invoke(app, ["run", "--resume", str(tmp_path / "nope"), "--no-progress"])
+    assert res.exit_code == 2 and "no such event log" in res.output
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / EVENTS_FILE).write_text('{"kind": "start"}\n')
+    with pytest.raises(EventLogError, match=r"events\.jsonl: line 1: not a valid event"):
+        resume_run(bad)
