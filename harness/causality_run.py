@@ -46,7 +46,7 @@ from pydantic import BaseModel, Field
 
 from adapters.contract import Adapter, Frame, Stream
 from adapters.offenders import PeekingAdapter, sequence_gradient_support
-from harness.datasets.synthetic import make_streams, make_warmup_stream
+from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.engine import Engine, EngineConfig
 from harness.results import write_protocol_result
 from harness.runner import ProgressHook, RunConfig, build_adapter, run_id_for

@@ -59,7 +59,9 @@ def run(
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="adapter option KEY=VALUE (repeatable)")
     ] = None,
-    dataset: Annotated[str, typer.Option(help="data set (embedded: synthetic)")] = "synthetic",
+    dataset: Annotated[
+        str, typer.Option(help="synthetic (embedded) | audio_files | ave | llp (their files: --config)")
+    ] = "synthetic",
     seed: Annotated[int, typer.Option(help="data set seed")] = 0,
     streams: Annotated[int, typer.Option("--streams", "-n", help="number of streams")] = 60,
     warmup_frames: Annotated[int, typer.Option(help="warm-up frames before the first scored stream")] = 100,
@@ -125,6 +127,9 @@ def run(
         config = build_run_config(values, given, config_file)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
+    if protocol != "online" and (config.isolate or config.on_error != "continue"):
+        # the sweep records a failing point and goes on; the checks compare runs in this process
+        raise _fail(f"--isolate and --on-error apply to the online protocol, not to --protocol {protocol}")
 
     if protocol == "robustness":
         from harness.robustness_run import RESULT_FILE, execute_robustness

@@ -29,7 +29,7 @@ __all__ = ["CLI_FIELDS", "ConfigError", "build_run_config", "load_config_file"]
 CLI_FIELDS: dict[str, tuple[str, ...]] = {
     "adapter": ("adapter",),
     "option": ("adapter_options",),
-    "dataset": ("dataset",),
+    "dataset": ("data", "kind"),
     "seed": ("data", "seed"),
     "streams": ("data", "num_streams"),
     "duration": ("data", "duration_s"),
@@ -49,6 +49,10 @@ CLI_FIELDS: dict[str, tuple[str, ...]] = {
     "memory_limit_mb": ("isolation", "memory_limit_mb"),
 }
 """Command-line option (its parameter name) -> the RunConfig field it sets."""
+
+SYNTHETIC_ONLY = frozenset({"seed", "streams", "duration"})
+DATA_KINDS = frozenset({"synthetic", "audio_files", "ave", "llp"})
+"""Options that only the synthetic data set has."""
 
 
 class ConfigError(ValueError):
@@ -89,9 +93,15 @@ def build_run_config(
     """``values``: command-line values by parameter name (see :data:`CLI_FIELDS`); ``explicit``: the
     names typed on the command line. Raises :class:`ConfigError` naming the source and each bad field."""
     tree = load_config_file(config_file) if config_file is not None else {}
+    data = tree.get("data")
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if "dataset" in explicit:
+        kind = values["dataset"]
     for name, value in values.items():
         if name not in CLI_FIELDS:
             raise KeyError(f"no RunConfig field for the command-line option {name!r}")
+        if name in SYNTHETIC_ONLY and kind not in (None, "synthetic") and name not in explicit:
+            continue  # the defaults of --seed/--streams/--duration mean nothing to data read from files
         if config_file is None or name in explicit:
             _set(tree, CLI_FIELDS[name], value)
     try:
@@ -99,7 +109,15 @@ def build_run_config(
     except ValidationError as exc:
         source = str(config_file) if config_file is not None else "command line"
         problems = "\n".join(
-            f"  {'.'.join(str(p) for p in error['loc']) or '(top level)'}: {error['msg']}"
+            f"  {'.'.join(str(p) for p in _field_path(error['loc'])) or '(top level)'}: {error['msg']}"
             for error in exc.errors()
         )
         raise ConfigError(f"{source}: invalid run configuration:\n{problems}") from None
+
+
+def _field_path(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """The field as the user writes it: ``data.num_streams``, not pydantic's ``data.synthetic.num_streams``
+    (the tag of the data set union)."""
+    if len(loc) > 1 and loc[0] == "data" and loc[1] in DATA_KINDS:
+        return (loc[0], *loc[2:])
+    return loc

@@ -113,7 +113,7 @@ def worker_main(config_json: str, memory_limit_mb: int | None, conn: Connection,
     try:
         import torch
 
-        from harness.datasets.synthetic import make_streams, make_warmup_stream
+        from harness.datasets.catalog import make_streams, make_warmup_stream
         from harness.engine import Engine
         from harness.instruments.threads import apply as apply_threads
         from harness.runner import RunConfig, build_adapter

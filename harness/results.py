@@ -95,7 +95,7 @@ class FailureRecord(BaseModel):
 class SeedRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    dataset: int
+    dataset: int | None = Field(description="the synthetic data set's seed; None for data read from files")
     torch: int
     split: int
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from adapters.contract import Stream
 from harness.adapter_errors import AdapterError
-from harness.datasets.synthetic import make_streams, make_warmup_stream
+from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.engine import Engine
 from harness.perturb import perturb
 from harness.results import write_protocol_result

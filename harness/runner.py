@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adapters.contract import Adapter, AdapterInfo, Stream
 from adapters.registry import create_adapter, resolve
-from harness.datasets.synthetic import SyntheticConfig, make_streams, make_warmup_stream
+from harness.datasets.catalog import DataConfig, check_sample_streams, make_streams, make_warmup_stream
+from harness.datasets.synthetic import SyntheticConfig
 from harness.engine import Engine, EngineConfig, clock_info
 from harness.event_log import (
     EVENTS_FILE,
@@ -86,8 +87,9 @@ class RunConfig(BaseModel):
     adapter_options: dict[str, Any] = Field(
         default_factory=dict, description="validated by the adapter's own Options model"
     )
-    dataset: Literal["synthetic"] = "synthetic"
-    data: SyntheticConfig = Field(default_factory=SyntheticConfig)
+    data: DataConfig = Field(
+        default_factory=SyntheticConfig, description="the data set; `kind` selects it (default synthetic)"
+    )
     protocol: online.OnlineConfig = Field(default_factory=online.OnlineConfig)
     engine: EngineConfig = Field(default_factory=EngineConfig)
     threads: ThreadConfig = Field(default_factory=ThreadConfig)
@@ -129,6 +131,7 @@ def build_adapter(config: RunConfig, sample: Stream) -> Adapter:
             f"{list(sample.classes)[:6]}... ({len(declared)} vs {len(sample.classes)} classes); "
             "they must match in name and order"
         )
+    check_sample_streams(adapter.info, [sample])
     return adapter
 
 
@@ -178,7 +181,9 @@ def _execute(
         make_warmup_stream(config.data, config.engine.warmup_frames) if config.engine.warmup_frames else None
     )
     run_plan = online.plan(config.protocol, [s.stream_id for s in streams])
-    seeds = SeedRecord(dataset=config.data.seed, torch=config.torch_seed, split=config.protocol.split_seed)
+    seeds = SeedRecord(
+        dataset=getattr(config.data, "seed", None), torch=config.torch_seed, split=config.protocol.split_seed
+    )
     with _subject(config, streams, warmup) as subject:
         manifest = collect_manifest(seeds.model_dump(), hash_streams(streams), subject.module)
         return _session(
@@ -209,6 +214,7 @@ def _subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | None
                     f"adapter {config.adapter!r} declares {len(info.classes)} classes, the data set has "
                     f"{len(first.classes)}; they must match in name and order"
                 )
+            check_sample_streams(info, [first])
             yield _Subject(
                 runner=isolated,
                 info=info,
@@ -304,7 +310,7 @@ def _session(
         adapter=config.adapter,
         adapter_options=config.adapter_options,
         adapter_info=subject.info,
-        dataset=config.dataset,
+        dataset=config.data.kind,
         dataset_config=config.data.model_dump(mode="json"),
         protocol_config=config.protocol,
         engine=config.engine,

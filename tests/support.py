@@ -140,3 +140,40 @@ class FailAtAdapter(StreamingAdapter):
                 return Prediction(scores=np.full_like(self._scores, np.nan))
             return Prediction(scores=self._scores[:1].copy())
         return Prediction(scores=self._scores.copy())
+
+
+class EnergyVadOptions(AdapterOptions):
+    classes: tuple[str, ...] | None = None  # data-bound
+    sample_rate_hz: int = 16000
+    frame_samples: int = 512
+    threshold: float = 0.05
+
+
+class EnergyVadAdapter(StreamingAdapter):
+    """A frame-energy voice activity detector declaring the rate and frame size it needs (sample streams)."""
+
+    Options = EnergyVadOptions
+
+    def __init__(self, options: EnergyVadOptions | None = None) -> None:
+        super().__init__(options)
+        opts = self.options
+        classes = opts.classes or ("non-speech", "speech")
+        self._info = AdapterInfo(
+            name="energy-vad",
+            classes=classes,
+            modalities=("audio",),
+            sample_rate_hz=opts.sample_rate_hz,
+            frame_samples=opts.frame_samples,
+        )
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        pass
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        audio = np.asarray(frame.inputs["audio"], dtype=np.float32)
+        p = float(np.sqrt(np.mean(audio**2)) > self.options.threshold)
+        return Prediction(scores=np.array([1.0 - p, p], dtype=np.float32))

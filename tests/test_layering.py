@@ -61,3 +61,25 @@ def test_only_the_engine_calls_predict() -> None:
                 if isinstance(node, ast.Attribute) and node.attr in {"predict", "predict_sequence"}:
                     callers.add(path.relative_to(ROOT).as_posix())
     assert callers == {"harness/engine.py"}
+
+
+ALL_MODULES = _modules("harness") + _modules("protocols") + _modules("adapters")
+
+
+@pytest.mark.parametrize("path", ALL_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_pickle_in_the_result_path(path: Path) -> None:
+    """Issue 7: nothing we read is unpickled: no pickle module, np.load only with allow_pickle=False,
+    torch.load only with weights_only=True."""
+    tree = ast.parse(path.read_text())
+    assert not {m for m in _imports(path) if m.split(".")[0] in ("pickle", "dill", "cloudpickle", "joblib")}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner = node.func.value.id if isinstance(node.func.value, ast.Name) else None
+        keywords = {k.arg: k.value for k in node.keywords}
+        if (owner, node.func.attr) == ("np", "load"):
+            flag = keywords.get("allow_pickle")
+            assert isinstance(flag, ast.Constant) and flag.value is False, f"line {node.lineno}: np.load"
+        if (owner, node.func.attr) == ("torch", "load"):
+            flag = keywords.get("weights_only")
+            assert isinstance(flag, ast.Constant) and flag.value is True, f"line {node.lineno}: torch.load"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -88,6 +88,7 @@ class SyntheticConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
+    kind: Literal["synthetic"] = "synthetic"
     seed: int = Field(default=0, ge=0)
     num_streams: int = Field(default=60, ge=1, lt=WARMUP_KEY)
     num_event_classes: int = Field(default=28, ge=1)

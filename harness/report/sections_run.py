@@ -70,8 +70,27 @@ def summary_section(bundle: RunBundle) -> str:
         ("warm-up", esc(f"{r.warmup.frames} frames on {r.warmup.stream_id}") if r.warmup else esc("none")),
         ("fingerprint", f"<code>{esc(r.fingerprint)}</code>"),
         ("streambench", esc(r.streambench_version)),
+        (
+            "execution",
+            esc(
+                f"adapter ran {r.execution.mode}; on error: {r.execution.on_error}; "
+                f"{r.execution.sessions} session(s)"
+            ),
+        ),
+        (
+            "scored",
+            esc(
+                f"{r.scored.scored_streams} of {r.scored.planned_streams} planned streams "
+                f"({r.scored.scored_frames} frames); {r.scored.failed_streams} failed"
+            ),
+        ),
+        ("status", esc(r.status + (f": {r.incomplete_reason}" if r.incomplete_reason else ""))),
     ]
     warnings = "".join(f'<li class="warn">{esc(w)}</li>' for w in m.headline.warnings)
+    warnings += "".join(
+        f'<li class="warn">{esc(f"stream {f.stream_id} failed at frame {f.frame}: {f.message}")}</li>'
+        for f in r.failures
+    )
     f1_rows = [
         (esc(f"{i_delta:g} ms"), _interval(interval), esc(interval.n_streams))
         for i_delta, interval in zip(r.protocol_config.deltas_ms, m.headline.f1_strict, strict=True)

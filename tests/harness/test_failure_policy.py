@@ -165,3 +165,9 @@ def test_isolated_and_in_process_runs_record_the_same_predictions(tmp_path: Path
     assert a.curves["frame"] == b.curves["frame"] and a.curves["segment"] == b.curves["segment"]
     assert a.frame_accuracy == b.frame_accuracy
     assert isolated.resources.flops_per_frame == inside.resources.flops_per_frame
+
+
+def test_options_of_the_online_protocol_only_are_refused_elsewhere() -> None:
+    for protocol in ("robustness", "causality"):
+        res = CliRunner().invoke(app, ["run", "--protocol", protocol, "--isolate", "--no-progress"])
+        assert res.exit_code == 2 and "apply to the online protocol" in res.output

@@ -248,3 +248,18 @@ def test_cli_writes_the_report(root: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     bad = runner.invoke(app, ["report", "missing-run", "--results-dir", str(root), "-o", str(out)])
     assert bad.exit_code == 2 and "missing-run" in bad.output
+
+
+def test_failures_and_execution_mode_are_shown_escaped(tmp_path: Path) -> None:
+    """A run with an adapter failure: the summary says how the adapter ran, how much was scored, and
+    names the failed stream and frame, with the adapter's message escaped."""
+    config = _config(tmp_path, "fail", "tests.support:FailAtAdapter").model_copy(
+        update={"adapter_options": {"stream": 2, "frame": 4, "fault": "shape"}}
+    )
+    config = config.model_copy(update={"engine": config.engine.model_copy(update={"warmup_frames": 0})})
+    execute_run(config)
+    html = write_report(["fail"], tmp_path / "r.html", results_dir=tmp_path).read_text()
+    summary = _sections(html)["run0-summary"]
+    assert "adapter ran in-process; on error: continue; 1 session(s)" in summary
+    assert "2 of 3 planned streams (250 frames); 1 failed" in summary
+    assert "stream syn-0002 failed at frame 4: adapter &#x27;fail-at&#x27;" in summary

@@ -1,0 +1,79 @@
+"""Every data set the harness reads, behind one configuration type and two functions.
+
+``RunConfig.data`` is a :data:`DataConfig`: a tagged union on ``kind`` — ``"synthetic"`` (the default,
+also when ``kind`` is left out), ``"audio_files"`` (WAV + label files), ``"ave"`` (seed 004 §6.1.1) or
+``"llp"`` (seed 004 §6.1.2). :func:`make_streams` gives the scored streams, :func:`make_warmup_stream` the
+unscored warm-up stream (at least ``num_frames`` frames), whatever the kind.
+
+:func:`check_sample_streams` is the contract check between a data set framed in samples and an adapter
+that declares the rate and frame size it needs (``AdapterInfo.sample_rate_hz`` / ``frame_samples``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
+
+from pydantic import Discriminator, Tag
+
+from adapters.contract import AdapterInfo, Stream
+from harness.datasets import audio_files, ave, llp, synthetic
+from harness.datasets.audio_files import AudioFilesConfig
+from harness.datasets.ave import AveConfig
+from harness.datasets.llp import LlpConfig
+from harness.datasets.synthetic import SyntheticConfig
+
+__all__ = ["DataConfig", "check_sample_streams", "make_streams", "make_warmup_stream"]
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("kind", "synthetic"))
+    return str(getattr(value, "kind", "synthetic"))
+
+
+DataConfig = Annotated[
+    Annotated[SyntheticConfig, Tag("synthetic")]
+    | Annotated[AudioFilesConfig, Tag("audio_files")]
+    | Annotated[AveConfig, Tag("ave")]
+    | Annotated[LlpConfig, Tag("llp")],
+    Discriminator(_kind),
+]
+"""The configuration of any data set; ``kind`` selects it (default ``"synthetic"``)."""
+
+_LOADERS: dict[str, tuple[Callable[[Any], list[Stream]], Callable[[Any, int], Stream]]] = {
+    "synthetic": (synthetic.make_streams, synthetic.make_warmup_stream),
+    "audio_files": (audio_files.streams, audio_files.warmup_stream),
+    "ave": (ave.streams, ave.warmup_stream),
+    "llp": (llp.streams, llp.warmup_stream),
+}
+
+
+def make_streams(config: DataConfig) -> list[Stream]:
+    """The scored streams of the data set, in a fixed order."""
+    streams = _LOADERS[config.kind][0](config)
+    if not streams:
+        raise ValueError(f"data set {config.kind!r}: no streams (check its files)")
+    return streams
+
+
+def make_warmup_stream(config: DataConfig, num_frames: int) -> Stream:
+    """An unscored stream of at least ``num_frames`` frames, shaped like the scored ones."""
+    return _LOADERS[config.kind][1](config, num_frames)
+
+
+def check_sample_streams(info: AdapterInfo, streams: Sequence[Stream]) -> None:
+    """A model that declares a sample rate or frame size must get streams framed that way: a clear error
+    naming both otherwise (the audio loader resamples and frames to ``data.sample_rate_hz`` /
+    ``data.frame_samples``)."""
+    for stream in streams[:1]:
+        for field in ("sample_rate_hz", "frame_samples"):
+            setting = f"data.{field}"
+            needed = getattr(info, field)
+            given = stream.meta.get(field)
+            if needed is not None and given != needed:
+                raise ValueError(
+                    f"adapter {info.name!r} needs {field} = {needed}, the data set's stream "
+                    f"{stream.stream_id!r} has {given if given is not None else 'no such framing'}; "
+                    f"set {setting} = {needed}"
+                )
