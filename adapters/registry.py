@@ -29,6 +29,12 @@ REGISTRY: dict[str, str] = {
     "offender-leaky-reset": "adapters.offenders:LeakyResetAdapter",
     "offender-caching": "adapters.offenders:CachingAdapter",
     "faulty": "adapters.faulty:FaultyAdapter",  # planted faults (raise, NaN, shape, hang, exit, segv, leak)
+    # generic wrappers (options name the model) and a real third-party streaming model
+    "torch-module": "adapters.torch_module:TorchModuleAdapter",
+    "torchscript": "adapters.torchscript:TorchScriptAdapter",
+    "onnx": "adapters.onnx_runtime:OnnxAdapter",  # extra: streambench[onnx]
+    "silero-vad": "adapters.silero:SileroVadJit",  # extra: streambench[vad]
+    "silero-vad-onnx": "adapters.silero:SileroVadOnnx",  # extra: streambench[vad]
 }
 """Registered adapters: short name -> ``module:Class``. The ``offender-*`` entries are the planted
 offenders of :mod:`adapters.offenders` (test fixtures, not models), registered so the README's

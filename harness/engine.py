@@ -26,6 +26,7 @@ from adapters.contract import Adapter, Frame, Prediction, PredictOutput, StageTi
 from harness.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
 from harness.instruments.clock import ClockInfo, clock_info, wait_until
 from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer, marked
+from harness.recorded_extras import gather_extras
 from protocols.recording import StreamRecording, StreamRole
 
 __all__ = [
@@ -58,6 +59,9 @@ class EngineConfig(BaseModel):
     )
     paced_policy: Literal["queue", "drop"] = Field(
         "queue", description="paced, when the model falls behind: queue every frame, or drop to the newest"
+    )
+    record: tuple[Literal["features", "weights"], ...] = Field(
+        (), description="also record Prediction.features / .weights (stability, router protocols; unpaced)"
     )
 
 
@@ -119,14 +123,18 @@ class Engine:
         paced_start: np.ndarray | None = None
         timer = self.device_timer(len(frames)) if self.device_timer is not None else None
         predict = self.adapter.predict if timer is None else marked(self.adapter.predict, timer)
+        outputs: list[Prediction] | None = [] if self.config.record else None
         if self.config.pacing == "paced":
+            if outputs is not None:
+                raise ValueError("recording features or weights needs an unpaced run")
             latency_ns, emitted_at, refers_to, scores, paced_start = self._feed_paced(
                 frames, stream.stream_id, times_ns - t0_ns, predict
             )
         else:
             latency_ns, emitted_at, refers_to, scores = self._feed(
-                frames, stream.stream_id, len(frames), predict
+                frames, stream.stream_id, len(frames), predict, outputs
             )
+        extras = gather_extras(outputs, self.config.record, emitted_at, self._error, stream.stream_id)
         device_ns = None
         if timer is not None:  # read after the stream: the loop never waited on the device
             device_ns = np.zeros(len(frames), dtype=np.int64)
@@ -149,6 +157,7 @@ class Engine:
             paced_start_ns=paced_start,
             paced_policy=self.config.paced_policy if paced_start is not None else None,
             device_ns=device_ns,
+            **extras,
         )
 
     def run_untimed(self, stream: Stream, max_frames: int | None = None) -> StreamRecording:
@@ -175,7 +184,7 @@ class Engine:
                 ) from exc
             if out is None:
                 continue
-            for pred_scores, ref in self._slow_path(out, stream.stream_id, i, len(frames)):
+            for pred_scores, ref, _ in self._slow_path(out, stream.stream_id, i, len(frames)):
                 scores.append(np.asarray(pred_scores, dtype=np.float32))
                 emitted_at.append(i)
                 refers_to.append(ref)
@@ -227,11 +236,13 @@ class Engine:
         stream_id: str,
         stream_length: int,
         predict: Callable[[Frame], PredictOutput] | None = None,
+        outputs: list[Prediction] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The timed loop. Everything it does per frame beyond ``predict()`` is harness overhead.
 
         Scores are copied out as raw float32 bytes (an adapter may reuse its output buffer) and
-        joined into one ``[P, C]`` array after the stream.
+        joined into one ``[P, C]`` array after the stream. ``outputs`` (when features or weights are
+        recorded) collects each kept Prediction, one list append per prediction.
         """
         n = len(frames)
         shape = (self.num_classes,)
@@ -268,11 +279,15 @@ class Engine:
                         keep_scores(sc.tobytes())
                         keep_emitted(i)
                         keep_ref(ref)
+                        if outputs is not None:
+                            outputs.append(out)
                         continue
-                for pred_scores, pred_ref in self._slow_path(out, stream_id, i, stream_length):
+                for pred_scores, pred_ref, pred in self._slow_path(out, stream_id, i, stream_length):
                     keep_scores(pred_scores.astype(np.float32).tobytes())
                     keep_emitted(i)
                     keep_ref(pred_ref)
+                    if outputs is not None:
+                        outputs.append(pred)
         except AdapterOutputError:
             raise
         except Exception as exc:  # the adapter's own failure: say where it happened, keep the cause
@@ -323,7 +338,7 @@ class Engine:
                 latency[i] = end - start
                 started[i] = start - base
                 if out is not None:
-                    kept.extend((sc, i, ref) for sc, ref in self._slow_path(out, stream_id, i, n))
+                    kept.extend((sc, i, ref) for sc, ref, _ in self._slow_path(out, stream_id, i, n))
         except AdapterOutputError:
             raise
         except Exception as exc:
@@ -339,7 +354,7 @@ class Engine:
 
     def _slow_path(
         self, out: object, stream_id: str, index: int, stream_length: int
-    ) -> list[tuple[np.ndarray, int]]:
+    ) -> list[tuple[np.ndarray, int, Prediction]]:
         """Validate an output that is not a single well-formed Prediction; raise with a precise message."""
         checked = []
         for pred in out if isinstance(out, list) else [out]:
@@ -373,7 +388,7 @@ class Engine:
                 if pred.refers_to is None
                 else self._check_ref(pred.refers_to, stream_id, index, stream_length)
             )
-            checked.append((pred.scores, ref))
+            checked.append((pred.scores, ref, pred))
         return checked
 
     def _check_ref(self, ref: object, stream_id: str, index: int, stream_length: int) -> int:

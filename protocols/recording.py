@@ -43,6 +43,10 @@ class StreamRecording:
       pacer dropped (``paced_policy`` "drop"), whose latency is then 0 and not a measurement.
     - ``device_ns`` ``[T]`` int64 (CUDA adapters only): device time of each ``predict()`` from a CUDA
       event pair recorded around it.
+    - ``features`` ``[P, K]`` and ``weights`` ``[P, M]`` (only when the engine was asked to record them,
+      ``EngineConfig.record``): ``Prediction.features`` (top-k indices, or an activation vector) and
+      ``Prediction.weights`` (a distribution over domains) of prediction p, for the stability and router
+      protocols (seeds 000, 001).
     """
 
     stream_id: str
@@ -59,6 +63,8 @@ class StreamRecording:
     paced_start_ns: np.ndarray | None = None
     paced_policy: str | None = None
     device_ns: np.ndarray | None = None
+    features: np.ndarray | None = None
+    weights: np.ndarray | None = None
 
     @property
     def num_frames(self) -> int:
@@ -86,6 +92,9 @@ def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
         out[f"s{i}/stage_ns"] = np.array(list(rec.stage_ns.values()), dtype=np.int64)
         if rec.device_ns is not None:
             out[f"s{i}/device_ns"] = rec.device_ns
+        for extra in ("features", "weights"):
+            if getattr(rec, extra) is not None:
+                out[f"s{i}/{extra}"] = getattr(rec, extra)
         if rec.paced_start_ns is not None:
             out[f"s{i}/paced_start_ns"] = rec.paced_start_ns
             out[f"s{i}/paced_policy"] = np.array(rec.paced_policy or "queue")
@@ -116,6 +125,8 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 else None,
                 paced_policy=str(arrays[f"s{i}/paced_policy"]) if f"s{i}/paced_policy" in arrays else None,
                 device_ns=np.asarray(arrays[f"s{i}/device_ns"]) if f"s{i}/device_ns" in arrays else None,
+                features=np.asarray(arrays[f"s{i}/features"]) if f"s{i}/features" in arrays else None,
+                weights=np.asarray(arrays[f"s{i}/weights"]) if f"s{i}/weights" in arrays else None,
                 **fields,
             )
         )

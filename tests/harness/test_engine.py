@@ -307,3 +307,46 @@ def test_cuda_adapters_get_event_timers_by_default() -> None:
 
     assert Engine(OnCuda(constant(OK))).device_timer is CudaEventTimer
     assert Engine(OnCuda(constant(OK)), EngineConfig(device_timing=False)).device_timer is None
+
+
+def test_features_and_weights_are_recorded_when_asked() -> None:
+    def script(frame: Frame) -> Prediction | list[Prediction]:
+        i = frame.index
+        feats = np.array([i, i + 1, i + 2])
+        weights = np.array([0.25, 0.75]) if i % 2 else np.array([1.0, 0.0])
+        pred = Prediction(scores=np.asarray(OK, dtype=np.float32), features=feats, weights=weights)
+        return pred if i != 3 else [pred, Prediction(scores=np.zeros(2), features=feats, weights=weights)]
+
+    stream = make_stream(num_frames=6)
+    plain = Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0)).run_stream(stream)
+    assert plain.features is None and plain.weights is None
+    rec = Engine(
+        ScriptedAdapter(script), EngineConfig(warmup_frames=0, record=("features", "weights"))
+    ).run_stream(stream)
+    assert rec.features is not None and rec.weights is not None
+    assert rec.features.shape == (7, 3) and rec.weights.shape == (7, 2)  # frame 3 emitted two predictions
+    np.testing.assert_array_equal(rec.features[:, 0], [0, 1, 2, 3, 3, 4, 5])
+    np.testing.assert_array_equal(rec.weights[1], [0.25, 0.75])
+
+
+@pytest.mark.parametrize(
+    ("features", "problem"),
+    [
+        (None, r"Prediction\.features is missing"),
+        (np.zeros((2, 2)), r"must be a 1-D array of numbers"),
+        (np.zeros(5), r"has shape \(5,\), earlier ones \(3,\)"),
+    ],
+)
+def test_bad_recorded_features_name_the_frame(features: object, problem: str) -> None:
+    def script(frame: Frame) -> Prediction:
+        f = features if frame.index == 4 else np.zeros(3)
+        return Prediction(scores=np.asarray(OK, dtype=np.float32), features=f)  # type: ignore[arg-type]
+
+    engine = Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0, record=("features",)))
+    with pytest.raises(AdapterOutputError, match=problem) as info:
+        engine.run_stream(make_stream("feat", num_frames=8))
+    assert info.value.frame == 4 and info.value.stream_id == "feat"
+    paced_config = EngineConfig(warmup_frames=0, record=("features",), pacing="paced")
+    paced = Engine(ScriptedAdapter(script), paced_config)
+    with pytest.raises(ValueError, match="needs an unpaced run"):
+        paced.run_stream(make_stream(num_frames=2))

@@ -1,0 +1,356 @@
+"""Generic adapter for an ONNX model run by ONNX Runtime (issue 8, part 1: "ONNX Runtime models").
+
+A recurrent ONNX model streams by carrying its state from one frame to the next: ``state`` maps each
+state *input* of the model to the *output* that holds its next value (``{"h": "h_out"}``). At every
+frame the adapter feeds the frame as ``input_name``, each state input its last value and each
+``constants`` input its fixed value (e.g. Silero's ``sr``), reads the scores from ``output_name`` and
+keeps the state outputs for the next frame; ``reset_state()`` sets every state to zeros
+(``../shared/DESIGN.md``, "The engine": state reset before every stream).
+
+Shapes and dtypes come from the model's own input declarations. A state input with a symbolic
+dimension needs its shape in ``state_shapes``; the frame input's symbolic dimensions are 1 for the
+leading (batch) one of a tensor of rank >= 2 and the payload size for the other (at most one), unless
+``input_shape`` gives the shape. The frame is the payloads of ``modalities`` flattened and
+concatenated, reshaped to that shape.
+
+Load-time checks (errors are :class:`OnnxLoadError`, a ``ValueError`` that names the name): the file
+exists and ONNX Runtime opens it with the provider of ``device``; every mapped name exists on the
+right side (state inputs and constants among the inputs, state outputs and ``output_name`` among the
+outputs); every model input gets a value; a state output's declared shape and dtype match its input;
+constants fit their input; and, when the frame shape is fully known, one dry run on a zero frame checks
+that each state output comes back with its input's shape and that ``C`` scores come out.
+
+``onnxruntime`` is an optional dependency (``pip install 'streambench[onnx]'``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import Field
+
+from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
+
+__all__ = ["ORT_DTYPES", "OnnxAdapter", "OnnxLoadError", "OnnxOptions"]
+
+ORT_DTYPES: dict[str, type[np.generic]] = {
+    "tensor(float)": np.float32,
+    "tensor(double)": np.float64,
+    "tensor(float16)": np.float16,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(int16)": np.int16,
+    "tensor(int8)": np.int8,
+    "tensor(uint8)": np.uint8,
+    "tensor(bool)": np.bool_,
+}
+"""ONNX Runtime type strings and the numpy dtypes fed for them."""
+
+Shape = tuple[int | str | None, ...]
+
+
+class OnnxLoadError(ValueError):
+    """The ONNX model does not fit the declared names, shapes or device (raised at load time)."""
+
+
+class OnnxOptions(AdapterOptions):
+    """Options of :class:`OnnxAdapter`. ``classes`` and ``input_dims`` are data-bound."""
+
+    path: str = Field(description="the .onnx file")
+    input_name: str | None = Field(None, description="model input the frame goes to; default: the free one")
+    output_name: str | None = Field(None, description="output holding the scores; default: the non-state one")
+    state: dict[str, str] = Field(default_factory=dict, description="state input name -> state output name")
+    state_shapes: dict[str, list[int]] = Field(
+        default_factory=dict, description="shape of a state input whose declared shape has symbolic dims"
+    )
+    constants: dict[str, Any] = Field(
+        default_factory=dict, description="input name -> constant value (number or nested list), model dtype"
+    )
+    input_shape: list[int] | None = Field(None, description="shape of the frame input (default: the model's)")
+    output: Literal["logits_softmax", "logits_sigmoid", "probabilities"] = Field(
+        "logits_softmax", description="what output_name holds, and how it is scored"
+    )
+    modalities: tuple[str, ...] = Field(("audio",), min_length=1, description="inputs, concatenated in order")
+    classes: tuple[str, ...] | None = Field(None, min_length=1, description="class names (data-bound)")
+    input_dims: dict[str, int] | None = Field(None, description="payload size per modality (data-bound)")
+    device: str = Field("cpu", description="'cpu' or 'cuda[:N]' (the CUDA execution provider)")
+    intra_op_threads: int | None = Field(None, ge=1, description="ORT intra-op threads (None: its default)")
+    inter_op_threads: int | None = Field(None, ge=1, description="ORT inter-op threads (None: its default)")
+    name: str | None = Field(None, description="name recorded in results; default: the file name")
+
+
+def _fmt(shape: Shape | list[int]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _compatible(declared: Shape, actual: tuple[int, ...]) -> bool:
+    """A concrete shape fits a declared one: same rank, equal wherever the declaration is a number."""
+    return len(declared) == len(actual) and all(
+        not isinstance(d, int) or d == a for d, a in zip(declared, actual, strict=True)
+    )
+
+
+def _providers(device: str, available: list[str]) -> list[Any]:
+    if device == "cpu":
+        return ["CPUExecutionProvider"]
+    if device == "cuda" or device.startswith("cuda:"):
+        if "CUDAExecutionProvider" not in available:
+            raise OnnxLoadError(
+                f"device {device!r} needs ONNX Runtime's CUDAExecutionProvider; this build has {available}"
+            )
+        index = int(device.partition(":")[2] or 0)
+        return [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
+    raise OnnxLoadError(f"device {device!r}: expected 'cpu' or 'cuda[:N]'")
+
+
+class OnnxAdapter(StreamingAdapter):
+    """An ONNX model with its recurrent state carried between frames (see the module docstring)."""
+
+    Options: ClassVar[type[OnnxOptions]] = OnnxOptions
+
+    def __init__(self, options: OnnxOptions | None = None) -> None:
+        if options is None:
+            raise OnnxLoadError("OnnxAdapter needs options (at least path and classes)")
+        super().__init__(options)
+        self.opts = options
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:  # pragma: no cover - the extra is installed in dev
+            raise OnnxLoadError("OnnxAdapter needs onnxruntime: pip install 'streambench[onnx]'") from exc
+        path = Path(options.path)
+        if not path.is_file():
+            raise OnnxLoadError(f"ONNX file {str(path)!r} does not exist")
+        sess_options = ort.SessionOptions()
+        if options.intra_op_threads is not None:
+            sess_options.intra_op_num_threads = options.intra_op_threads
+        if options.inter_op_threads is not None:
+            sess_options.inter_op_num_threads = options.inter_op_threads
+        providers = _providers(options.device, list(ort.get_available_providers()))
+        try:
+            self.session = ort.InferenceSession(str(path), sess_options=sess_options, providers=providers)
+        except Exception as exc:
+            raise OnnxLoadError(f"ONNX Runtime cannot open {str(path)!r}: {exc}") from exc
+        if options.classes is None:
+            raise OnnxLoadError("classes are unknown: give classes (or run on a data set that names them)")
+        self._info = AdapterInfo(
+            name=options.name or path.name, classes=options.classes, modalities=options.modalities,
+            device=options.device,
+        )  # fmt: skip
+        inputs = {i.name: (tuple(i.shape), i.type) for i in self.session.get_inputs()}
+        outputs = {o.name: (tuple(o.shape), o.type) for o in self.session.get_outputs()}
+        self.input_name, self.output_name = self._check_names(inputs, outputs)
+        self._zero_state = self._check_state(inputs, outputs)
+        self._constants = self._check_constants(inputs)
+        self._input_dtype = self._dtype(inputs[self.input_name][1], f"frame input {self.input_name!r}")
+        self._input_shape = self._frame_shape(inputs[self.input_name][0])
+        self._feed: dict[str, np.ndarray] = {}
+        self._state_outputs = list(options.state.values())
+        self._fetch = [self.output_name, *self._state_outputs]
+        self.reset_state()
+        if all(d >= 0 for d in self._input_shape):
+            self._dry_run()
+
+    # ---- load-time checks -------------------------------------------------------------------------
+
+    def _dtype(self, ort_type: str, what: str) -> type[np.generic]:
+        if ort_type not in ORT_DTYPES:
+            raise OnnxLoadError(f"{what} has type {ort_type}, which this adapter cannot feed")
+        return ORT_DTYPES[ort_type]
+
+    def _check_names(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> tuple[str, str]:
+        opts = self.opts
+        for state_in, state_out in opts.state.items():
+            if state_in not in inputs:
+                raise OnnxLoadError(
+                    f"state input {state_in!r} is not an input of the model (inputs: {list(inputs)})"
+                )
+            if state_out not in outputs:
+                raise OnnxLoadError(
+                    f"state output {state_out!r} (for state input {state_in!r}) is not an output of the "
+                    f"model (outputs: {list(outputs)})"
+                )
+        repeated = {o for o in opts.state.values() if list(opts.state.values()).count(o) > 1}
+        if repeated:
+            raise OnnxLoadError(f"state outputs {sorted(repeated)} are mapped from more than one state input")
+        for name in opts.constants:
+            if name not in inputs:
+                raise OnnxLoadError(
+                    f"constant {name!r} is not an input of the model (inputs: {list(inputs)})"
+                )
+            if name in opts.state:
+                raise OnnxLoadError(f"input {name!r} is declared both a state and a constant")
+        free = [n for n in inputs if n not in opts.state and n not in opts.constants]
+        input_name = opts.input_name
+        if input_name is None:
+            if len(free) != 1:
+                raise OnnxLoadError(
+                    f"model inputs {free} have no declared role: name the frame's (input_name) and map "
+                    "the others as states or constants"
+                )
+            input_name = free[0]
+        elif input_name not in inputs:
+            raise OnnxLoadError(
+                f"input_name {input_name!r} is not an input of the model (inputs: {list(inputs)})"
+            )
+        elif input_name in opts.state or input_name in opts.constants:
+            raise OnnxLoadError(f"input_name {input_name!r} is also declared a state or a constant")
+        unfed = [n for n in free if n != input_name]
+        if unfed:
+            raise OnnxLoadError(
+                f"model inputs {unfed} get no value: declare each as the frame input, a state or a constant"
+            )
+        candidates = [n for n in outputs if n not in opts.state.values()]
+        output_name = opts.output_name
+        if output_name is None:
+            if len(candidates) != 1:
+                raise OnnxLoadError(
+                    f"give output_name: the model outputs that are not states are {candidates}"
+                )
+            output_name = candidates[0]
+        elif output_name not in outputs:
+            raise OnnxLoadError(
+                f"output_name {output_name!r} is not an output of the model (outputs: {list(outputs)})"
+            )
+        elif output_name in opts.state.values():
+            raise OnnxLoadError(f"output_name {output_name!r} is also declared a state output")
+        return input_name, output_name
+
+    def _check_state(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        zeros: dict[str, np.ndarray] = {}
+        for name in self.opts.state_shapes:
+            if name not in self.opts.state:
+                raise OnnxLoadError(f"state_shapes names {name!r}, which is not a state input")
+        for state_in, state_out in self.opts.state.items():
+            declared, in_type = inputs[state_in]
+            out_declared, out_type = outputs[state_out]
+            dtype = self._dtype(in_type, f"state input {state_in!r}")
+            if out_type != in_type:
+                raise OnnxLoadError(
+                    f"state {state_in!r} -> {state_out!r}: the input is {in_type}, the output {out_type}"
+                )
+            if state_in in self.opts.state_shapes:
+                shape = tuple(self.opts.state_shapes[state_in])
+                if not _compatible(declared, shape) or any(d < 1 for d in shape):
+                    raise OnnxLoadError(
+                        f"state_shapes[{state_in!r}] = {_fmt(list(shape))} does not fit the model's declared "
+                        f"shape {_fmt(declared)}"
+                    )
+            elif all(isinstance(d, int) for d in declared):
+                shape = tuple(int(d) for d in declared)
+            else:
+                raise OnnxLoadError(
+                    f"state input {state_in!r} has symbolic dimensions {_fmt(declared)}: give its shape in "
+                    f"state_shapes (e.g. state_shapes.{state_in}=[...])"
+                )
+            if not _compatible(out_declared, shape):
+                raise OnnxLoadError(
+                    f"state {state_in!r} -> {state_out!r}: the output's declared shape {_fmt(out_declared)} "
+                    f"differs from the state's shape {_fmt(list(shape))}"
+                )
+            zeros[state_in] = np.zeros(shape, dtype=dtype)
+            zeros[state_in].setflags(write=False)
+        return zeros
+
+    def _check_constants(self, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        constants = {}
+        for name, value in self.opts.constants.items():
+            declared, ort_type = inputs[name]
+            array = np.asarray(value, dtype=self._dtype(ort_type, f"constant input {name!r}"))
+            if not _compatible(declared, array.shape):
+                raise OnnxLoadError(
+                    f"constant {name!r} has shape {_fmt(list(array.shape))}, "
+                    f"the model declares {_fmt(declared)}"
+                )
+            constants[name] = array
+        return constants
+
+    def _frame_shape(self, declared: Shape) -> tuple[int, ...]:
+        """Shape the frame vector is reshaped to (-1: the payload size, known only per frame)."""
+        if self.opts.input_shape is not None:
+            given = tuple(self.opts.input_shape)
+            if not _compatible(declared, given) or any(d < 1 for d in given):
+                raise OnnxLoadError(
+                    f"input_shape {_fmt(list(given))} does not fit frame input {self.input_name!r}, "
+                    f"declared {_fmt(declared)}"
+                )
+            return given
+        shape = [d if isinstance(d, int) else (1 if i == 0 and len(declared) >= 2 else -1) for i, d in
+                 enumerate(declared)]  # fmt: skip
+        if shape.count(-1) > 1:
+            raise OnnxLoadError(
+                f"frame input {self.input_name!r} has several symbolic dimensions {_fmt(declared)}: "
+                "give input_shape"
+            )
+        if -1 in shape and self.opts.input_dims is not None:
+            size = sum(self.opts.input_dims.get(m, 0) for m in self.opts.modalities)
+            known = math.prod(d for d in shape if d != -1)
+            shape[shape.index(-1)] = size // known if size % known == 0 else -1
+        return tuple(shape)
+
+    def _dry_run(self) -> None:
+        vector = np.zeros(math.prod(self._input_shape), dtype=np.float32)
+        try:
+            self._step(vector)
+        except Exception as exc:
+            raise OnnxLoadError(
+                f"{self._info.name}: a zero frame of shape {_fmt(list(self._input_shape))} fails: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        finally:
+            self.reset_state()
+
+    # ---- streaming ----------------------------------------------------------------------------------
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        self._feed = dict(self._constants)
+        self._feed.update(self._zero_state)  # read-only zeros: ONNX Runtime never writes its inputs
+
+    def _step(self, vector: np.ndarray) -> np.ndarray:
+        feed = self._feed
+        feed[self.input_name] = vector.astype(self._input_dtype, copy=False).reshape(self._input_shape)
+        result = self.session.run(self._fetch, feed)
+        for (state_in, state_out), value in zip(self.opts.state.items(), result[1:], strict=True):
+            expected = self._zero_state[state_in].shape
+            if value.shape != expected:
+                raise ValueError(
+                    f"state output {state_out!r} came back with shape {_fmt(list(value.shape))}, state input "
+                    f"{state_in!r} has {_fmt(list(expected))}: the state mapping is wrong"
+                )
+            feed[state_in] = value
+        flat: np.ndarray = np.asarray(result[0], dtype=np.float32).reshape(-1)
+        if flat.size != self._info.num_classes:
+            raise ValueError(
+                f"output {self.output_name!r} has shape {_fmt(list(np.shape(result[0])))}, expected "
+                f"{self._info.num_classes} values (one per class)"
+            )
+        if self.opts.output == "logits_softmax":
+            shifted = np.exp(flat - flat.max())
+            flat = shifted / shifted.sum()
+        elif self.opts.output == "logits_sigmoid":
+            flat = 1.0 / (1.0 + np.exp(-flat))
+        return np.ascontiguousarray(flat, dtype=np.float32)
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        parts = []
+        for modality in self.opts.modalities:
+            payload = frame.inputs.get(modality)
+            if payload is None:
+                dims = self.opts.input_dims
+                if dims is None or modality not in dims:
+                    raise ValueError(
+                        f"frame {frame.index}: modality {modality!r} is missing and its size is unknown "
+                        "(give input_dims to feed zeros in its place)"
+                    )
+                parts.append(np.zeros(dims[modality], dtype=np.float32))
+            else:
+                parts.append(np.asarray(payload, dtype=np.float32).reshape(-1))
+        vector = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return Prediction(scores=self._step(vector))

@@ -1,0 +1,225 @@
+"""Generic adapter for a user's ``torch.nn.Module`` (issue 8, part 1: "a torch nn.Module wrapper").
+
+The user names a factory, ``"package.module:callable"``, that returns an ``nn.Module``; the adapter
+drives it one frame at a time at batch 1 (``../shared/DESIGN.md``, "The engine") in one of two modes:
+
+- ``mode="state"``: the module is pure, its recurrent state passed in and out,
+  ``forward(x [1, D], state) -> (logits [1, C], new_state)``. The state at the start of every stream
+  is ``module.initial_state()`` when the module has that method, else zeros of ``state_shape`` when
+  that option is given, else ``None``; the adapter keeps it between frames and ``reset_state()``
+  restores it.
+- ``mode="stateful"``: the module keeps its own state, ``forward(x [1, D]) -> logits [1, C]``, and
+  has a ``reset_state()``, ``reset()`` or ``reset_states()`` method that ``reset_state()`` calls.
+
+``x`` is the frame's payloads, one per modality in ``modalities`` order, flattened and concatenated
+into ``float32 [1, D]``. ``output`` says what the module returns: logits turned into scores by a
+softmax (single-label) or a sigmoid (multi-label), or probabilities used as they are. Inference runs
+under ``torch.inference_mode()``.
+
+Load-time checks (errors are :class:`TorchModuleLoadError`, a ``ValueError`` naming what is wrong):
+the factory resolves and returns an ``nn.Module``; a stateful module has a reset method; ``classes``
+is known; and, when ``input_dims`` is known (data-bound), one dry run on a zero frame checks that the
+module accepts ``[1, D]`` and returns ``C`` scores (and, in state mode, a ``(logits, state)`` pair).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
+
+__all__ = [
+    "RESET_METHODS",
+    "TorchModuleAdapter",
+    "TorchModuleLoadError",
+    "TorchModuleOptions",
+    "frame_vector",
+    "scores_from_output",
+]
+
+RESET_METHODS = ("reset_state", "reset", "reset_states")
+"""Names of the reset method a stateful module may have, in the order they are looked for."""
+
+OutputKind = Literal["logits_softmax", "logits_sigmoid", "probabilities"]
+
+
+class TorchModuleLoadError(ValueError):
+    """The module, its options or its shapes do not fit the adapter (raised at load time)."""
+
+
+class TorchModuleOptions(AdapterOptions):
+    """Options of :class:`TorchModuleAdapter`. ``classes`` and ``input_dims`` are data-bound."""
+
+    factory: str = Field(description="'package.module:callable' returning an nn.Module")
+    factory_kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of factory")
+    mode: Literal["state", "stateful"] = Field(
+        "state", description="state: forward(x, state) -> (logits, state); stateful: forward(x) + reset()"
+    )
+    output: OutputKind = Field("logits_softmax", description="what forward returns, and how it is scored")
+    modalities: tuple[str, ...] = Field(("audio",), min_length=1, description="inputs, concatenated in order")
+    classes: tuple[str, ...] | None = Field(None, min_length=1, description="class names (data-bound)")
+    input_dims: dict[str, int] | None = Field(None, description="payload size per modality (data-bound)")
+    state_shape: list[int] | None = Field(
+        None, description="state mode, no initial_state(): every stream starts from zeros of this shape"
+    )
+    device: str = Field("cpu", description="torch device the module runs on")
+    name: str | None = Field(None, description="name recorded in results; default: the factory")
+
+
+def frame_vector(
+    frame: Frame, modalities: tuple[str, ...], input_dims: Mapping[str, int] | None
+) -> np.ndarray:
+    """The frame's payloads flattened and concatenated in ``modalities`` order, as ``float32 [D]``.
+
+    A missing payload (``None``) becomes zeros of its size from ``input_dims``; without it, an error.
+    """
+    parts = []
+    for modality in modalities:
+        payload = frame.inputs.get(modality)
+        if payload is None:
+            if input_dims is None or modality not in input_dims:
+                raise ValueError(
+                    f"frame {frame.index}: modality {modality!r} is missing and its size is unknown "
+                    "(give input_dims to feed zeros in its place)"
+                )
+            parts.append(np.zeros(input_dims[modality], dtype=np.float32))
+        else:
+            parts.append(np.asarray(payload, dtype=np.float32).reshape(-1))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def scores_from_output(output: torch.Tensor, kind: OutputKind, num_classes: int) -> np.ndarray:
+    """Per-class scores ``float32 [C]`` from a module output of ``C`` values (logits or probabilities)."""
+    if not isinstance(output, torch.Tensor):
+        raise TypeError(f"the module returned {type(output).__name__}, expected a tensor of {num_classes}")
+    flat = output.detach().reshape(-1).float()
+    if flat.numel() != num_classes:
+        raise ValueError(
+            f"the module returned shape {tuple(output.shape)} ({flat.numel()} values), "
+            f"expected {num_classes} (one per class)"
+        )
+    if kind == "logits_softmax":
+        flat = torch.softmax(flat, dim=0)
+    elif kind == "logits_sigmoid":
+        flat = torch.sigmoid(flat)
+    return np.ascontiguousarray(flat.cpu().numpy(), dtype=np.float32)
+
+
+def _resolve_factory(spec: str) -> Callable[..., Any]:
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise TorchModuleLoadError(f"factory {spec!r}: expected 'package.module:callable'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TorchModuleLoadError(f"factory {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise TorchModuleLoadError(f"factory {spec!r}: {module_name!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise TorchModuleLoadError(f"factory {spec!r} is not callable")
+    return target
+
+
+class TorchModuleAdapter(StreamingAdapter):
+    """A user's ``nn.Module``, fed one frame at a time (see the module docstring for the two modes)."""
+
+    Options: ClassVar[type[TorchModuleOptions]] = TorchModuleOptions
+
+    def __init__(self, options: TorchModuleOptions | None = None, module: torch.nn.Module | None = None):
+        """``module`` (for tests and scripts): use this module instead of calling the factory."""
+        if options is None:
+            raise TorchModuleLoadError("TorchModuleAdapter needs options (at least factory and classes)")
+        super().__init__(options)
+        self.opts = options
+        if module is None:
+            built = _resolve_factory(options.factory)(**options.factory_kwargs)
+            if not isinstance(built, torch.nn.Module):
+                raise TorchModuleLoadError(
+                    f"factory {options.factory!r} returned {type(built).__name__}, not a torch.nn.Module"
+                )
+            module = built
+        self.device = torch.device(options.device)
+        self.module = module.to(self.device).eval()
+        self._initial_state, self._reset = _bind_mode(self.module, options.mode, "module")
+        if self._initial_state is None and options.state_shape is not None:
+            shape, device = tuple(options.state_shape), self.device
+            self._initial_state = lambda: torch.zeros(shape, device=device)
+        if options.classes is None:
+            raise TorchModuleLoadError("classes are unknown: give classes (or a data set that names them)")
+        self._info = AdapterInfo(
+            name=options.name or options.factory,
+            classes=options.classes,
+            modalities=options.modalities,
+            device=str(self.device),
+        )
+        self._state: Any = None
+        if options.input_dims is not None:
+            self._dry_run(options.input_dims)
+        self.reset_state()
+
+    def _dry_run(self, input_dims: Mapping[str, int]) -> None:
+        missing = [m for m in self.opts.modalities if m not in input_dims]
+        if missing:
+            raise TorchModuleLoadError(f"input_dims has no size for modalities {missing}")
+        dims = sum(input_dims[m] for m in self.opts.modalities)
+        self.reset_state()
+        try:
+            self._step(np.zeros(dims, dtype=np.float32))
+        except Exception as exc:
+            raise TorchModuleLoadError(
+                f"{self._info.name}: a zero frame of shape [1, {dims}] (input_dims {dict(input_dims)}) "
+                f"fails in mode {self.opts.mode!r}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        if self._reset is not None:
+            self._reset()
+        self._state = self._initial_state() if self._initial_state is not None else None
+
+    def _step(self, vector: np.ndarray) -> np.ndarray:
+        x = torch.from_numpy(vector).reshape(1, -1).to(self.device)
+        with torch.inference_mode():
+            if self.opts.mode == "state":
+                out = self.module(x, self._state)
+                if not isinstance(out, tuple | list) or len(out) != 2:
+                    raise TypeError(
+                        f"forward(x, state) returned {type(out).__name__}, expected (logits, new_state)"
+                    )
+                logits, self._state = out
+            else:
+                logits = self.module(x)
+            return scores_from_output(logits, self.opts.output, self._info.num_classes)
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        return Prediction(scores=self._step(frame_vector(frame, self.opts.modalities, self.opts.input_dims)))
+
+
+def _bind_mode(
+    module: Any, mode: str, what: str
+) -> tuple[Callable[[], Any] | None, Callable[[], Any] | None]:
+    """``(initial_state, reset)`` callables of ``module`` for ``mode``; an error if a stateful module
+    has no reset method (it could not be made to start each stream afresh)."""
+    if mode == "state":
+        initial = getattr(module, "initial_state", None)
+        return (initial if callable(initial) else None), None
+    for name in RESET_METHODS:
+        reset = getattr(module, name, None)
+        if callable(reset):
+            return None, reset
+    raise TorchModuleLoadError(
+        f"mode 'stateful' needs a {what} with a reset method ({', '.join(RESET_METHODS)}); "
+        f"{type(module).__name__} has none"
+    )
