@@ -20,6 +20,10 @@ __all__ = ["REGISTRY", "AdapterLoadError", "create_adapter", "resolve"]
 REGISTRY: dict[str, str] = {
     "reference": "adapters.reference:CausalReferenceAdapter",
     "reference-lookahead": "adapters.reference:LookaheadReferenceAdapter",
+    # router hysteresis (seed 001): a soft router with a leaky state, and its wrappers
+    "reference-router": "adapters.router:SoftRouterAdapter",
+    "reference-router-aggregated": "adapters.router:ReferenceAggregatedRouter",
+    "reference-router-hard": "adapters.router:ReferenceHardLabelRouter",
     "null": "adapters.null:NullAdapter",
     "busywait": "adapters.null:BusyWaitAdapter",
     "cuda-sleep": "adapters.null:CudaSleepAdapter",
@@ -35,6 +39,9 @@ REGISTRY: dict[str, str] = {
     "onnx": "adapters.onnx_runtime:OnnxAdapter",  # extra: streambench[onnx]
     "silero-vad": "adapters.silero:SileroVadJit",  # extra: streambench[vad]
     "silero-vad-onnx": "adapters.silero:SileroVadOnnx",  # extra: streambench[vad]
+    # seed 000: TopK sparse encoder, `--option variant=timestep|window` (stability protocol)
+    "topk-encoder": "adapters.topk_encoder:TopKEncoderAdapter",
+    "reference-detector": "adapters.spoof_detector:SpoofDetectorAdapter",  # detection protocol (seed 002)
 }
 """Registered adapters: short name -> ``module:Class``. The ``offender-*`` entries are the planted
 offenders of :mod:`adapters.offenders` (test fixtures, not models), registered so the README's

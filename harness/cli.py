@@ -83,7 +83,13 @@ def run(
         Path | None, typer.Option(help="baseline run directory: speed-up and FLOPs-normalised latency")
     ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
-    protocol: Annotated[str, typer.Option(help="online | robustness | causality")] = "online",
+    protocol: Annotated[
+        str, typer.Option(help="online | robustness | causality | detection | stability | hysteresis")
+    ] = "online",
+    protocol_config: Annotated[
+        Path | None,
+        typer.Option(help="the protocol's own configuration (.json or .toml): detection, stability, ..."),
+    ] = None,
     on_error: Annotated[
         str, typer.Option(help="adapter failure: continue (skip the rest of that stream) | stop")
     ] = "continue",
@@ -127,6 +133,8 @@ def run(
         config = build_run_config(values, given, config_file)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
+    if protocol_config is not None and protocol not in PROTOCOL_RUNS:
+        raise _fail(f"--protocol-config applies to {', '.join(PROTOCOL_RUNS)}, not to --protocol {protocol}")
     if protocol != "online" and (config.isolate or config.on_error != "continue"):
         # the sweep records a failing point and goes on; the checks compare runs in this process
         raise _fail(f"--isolate and --on-error apply to the online protocol, not to --protocol {protocol}")
@@ -155,13 +163,33 @@ def run(
         out.print(f"\nwrote [bold]{run_dir / 'causality.json'}[/]", highlight=False)
         _write_report(run_dir, report)
         raise typer.Exit(code=0 if causal.report.passed else 1)
+    if protocol in PROTOCOL_RUNS:
+        import importlib
+
+        module = importlib.import_module(PROTOCOL_RUNS[protocol])
+        result, run_dir = _run_with_progress(
+            progress, f"{adapter} · {protocol}", lambda hook: module.cli_run(config, protocol_config, hook)
+        )
+        code = module.print_result(out, result)
+        out.print(f"\nwrote [bold]{escape(str(run_dir / module.RESULT_FILE))}[/]", highlight=False)
+        _write_report(run_dir, report)
+        raise typer.Exit(code=code)
     if protocol != "online":
-        raise _fail(f"--protocol {protocol!r}: expected online, robustness or causality")
+        known = ", ".join(["online", "robustness", "causality", *PROTOCOL_RUNS])
+        raise _fail(f"--protocol {protocol!r}: expected one of {known}")
     _finish(
         *_run_with_progress(progress, f"{adapter} · online", lambda hook: execute_run(config, hook)),
         report=report,
     )
 
+
+PROTOCOL_RUNS: dict[str, str] = {
+    "detection": "harness.detection_run",
+    "stability": "harness.stability_run",
+    "hysteresis": "harness.hysteresis_run",
+}
+"""More protocols, each a module with ``RESULT_FILE``, ``cli_run(config, protocol_config_file, progress)
+-> (result, run_dir)`` and ``print_result(console, result) -> exit code``."""
 
 _T = TypeVar("_T")
 _CLEAR_ERRORS = (AdapterLoadError, AdapterError, ValueError, ResultFileError, EventLogError, WorkerError)
@@ -234,6 +262,7 @@ def adapters() -> None:
 app.add_typer(score_app, name="score")
 
 # Subcommands defined in their own modules register here (one import + one call each).
+
 from harness.cli_report import register as register_report  # noqa: E402
 
 register_report(app)

@@ -51,7 +51,7 @@ CLI_FIELDS: dict[str, tuple[str, ...]] = {
 """Command-line option (its parameter name) -> the RunConfig field it sets."""
 
 SYNTHETIC_ONLY = frozenset({"seed", "streams", "duration"})
-DATA_KINDS = frozenset({"synthetic", "audio_files", "ave", "llp"})
+DATA_KINDS = frozenset({"synthetic", "audio_files", "ave", "llp", "synthetic_spoof"})
 """Options that only the synthetic data set has."""
 
 

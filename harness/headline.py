@@ -20,6 +20,7 @@ Nothing is derived that was not measured: a figure without a value carries ``rea
 
 from __future__ import annotations
 
+import importlib
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -48,12 +49,22 @@ CAPTION = (
     "F1@Δt: Strict, frame units, micro, algorithmic clock (seed 004 §6.2.2); frame accuracy: offline view; "
     "latency: host time of predict() per frame; intervals: percentile bootstrap over streams"
 )
-Kind = Literal["online", "robustness", "causality"]
+Kind = Literal["online", "robustness", "causality", "detection", "stability", "hysteresis"]
 RESULT_FILES: dict[Kind, str] = {
     "online": RESULT_FILE,
     "robustness": ROBUSTNESS_FILE,
     "causality": CAUSALITY_FILE,
+    "detection": "detection.json",
+    "stability": "stability.json",
+    "hysteresis": "hysteresis.json",
 }
+PROTOCOL_MODULES: dict[str, tuple[str, str]] = {
+    "detection": ("harness.detection_run", "DetectionResult"),
+    "stability": ("harness.stability_run", "StabilityResult"),
+    "hysteresis": ("harness.hysteresis_run", "HysteresisResult"),
+}
+"""The other protocols' run modules and result models, imported when a run of theirs is read; a module
+may define ``headline_figures(result) -> list[Figure]`` for its headline."""
 LATENCY_KEYS = frozenset({"mean", "p50", "p95", "p99", "fps", "rtf"})
 """Figures computed from the per-frame latencies: a comparison gates them with a rank test."""
 
@@ -249,13 +260,16 @@ def _causality(result: CausalityResult) -> list[Figure]:
     return figures
 
 
-def figures_of(result: RunResult | RobustnessResult | CausalityResult) -> list[Figure]:
+def figures_of(result: BaseModel) -> list[Figure]:
     """The headline figures of any result kind (the definitions are in the module docstring)."""
     if isinstance(result, RunResult):
         return _online(result)
     if isinstance(result, RobustnessResult):
         return _robustness(result)
-    return _causality(result)
+    if isinstance(result, CausalityResult):
+        return _causality(result)
+    extract = getattr(importlib.import_module(type(result).__module__), "headline_figures", None)
+    return list(extract(result)) if callable(extract) else []
 
 
 def has_results(run_dir: Path) -> bool:
@@ -270,7 +284,7 @@ def load_headline(run_dir: Path) -> RunHeadline:
     """Read every result file of a run directory and extract its headline; names the file on error."""
     if not run_dir.is_dir():
         raise ResultFileError(f"{run_dir}: no such run directory")
-    results: list[RunResult | RobustnessResult | CausalityResult] = []
+    results: list[BaseModel] = []
     kinds: list[Kind] = []
     for kind, name in RESULT_FILES.items():
         path = run_dir / name
@@ -279,6 +293,10 @@ def load_headline(run_dir: Path) -> RunHeadline:
         kinds.append(kind)
         if kind == "online":
             results.append(load_result(path))
+        elif kind in PROTOCOL_MODULES:
+            module_name, class_name = PROTOCOL_MODULES[kind]
+            model = getattr(importlib.import_module(module_name), class_name)
+            results.append(load_protocol_result(path, model))
         elif kind == "robustness":
             loaded = _load_protocol_file(path, RobustnessResult)
             assert isinstance(loaded, RobustnessResult)
@@ -289,15 +307,16 @@ def load_headline(run_dir: Path) -> RunHeadline:
             results.append(loaded)
     if not results:
         raise ResultFileError(f"{run_dir}: holds none of {', '.join(RESULT_FILES.values())}")
-    first = results[0]
+    first = results[0]  # every result model records run_id, created_at and adapter
     online = next((r for r in results if isinstance(r, RunResult)), None)
     figures = [f for r in results for f in figures_of(r)]
-    created = first.created_at if first.created_at.tzinfo else first.created_at.replace(tzinfo=timezone.utc)
+    when: datetime = getattr(first, "created_at")  # noqa: B009
+    created = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
     return RunHeadline(
         run=run_dir.name,
-        run_id=first.run_id,
+        run_id=str(getattr(first, "run_id")),  # noqa: B009
         protocols=kinds,
-        adapter=first.adapter,
+        adapter=str(getattr(first, "adapter")),  # noqa: B009
         created_at=created.astimezone(timezone.utc),
         fingerprint=online.fingerprint if online is not None else None,
         fingerprint_reason=None

@@ -61,6 +61,9 @@ WARMUP_NOISE_STD = 0.01  # -40 dBFS: a quiet, non-silent input
 _TOLERANCE = 1e-9
 
 
+_SPAN_TOLERANCE_S = 0.01  # label tools round times; a span may end this much after the last sample
+
+
 class AudioFileError(ValueError):
     """An audio file that cannot be used: unreadable, empty, or at a rate the configuration refuses."""
 
@@ -279,6 +282,15 @@ def _make_stream(
     up, down = _ratio(source_hz, target_hz)
     num_samples = -(-source_samples * up // down)  # resample_poly's output length
     num_frames = -(-num_samples // frame)
+    duration_s = source_samples / source_hz
+    for span in spans:  # a label past the end of the recording: the wrong file, or the wrong unit
+        if span.offset_s > duration_s + _SPAN_TOLERANCE_S:
+            raise LabelFileError(
+                pair.labels,
+                span.line,
+                f"span {span.onset_s:g}-{span.offset_s:g} s ({span.label!r}) ends after the audio "
+                f"{os.fspath(pair.audio)} ({duration_s:.3f} s)",
+            )
     try:
         labels = frame_labels(
             spans,

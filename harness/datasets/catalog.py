@@ -1,9 +1,10 @@
 """Every data set the harness reads, behind one configuration type and two functions.
 
 ``RunConfig.data`` is a :data:`DataConfig`: a tagged union on ``kind`` — ``"synthetic"`` (the default,
-also when ``kind`` is left out), ``"audio_files"`` (WAV + label files), ``"ave"`` (seed 004 §6.1.1) or
-``"llp"`` (seed 004 §6.1.2). :func:`make_streams` gives the scored streams, :func:`make_warmup_stream` the
-unscored warm-up stream (at least ``num_frames`` frames), whatever the kind.
+also when ``kind`` is left out), ``"audio_files"`` (WAV + label files), ``"ave"`` (seed 004 §6.1.1),
+``"llp"`` (seed 004 §6.1.2) or ``"synthetic_spoof"`` (real/fake utterances, seed 002).
+:func:`make_streams` gives the scored streams, :func:`make_warmup_stream` the unscored warm-up stream (at
+least ``num_frames`` frames), whatever the kind.
 
 :func:`check_sample_streams` is the contract check between a data set framed in samples and an adapter
 that declares the rate and frame size it needs (``AdapterInfo.sample_rate_hz`` / ``frame_samples``).
@@ -17,10 +18,11 @@ from typing import Annotated, Any
 from pydantic import Discriminator, Tag
 
 from adapters.contract import AdapterInfo, Stream
-from harness.datasets import audio_files, ave, llp, synthetic
+from harness.datasets import audio_files, ave, llp, spoof, synthetic
 from harness.datasets.audio_files import AudioFilesConfig
 from harness.datasets.ave import AveConfig
 from harness.datasets.llp import LlpConfig
+from harness.datasets.spoof import SpoofConfig
 from harness.datasets.synthetic import SyntheticConfig
 
 __all__ = ["DataConfig", "check_sample_streams", "make_streams", "make_warmup_stream"]
@@ -36,7 +38,8 @@ DataConfig = Annotated[
     Annotated[SyntheticConfig, Tag("synthetic")]
     | Annotated[AudioFilesConfig, Tag("audio_files")]
     | Annotated[AveConfig, Tag("ave")]
-    | Annotated[LlpConfig, Tag("llp")],
+    | Annotated[LlpConfig, Tag("llp")]
+    | Annotated[SpoofConfig, Tag("synthetic_spoof")],
     Discriminator(_kind),
 ]
 """The configuration of any data set; ``kind`` selects it (default ``"synthetic"``)."""
@@ -46,6 +49,7 @@ _LOADERS: dict[str, tuple[Callable[[Any], list[Stream]], Callable[[Any, int], St
     "audio_files": (audio_files.streams, audio_files.warmup_stream),
     "ave": (ave.streams, ave.warmup_stream),
     "llp": (llp.streams, llp.warmup_stream),
+    "synthetic_spoof": (spoof.streams, spoof.warmup_stream),
 }
 
 

@@ -21,6 +21,7 @@ from harness.report.loading import RunBundle, load_bundle
 from harness.report.sections_quality import (
     causality_section,
     detection_section,
+    protocols_section,
     reliability_section,
     robustness_section,
 )
@@ -46,6 +47,7 @@ _RUN_SECTIONS: tuple[tuple[str, str, Callable[[RunBundle], str]], ...] = (
     ("detection", "DET and ROC", detection_section),
     ("robustness", "Robustness", robustness_section),
     ("causality", "Causality checks", causality_section),
+    ("protocols", "Other protocols", protocols_section),
 )
 
 

@@ -8,6 +8,7 @@ that is missing or unreadable is ``None`` with the reason, which the report show
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 
 from harness.causality_run import RESULT_FILE as CAUSALITY_FILE
 from harness.causality_run import CausalityResult
+from harness.headline import PROTOCOL_MODULES, RESULT_FILES, Figure, figures_of
 from harness.results import (
     ARRAYS_FILE,
     RESULT_FILE,
@@ -42,6 +44,7 @@ class RunBundle:
     robustness: RobustnessResult | None = None
     causality: CausalityResult | None = None
     missing: dict[str, str] = field(default_factory=dict)
+    protocols: dict[str, list[Figure]] = field(default_factory=dict)  # detection, stability, hysteresis
 
 
 def _load_model(path: Path, model: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
@@ -85,4 +88,17 @@ def load_bundle(run_dir: Path) -> RunBundle:
             bundle.name = causal.run_id
     else:
         bundle.missing["causality"] = reason or "unreadable"
+    for kind in PROTOCOL_MODULES:  # the other protocols: their headline figures (harness/headline.py)
+        path = run_dir / RESULT_FILES[kind]  # type: ignore[index]
+        if not path.is_file():
+            continue
+        module_name, class_name = PROTOCOL_MODULES[kind]
+        try:
+            loaded = load_protocol_result(path, getattr(importlib.import_module(module_name), class_name))
+        except ResultFileError as exc:
+            bundle.missing[kind] = str(exc).splitlines()[0]
+            continue
+        bundle.protocols[kind] = figures_of(loaded)
+        if bundle.result is None and bundle.robustness is None and bundle.causality is None:
+            bundle.name = str(getattr(loaded, "run_id"))  # noqa: B009
     return bundle

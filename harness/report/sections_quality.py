@@ -119,3 +119,20 @@ def causality_section(bundle: RunBundle) -> str:
         + table(["check", "result", "first offence", "max |Δscore|", "detail"], rows)
         + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else "")
     )
+
+
+def protocols_section(bundle: RunBundle) -> str:
+    """The other protocols' headline figures (detection, stability, hysteresis), as the run store has them."""
+    if not bundle.protocols:
+        reasons = [f"{kind}: {why}" for kind, why in bundle.missing.items() if kind in _OTHER_KINDS]
+        return absent("; ".join(reasons) or "no detection.json, stability.json or hysteresis.json here")
+    parts = []
+    for kind, figures in bundle.protocols.items():
+        rows = [
+            (esc(f.label), num(f.value, reason=f.reason), f"<code>{esc(f.key)}</code>") for f in figures
+        ]
+        parts.append(f"<h4>{esc(kind)}</h4>" + table(["figure", "value", "key (compare --fail-on)"], rows))
+    return "".join(parts)
+
+
+_OTHER_KINDS = ("detection", "stability", "hysteresis")

@@ -95,6 +95,11 @@ def test_finds_the_speech_segments(
     predicted = np.concatenate([p >= 0.5 for p in speech_probabilities[variant]])
     truth = np.concatenate([s.labels[:, 1] for s in streams])
     assert _f1(predicted, truth) >= F1_FLOOR
+    # well above the trivial baselines: always speech (F1 = 2 x share / (1 + share)) and never speech (0)
+    share = truth.mean()
+    always = _f1(np.ones_like(truth), truth)
+    assert always == pytest.approx(2 * share / (1 + share)) and 0.6 < always < 0.8  # 55 % of frames: speech
+    assert _f1(predicted, truth) > always + 0.2 and predicted.any()
     centres = np.concatenate([s.frame_times for s in streams]) - FRAME / (2 * SR)
     distance = np.min([np.minimum(abs(centres - b), abs(centres - e)) for b, e in SEGMENTS], axis=0)
     far_noise = ~truth & (distance > 0.25)
@@ -122,6 +127,16 @@ def test_reset_state_replays_a_stream_exactly(cls: type[SileroVadJit], streams: 
     # without the reset, the state of the first pass changes the second's outputs
     carried = np.array([adapter.predict(f).scores for f in frames])  # type: ignore[union-attr]
     assert not np.array_equal(carried, first)
+
+
+@pytest.mark.parametrize("variant", ["silero-vad", "silero-vad-onnx"])
+def test_two_streams_in_either_order_give_the_same_predictions(variant: str, streams: list[Stream]) -> None:
+    """reset_state correctness through the engine: A then B equals B then A, stream by stream."""
+    engine = Engine(create_adapter(variant), EngineConfig(warmup_frames=0))
+    a_first = [engine.run_stream(s).scores for s in streams[:2]]
+    b_first = [engine.run_stream(s).scores for s in reversed(streams[:2])][::-1]
+    for x, y in zip(a_first, b_first, strict=True):
+        np.testing.assert_array_equal(x, y)
 
 
 def test_info_declares_the_sample_stream() -> None:

@@ -176,6 +176,17 @@ def test_errors_name_the_file(tmp_path: Path) -> None:
         streams(config(directory=tmp_path / "nowhere"))
 
 
+def test_spans_past_the_end_of_the_audio_are_refused(tmp_path: Path) -> None:
+    audio = wav(tmp_path / "short.wav", np.zeros(RATE, dtype=np.float32), RATE)  # 1 s
+    labels = tmp_path / "short.txt"
+    labels.write_text("0.2\t0.5\tspeech\n0.8\t1.005\tspeech\n0.9\t12.5\tspeech\n")
+    pair = AudioLabelPair(audio=audio, labels=labels)
+    with pytest.raises(LabelFileError, match=r"short\.txt, line 3: span 0\.9-12\.5 s .* ends after"):
+        streams(config(files=[pair]))
+    labels.write_text("0.2\t0.5\tspeech\n0.8\t1.005\tspeech\n")  # within the 10 ms rounding tolerance
+    assert streams(config(files=[pair]))[0].num_frames == -(-RATE // 512)
+
+
 def test_config_validation(tmp_path: Path) -> None:
     pair = {"audio": tmp_path / "a.wav", "labels": tmp_path / "a.txt"}
     with pytest.raises(pydantic.ValidationError, match="either files"):

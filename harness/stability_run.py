@@ -1,0 +1,256 @@
+"""Runs the stability protocol (protocols/stability.py, seed 000 §1-5) and the event metrics of the same run.
+
+The engine records every ``Prediction.features`` (``EngineConfig.record=("features",)``, an unpaced run);
+the recordings are scored twice, by the stability protocol (Jaccard, lifetime in both conventions,
+transient ratio, turnover, flips, and flips against 2K(1 − J), per stream and overall) and by the online
+protocol (F1@Δt, seed 004 §6.2.2), so a more stable code is judged side by side with what it cost in
+accuracy (seed 000 "关键洞察": stability against EER). Writes ``results/<run_id>/stability.json`` and the
+recordings (features included) as ``stability_arrays.npz`` for re-scoring.
+
+``streambench run --protocol stability`` runs the TopK encoder (``topk-encoder``) unless another
+adapter is named: the comparison of seed 000 is one command per variant,
+``--adapter topk-encoder --option variant=timestep`` and ``--option variant=window``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness.cli_config import load_config_file
+from harness.datasets.catalog import make_streams, make_warmup_stream
+from harness.engine import Engine
+from harness.io.atomic import atomic_write
+from harness.results import write_protocol_result
+from harness.runner import ProgressHook, RunConfig, build_adapter, run_id_for
+from protocols import online
+from protocols.online import CurvePoint
+from protocols.recording import to_arrays
+from protocols.stability import StabilityConfig, StabilityFigures, StabilityReport
+from protocols.stability import score as score_stability
+
+if TYPE_CHECKING:  # the run store's Figure; harness.headline imports this module lazily
+    from harness.headline import Figure
+
+__all__ = [
+    "ARRAYS_FILE",
+    "DEFAULT_ADAPTER",
+    "RESULT_FILE",
+    "EventSummary",
+    "StabilityResult",
+    "cli_run",
+    "execute_stability",
+    "print_result",
+]
+
+RESULT_FILE = "stability.json"
+ARRAYS_FILE = "stability_arrays.npz"
+DEFAULT_ADAPTER = "topk-encoder"
+"""What ``--protocol stability`` runs when the adapter is left at the CLI default (``reference``, which
+emits no features)."""
+
+
+class EventSummary(BaseModel):
+    """The online protocol's event figures of the same recordings (frame units, Strict, micro)."""
+
+    curve: list[CurvePoint] = Field(description="F1@Δt / Acc@Δt over all test streams")
+    segment_f1_micro: float
+    frame_accuracy: float
+    stream_f1: dict[str, list[float]] = Field(description="per stream: micro F1 at each Δt of the curve")
+
+
+class StabilityResult(BaseModel):
+    """``results/<run_id>/stability.json``."""
+
+    schema_version: int = 1
+    run_id: str
+    created_at: datetime
+    adapter: str
+    adapter_name: str = Field(description="the adapter's own name (AdapterInfo.name)")
+    config: StabilityConfig
+    run: RunConfig
+    report: StabilityReport
+    events: EventSummary
+
+
+def execute_stability(
+    config: RunConfig, stability: StabilityConfig, progress: ProgressHook | None = None
+) -> tuple[StabilityResult, Path]:
+    """Warm up, run every planned stream (state reset per stream) recording features, score, write."""
+    import torch
+
+    if config.engine.pacing == "paced":
+        raise ValueError(
+            "the stability protocol records features: it needs an unpaced run (--pacing unpaced)"
+        )
+    torch.manual_seed(config.torch_seed)
+    streams = make_streams(config.data)
+    adapter = build_adapter(config, streams[0])
+    engine = Engine(adapter, config.engine.model_copy(update={"record": ("features",)}))
+    if config.engine.warmup_frames:
+        engine.warm_up(make_warmup_stream(config.data, config.engine.warmup_frames))
+    by_id = {s.stream_id: s for s in streams}
+    planned = online.plan(config.protocol, list(by_id)).streams
+    recordings = []
+    for done, item in enumerate(planned, start=1):
+        recordings.append(engine.run_stream(by_id[item.stream_id], role=item.role))  # resets the state
+        if progress is not None:
+            progress(done, len(planned), item.stream_id)
+    report = score_stability(recordings, stability)
+    scored = online.score(recordings, config.protocol, streams[0].classes)
+    curve = scored.overall.accuracy.curves["frame"]["strict"]
+    events = EventSummary(
+        curve=curve,
+        segment_f1_micro=scored.overall.accuracy.segment_f1_micro,
+        frame_accuracy=scored.overall.accuracy.frame_accuracy,
+        stream_f1={
+            s.stream_id: [p.f1_micro for p in s.accuracy.curves["frame"]["strict"]] for s in scored.streams
+        },
+    )
+    run_id = config.run_id or run_id_for(config.adapter, "stability")
+    result = StabilityResult(
+        run_id=run_id,
+        created_at=datetime.now(timezone.utc),
+        adapter=config.adapter,
+        adapter_name=adapter.info.name,
+        config=stability,
+        run=config,
+        report=report,
+        events=events,
+    )
+    run_dir = config.output_dir / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    arrays = to_arrays(recordings)
+    atomic_write(run_dir / ARRAYS_FILE, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]
+    return result, write_protocol_result(config.output_dir, run_id, RESULT_FILE, result)
+
+
+def load_stability_config(path: Path | None) -> StabilityConfig:
+    """The protocol configuration file (``.json`` / ``.toml``, the fields of :class:`StabilityConfig`)."""
+    if path is None:
+        return StabilityConfig()
+    try:
+        return StabilityConfig.model_validate(load_config_file(path))
+    except ValidationError as exc:
+        raise ValueError(f"{path}: invalid stability configuration:\n{exc}") from None
+
+
+def cli_run(
+    config: RunConfig, protocol_config_file: Path | None, progress: ProgressHook | None = None
+) -> tuple[StabilityResult, Path]:
+    """``streambench run --protocol stability [--protocol-config FILE]``."""
+    stability = load_stability_config(protocol_config_file)
+    if config.adapter == "reference":
+        config = config.model_copy(update={"adapter": DEFAULT_ADAPTER})
+    return execute_stability(config, stability, progress)
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _stream_row(figures: StabilityFigures) -> list[str]:
+    return [
+        _num(figures.jaccard),
+        _num(figures.lifetime_runs, 2),
+        _num(figures.lifetime_per_feature, 2),
+        _pct(figures.transient_ratio),
+        _pct(figures.turnover),
+        _num(figures.flips, 2),
+        _num(figures.relation.bound, 2),
+    ]
+
+
+def print_result(console: Console, result: StabilityResult) -> int:
+    """The overall figures (seed 000 §1-5, the flips relation, F1@Δt of the same run), then one row per
+    stream. Exit code 0: the protocol measures, it does not judge."""
+    report, events = result.report, result.events
+    overall, rel = report.overall, report.overall.relation
+    first, last = events.curve[0], events.curve[-1]
+    title = (
+        f"Temporal stability (seed 000) · {escape(result.adapter_name)} · {report.feature_kind}, "
+        f"K = {report.k} of {report.num_features} · {overall.num_frames} frames, {overall.num_steps} steps"
+    )
+    table = Table(title=title, title_justify="left")
+    for name in ("figure", "value", "definition"):
+        table.add_column(name, justify="right" if name == "value" else "left")
+    rows = [
+        ("Jaccard (adjacent frames)", _num(overall.jaccard), "§1"),
+        ("lifetime, mean over runs", _num(overall.lifetime_runs, 2), "§2 code, frames (default)"),
+        ("lifetime, mean over features", _num(overall.lifetime_per_feature, 2), "§2 steps 1-3, frames"),
+        ("transient ratio %", _pct(overall.transient_ratio), f"§3 ({overall.num_runs} runs)"),
+        ("turnover % (new / K)", _pct(overall.turnover), "§4"),
+        ("flips per step", _num(overall.flips, 2), "§5"),
+        ("2K(1 − Jaccard)", _num(rel.bound, 2), "数学关系 1: an upper bound"),
+        ("flips / 2K(1 − J)", _num(rel.ratio, 2), "the seed's relation, measured"),
+        ("2K(1 − J)/(1 + J)", _num(rel.exact_k, 2), "exactly K per frame: exact per step"),
+        (f"F1@{first.delta_ms:g} ms %", _pct(first.f1_micro), "seed 004 Strict, frame, micro"),
+        (f"F1@{last.delta_ms:g} ms %", _pct(last.f1_micro), "the same, same run"),
+        ("segment F1 %", _pct(events.segment_f1_micro), "offline view, seed 004"),
+        ("frame accuracy %", _pct(events.frame_accuracy), "offline view, seed 004"),
+    ]
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    if report.streams:
+        per_stream = Table(title="per stream", title_justify="left")
+        heads = ("stream", "J", "life", "life/f", "trans%", "turn%", "flips", "2K(1-J)", "F1@0%")
+        for name in heads:
+            per_stream.add_column(name, justify="left" if name == "stream" else "right")
+        for stream in report.streams:
+            f1 = events.stream_f1.get(stream.stream_id)
+            per_stream.add_row(
+                escape(stream.stream_id), *_stream_row(stream.figures), _pct(f1[0]) if f1 else "–"
+            )
+        console.print(per_stream)
+    for stream_id, why in report.skipped.items():
+        console.print(f"skipped {stream_id}: {why}", highlight=False, markup=False)
+    return 0
+
+
+def headline_figures(result: StabilityResult) -> list[Figure]:
+    """The run store's headline of a stability run: seed 000's figures over all test streams and the
+    event F1 of the same run (``streambench runs`` / ``show`` / ``compare``)."""
+    from harness.headline import Figure
+
+    overall = result.report.overall
+    rows: list[tuple[str, str, float | None, str]] = [
+        ("jaccard", "Jaccard (adjacent frames)", overall.jaccard, "higher"),
+        ("flips", "flips per step", overall.flips, "lower"),
+        ("lifetime", "lifetime, mean over runs (frames)", overall.lifetime_runs, "higher"),
+        ("transient", "transient ratio", overall.transient_ratio, "lower"),
+    ]
+    figures = [
+        Figure(
+            key=f"stability.{key}",
+            label=label,
+            unit="",
+            better="higher" if better == "higher" else "lower",
+            value=value,
+            reason=None if value is not None else "undefined: no adjacent frames with features",
+            n_frames=overall.num_frames,
+        )
+        for key, label, value, better in rows
+    ]
+    first = result.events.curve[0]
+    figures.append(
+        Figure(
+            key=f"f1@{first.delta_ms:g}ms",
+            label=f"F1@{first.delta_ms:g}ms (same run)",
+            unit="",
+            better="higher",
+            value=first.f1_micro,
+        )
+    )
+    return figures
