@@ -262,6 +262,9 @@ def adapters() -> None:
 app.add_typer(score_app, name="score")
 
 # Subcommands defined in their own modules register here (one import + one call each).
+from harness.cli_sweep import register as register_sweep  # noqa: E402
+
+register_sweep(app)
 
 from harness.cli_report import register as register_report  # noqa: E402
 

@@ -95,4 +95,4 @@ def test_cli_robustness_prints_the_table(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "Audio-Delay@500ms" in res.output and (tmp_path / "cli" / "robustness.json").exists()
     bad = CliRunner().invoke(app, ["run", "--protocol", "nope", "--no-progress"])
-    assert bad.exit_code == 2 and "expected online, robustness or causality" in bad.output
+    assert bad.exit_code == 2 and "expected one of online, robustness, causality, detection" in bad.output

@@ -1,0 +1,434 @@
+"""A sweep: adapters × protocols × perturbation points × a parameter grid × seeds × repeats (issue 10).
+
+A sweep file (TOML, validated by :class:`SweepFile`) is expanded by :func:`expand` into
+:class:`RunSpec` s, one per run, each with a **stable id**: a short sha256 of the canonical JSON of the
+run's fully validated specification (adapter, options, protocol, its configuration, data, engine,
+seed, repeat). The same run in any sweep, on any machine, gets the same id, so a run already in the
+store is never run again: resuming a sweep is the default (:func:`split_done`).
+
+Mapping of the protocols (the documented choice):
+
+* ``online``: one run per combination (it has no perturbation points).
+* ``robustness``: with ``points`` given, one run per **perturbation point**: a
+  :class:`~protocols.robustness.RobustnessConfig` whose axes hold that single point and nothing else
+  (the protocol always adds its clean run, so each run reports the point and its drop). Without
+  ``points``: one run over the configuration's own axes (seed 004's default points).
+* ``causality``: one run per combination, every check of the configuration.
+
+``seed`` sets ``RunConfig.torch_seed`` and the protocol's own seed (robustness injectors' ``seed``,
+causality's ``noise_seed``); the data set's seed is a grid key like any other (``"run.data.seed"``).
+Grid keys are dotted paths: ``run.<RunConfig field>...`` applies to every run; ``online.``,
+``robustness.`` and ``causality.`` apply to that protocol's configuration only.
+
+:class:`SweepProgress` counts done / running / failed / remaining and estimates the time left.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.cli_config import _field_path, load_config_file
+from harness.headline import has_results
+from harness.runner import RunConfig
+from protocols.causality import CausalityConfig
+from protocols.online import OnlineConfig
+from protocols.robustness import RobustnessConfig
+
+__all__ = [
+    "ID_SALT",
+    "ProgressSnapshot",
+    "Protocol",
+    "Resources",
+    "RunSpec",
+    "SweepError",
+    "SweepFile",
+    "SweepProgress",
+    "expand",
+    "load_sweep",
+    "run_id_of",
+    "split_done",
+]
+
+ID_SALT = "streambench-sweep-v1"
+"""Part of every hashed run specification: changing how ids are derived changes this, not silently."""
+Protocol = Literal["online", "robustness", "causality"]
+_RESERVED_RUN_FIELDS = ("adapter", "adapter_options", "run_id", "output_dir", "torch_seed", "protocol")
+_POINT_AXES = {"missing": "missing_rates_pct", "audio_delay": "audio_delays_ms", "jitter": "jitters_ms"}
+
+
+class SweepError(ValueError):
+    """A sweep file that cannot be used; the message names the file and the field."""
+
+
+class Resources(BaseModel):
+    """What one run needs. Whole cores and whole GPUs only: a timed run never shares a device."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cpus: int = Field(1, ge=1, description="whole CPU cores, pinned for the run (Ray: num_cpus)")
+    gpus: int = Field(0, ge=0, description="whole GPUs (Ray: num_gpus): at most one timed run per GPU")
+    memory_mb: int | None = Field(None, ge=1, description="memory the scheduler reserves (Ray: memory)")
+
+
+class AdapterEntry(BaseModel):
+    """One ``[[adapters]]`` table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    adapter: str = Field(description="registry name or importable module:Class")
+    label: str | None = Field(None, description="name in reports (default: the adapter)")
+    options: dict[str, Any] = Field(default_factory=dict, description="the adapter's own options")
+    resources: Resources | None = Field(None, description="overrides [sweep.resources] for this adapter")
+
+    @property
+    def name(self) -> str:
+        """The label, or the adapter when none is given."""
+        return self.label or self.adapter
+
+
+class RobustnessPoint(BaseModel):
+    """One perturbation point: Missing-Rate@p% (``missing``), Audio-Delay@Δt, Jitter@±δ (seed 004)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    axis: Literal["missing", "audio_delay", "jitter"]
+    value: float = Field(ge=0)
+
+    @property
+    def name(self) -> str:
+        """``axis=value``, as in the robustness headline's keys (``f1[missing=30]``)."""
+        return f"{self.axis}={self.value:g}"
+
+
+class ProtocolEntry(BaseModel):
+    """``[protocols.<name>]``: the protocol's configuration (its own model's fields)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class RobustnessEntry(ProtocolEntry):
+    """``[protocols.robustness]``: its configuration and the perturbation points (one run each)."""
+
+    points: list[RobustnessPoint] = Field(
+        default_factory=list, description="one run per point; empty: one run over the config's axes"
+    )
+
+
+class ProtocolsTable(BaseModel):
+    """``[protocols]``: the protocols every adapter runs under (at least one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    online: ProtocolEntry | None = None
+    robustness: RobustnessEntry | None = None
+    causality: ProtocolEntry | None = None
+
+    @model_validator(mode="after")
+    def _at_least_one(self) -> ProtocolsTable:
+        if self.online is None and self.robustness is None and self.causality is None:
+            raise ValueError("name at least one protocol: [protocols.online], .robustness or .causality")
+        return self
+
+
+class SweepSettings(BaseModel):
+    """``[sweep]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("sweep", pattern=r"^[A-Za-z0-9._-]+$")
+    output_dir: Path = Field(Path("results"), description="the run store (relative: to the working dir)")
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    repeats: int = Field(1, ge=1)
+    retries: int = Field(2, ge=0, description="attempts after the first, for a failed or lost worker")
+    baseline: str | None = Field(None, description="adapter label speed-ups are computed against")
+    resources: Resources = Field(default_factory=Resources)
+
+
+class SweepFile(BaseModel):
+    """The whole sweep file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sweep: SweepSettings = Field(default_factory=SweepSettings)
+    run: dict[str, Any] = Field(default_factory=dict, description="RunConfig fields shared by every run")
+    adapters: list[AdapterEntry] = Field(min_length=1)
+    protocols: ProtocolsTable
+    grid: dict[str, list[Any]] = Field(default_factory=dict, description="dotted key -> values")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SweepFile:
+        for name in _RESERVED_RUN_FIELDS:
+            if name in self.run:
+                raise ValueError(f"run.{name} is set by the sweep ([[adapters]], seeds, protocols)")
+        labels = [a.name for a in self.adapters]
+        duplicated = sorted({n for n in labels if labels.count(n) > 1})
+        if duplicated:
+            raise ValueError(f"adapters: labels must be unique, {duplicated} repeat (set `label`)")
+        if self.sweep.baseline is not None and self.sweep.baseline not in labels:
+            raise ValueError(f"sweep.baseline {self.sweep.baseline!r} is not one of the adapters {labels}")
+        for key, values in self.grid.items():
+            head = key.split(".", 1)[0]
+            if head not in ("run", "online", "robustness", "causality") or "." not in key:
+                raise ValueError(f"grid key {key!r}: expected run.<field>, online.<field>, ...")
+            if not values:
+                raise ValueError(f"grid key {key!r}: give at least one value")
+        return self
+
+
+class RunSpec(BaseModel):
+    """One expanded run. ``run_id`` is derived from everything else but ``resources`` and ``label``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str
+    label: str
+    protocol: Protocol
+    run: RunConfig
+    robustness: RobustnessConfig | None = None
+    causality: CausalityConfig | None = None
+    point: str | None = Field(None, description="the perturbation point of a robustness run")
+    grid: dict[str, Any] = Field(default_factory=dict)
+    seed: int
+    repeat: int
+    resources: Resources
+
+    def describe(self) -> str:
+        """One line for listings: label, protocol, point, grid values, seed, repeat."""
+        parts = [self.label, self.protocol, *([self.point] if self.point else [])]
+        parts += [f"{k}={v}" for k, v in self.grid.items()] + [f"seed={self.seed}", f"repeat={self.repeat}"]
+        return " ".join(parts)
+
+
+def load_sweep(path: Path) -> SweepFile:
+    """Read and validate a ``.toml`` (or ``.json``) sweep file; errors name the file and each field."""
+    try:
+        tree = load_config_file(path)
+    except ValueError as exc:
+        raise SweepError(str(exc).replace("configuration", "sweep file", 1)) from None
+    try:
+        return SweepFile.model_validate(tree)
+    except ValidationError as exc:
+        raise SweepError(f"{path}: invalid sweep file:\n{_problems(exc)}") from None
+
+
+def _problems(exc: ValidationError) -> str:
+    """One line per error, the field as the user writes it (``run.data.num_streams``)."""
+    return "\n".join(
+        f"  {'.'.join(str(p) for p in _field_path(e['loc'])) or '(top level)'}: {e['msg']}"
+        for e in exc.errors()
+    )
+
+
+def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    node = tree
+    for key in parents:
+        child = node.get(key)
+        node[key] = child = dict(child) if isinstance(child, dict) else {}
+        node = child
+    node[last] = value
+
+
+def run_id_of(label_slug: str, protocol: str, payload: Mapping[str, Any]) -> str:
+    """``<adapter>-<protocol>-<12 hex>``: sha256 of the canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps({"salt": ID_SALT, **payload}, sort_keys=True, separators=(",", ":"), default=str)
+    return f"{label_slug}-{protocol}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+def _slug(adapter: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", adapter.rsplit(":", 1)[-1]).strip("-").lower()[:32] or "adapter"
+
+
+def expand(sweep: SweepFile, source: str = "sweep file") -> list[RunSpec]:
+    """Every run of the sweep, in a fixed order: adapter, protocol, point, grid, seed, repeat.
+
+    Each run's configuration is validated here (errors name ``source``, the adapter and the field), so a
+    bad sweep fails before anything runs."""
+    specs: list[RunSpec] = []
+    seen: set[str] = set()
+    keys = list(sweep.grid)
+    for entry in sweep.adapters:
+        for protocol, points in _protocols(sweep.protocols):
+            own = [k for k in keys if k.split(".", 1)[0] in ("run", protocol)]
+            for values in itertools.product(*(sweep.grid[k] for k in own)):
+                combo = dict(zip(own, values, strict=True))
+                for seed, repeat in itertools.product(sweep.sweep.seeds, range(sweep.sweep.repeats)):
+                    for point in points:
+                        spec = _spec(sweep, entry, protocol, point, combo, seed, repeat, source)
+                        if spec.run_id not in seen:  # a grid that repeats a value is one run, not two
+                            seen.add(spec.run_id)
+                            specs.append(spec)
+    return specs
+
+
+def _protocols(table: ProtocolsTable) -> list[tuple[Protocol, list[RobustnessPoint | None]]]:
+    found: list[tuple[Protocol, list[RobustnessPoint | None]]] = []
+    if table.online is not None:
+        found.append(("online", [None]))
+    if table.robustness is not None:
+        found.append(("robustness", list(table.robustness.points) or [None]))
+    if table.causality is not None:
+        found.append(("causality", [None]))
+    return found
+
+
+def _spec(
+    sweep: SweepFile,
+    entry: AdapterEntry,
+    protocol: Protocol,
+    point: RobustnessPoint | None,
+    combo: dict[str, Any],
+    seed: int,
+    repeat: int,
+    source: str,
+) -> RunSpec:
+    run_tree: dict[str, Any] = json.loads(json.dumps(sweep.run))  # a deep copy
+    run_tree.update(adapter=entry.adapter, adapter_options=entry.options, torch_seed=seed)
+    table = getattr(sweep.protocols, protocol)
+    proto_tree: dict[str, Any] = json.loads(json.dumps(table.config))
+    if protocol == "online":
+        run_tree["protocol"] = proto_tree
+    for key, value in combo.items():
+        head, rest = key.split(".", 1)
+        _set(run_tree if head == "run" else proto_tree, rest, value)
+    if protocol == "robustness":
+        proto_tree["seed"] = seed
+        if point is not None:
+            for axis, field in _POINT_AXES.items():
+                proto_tree[field] = [point.value] if axis == point.axis else []
+    elif protocol == "causality":
+        proto_tree["noise_seed"] = seed
+    where = f"{source}: adapter {entry.name!r}, protocol {protocol}"
+    try:
+        run = RunConfig.model_validate(run_tree)
+    except ValidationError as exc:
+        raise SweepError(
+            f"{where}: invalid run configuration ([run], grid run.*):\n{_problems(exc)}"
+        ) from None
+    robustness = causality = None
+    try:
+        if protocol == "robustness":
+            proto_tree.setdefault("online", run.protocol.model_dump(mode="json"))
+            robustness = RobustnessConfig.model_validate(proto_tree)
+        elif protocol == "causality":
+            causality = CausalityConfig.model_validate(proto_tree)
+        else:
+            OnlineConfig.model_validate(proto_tree)
+    except ValidationError as exc:
+        what = f"[protocols.{protocol}] config, grid {protocol}.*"
+        raise SweepError(f"{where}: invalid {protocol} configuration ({what}):\n{_problems(exc)}") from None
+    config = robustness or causality
+    payload = {
+        "adapter": run.adapter,
+        "options": run.adapter_options,
+        "protocol": protocol,
+        "run": run.model_dump(mode="json", exclude={"output_dir", "run_id"}),
+        "protocol_config": config.model_dump(mode="json") if config is not None else None,
+        "seed": seed,
+        "repeat": repeat,
+    }
+    return RunSpec(
+        run_id=run_id_of(_slug(entry.adapter), protocol, payload),
+        label=entry.name,
+        protocol=protocol,
+        run=run,
+        robustness=robustness,
+        causality=causality,
+        point=point.name if point is not None else None,
+        grid=combo,
+        seed=seed,
+        repeat=repeat,
+        resources=entry.resources or sweep.sweep.resources,
+    )
+
+
+def split_done(specs: Sequence[RunSpec], results_dir: Path) -> tuple[list[RunSpec], list[RunSpec]]:
+    """(to run, already in the store): a run whose directory holds its results is never run again."""
+    todo: list[RunSpec] = []
+    done: list[RunSpec] = []
+    for spec in specs:
+        (done if has_results(results_dir / spec.run_id) else todo).append(spec)
+    return todo, done
+
+
+class ProgressSnapshot(BaseModel):
+    """The whole sweep at one moment. ``eta_s`` is ``None`` until a run of this session has ended."""
+
+    total: int
+    done: int = Field(description="finished now or earlier (already in the store)")
+    skipped: int = Field(description="of done: already in the store, not run again")
+    running: int
+    failed: int
+    remaining: int = Field(description="not started yet")
+    elapsed_s: float
+    eta_s: float | None
+
+
+class SweepProgress:
+    """Counts the sweep's runs as executors report them; ``listener(snapshot, message)`` on each change.
+
+    The estimate of time left is the throughput of this session so far (runs ended per second of wall
+    time, which includes the executor's parallelism) applied to the runs not ended yet."""
+
+    def __init__(
+        self,
+        total: int,
+        skipped: int = 0,
+        listener: Callable[[ProgressSnapshot, str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.total, self.skipped, self.listener, self._clock = total, skipped, listener, clock
+        self._started_at = clock()
+        self.running: set[str] = set()
+        self.done = self.failed = 0
+
+    def started(self, run_id: str, attempt: int = 1) -> None:
+        """An attempt of the run began (Ray: was handed to the scheduler)."""
+        self.running.add(run_id)
+        self._emit(f"started {run_id}" + (f" (attempt {attempt})" if attempt > 1 else ""))
+
+    def retrying(self, run_id: str, error: str) -> None:
+        """An attempt failed and another follows."""
+        self.running.discard(run_id)
+        self._emit(f"retrying {run_id}: {error}")
+
+    def finished(self, run_id: str, ok: bool) -> None:
+        """The run ended: committed to the store (``ok``) or recorded as failed."""
+        self.running.discard(run_id)
+        if ok:
+            self.done += 1
+        else:
+            self.failed += 1
+        self._emit(f"{'done' if ok else 'FAILED'} {run_id}")
+
+    def snapshot(self) -> ProgressSnapshot:
+        """The counts now, and the estimate of time left."""
+        elapsed = self._clock() - self._started_at
+        ended = self.done + self.failed
+        remaining = self.total - self.skipped - ended - len(self.running)
+        eta = (remaining + len(self.running)) * elapsed / ended if ended and elapsed > 0 else None
+        return ProgressSnapshot(
+            total=self.total,
+            done=self.done + self.skipped,
+            skipped=self.skipped,
+            running=len(self.running),
+            failed=self.failed,
+            remaining=remaining,
+            elapsed_s=elapsed,
+            eta_s=eta,
+        )
+
+    def _emit(self, message: str) -> None:
+        if self.listener is not None:
+            self.listener(self.snapshot(), message)

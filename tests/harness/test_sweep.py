@@ -1,0 +1,360 @@
+"""The sweep (issue 10) with the local executor: file validation, expansion and stable ids, progress,
+resume, retries (in process and of a killed worker process), the report grouped by fingerprint, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.cli_sweep import run_sweep
+from harness.headline import LATENCY_KEYS, load_headline
+from harness.instruments.manifest import collect_manifest, fingerprint
+from harness.runner import RunConfig, execute_run
+from harness.store import list_runs
+from harness.sweep import SweepError, SweepFile, SweepProgress, expand, load_sweep
+from harness.sweep_executors import SWEEP_FILE, LocalExecutor, SweepRecord, pinned_cores
+from harness.sweep_report import build_sweep_report, sweep_markdown, write_sweep_html
+from tests.harness.sweep_helpers import SMALL_RUN, small_sweep
+
+HELPERS = "tests.harness.sweep_helpers"
+
+
+def _write_toml(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _record(results: Path, run_id: str) -> SweepRecord:
+    return SweepRecord.model_validate_json((results / run_id / SWEEP_FILE).read_text())
+
+
+# --- the sweep file -------------------------------------------------------------------------------------
+
+
+def test_example_sweep_file_expands_to_eight_runs() -> None:
+    sweep = load_sweep(Path(__file__).parents[2] / "examples" / "sweep.toml")
+    specs = expand(sweep)
+    assert [(s.label, s.protocol, s.point) for s in specs] == [
+        ("reference", "online", None),
+        ("reference", "robustness", "missing=30"),
+        ("reference", "robustness", "audio_delay=100"),
+        ("reference", "robustness", "jitter=20"),
+        ("null", "online", None),
+        ("null", "robustness", "missing=30"),
+        ("null", "robustness", "audio_delay=100"),
+        ("null", "robustness", "jitter=20"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[[adapters]]\nadapter = 'null'\n[protocols.online]\nbogus = 1\n", "protocols.online.bogus"),
+        ("[[adapters]]\nadapter = 'null'\n", "protocols: Field required"),
+        (
+            "[run]\nadapter = 'x'\n[[adapters]]\nadapter = 'null'\n[protocols.online]\n",
+            "run.adapter is set by",
+        ),
+        ("[[adapters]]\nadapter = 'null'\n[protocols.online]\n[grid]\nseed = [1]\n", "grid key 'seed'"),
+        (
+            "[sweep]\nbaseline = 'ref'\n[[adapters]]\nadapter = 'null'\n[protocols.online]\n",
+            "sweep.baseline 'ref' is not one of the adapters ['null']",
+        ),
+        ("[[adapters]]\nadapter = 'null'\n[[adapters]]\nadapter = 'null'\n[protocols.online]\n", "repeat"),
+        ("[[adapters]]\nadapter = 'null'\n[protocols.online]\n[sweep.resources]\ncpus = 0.5\n", "cpus"),
+        ("[[adapters]\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_sweep_file_is_refused_naming_the_file_and_field(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    path = _write_toml(tmp_path / "bad.toml", text)
+    with pytest.raises(SweepError) as caught:
+        load_sweep(path)
+    assert str(path) in str(caught.value)
+    assert expected in str(caught.value)
+
+
+def test_a_bad_run_configuration_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    tree = small_sweep(tmp_path, run={"data": {"kind": "synthetic", "num_streams": 0}})
+    with pytest.raises(
+        SweepError, match=r"(?s)s\.toml: adapter 'reference', protocol online.*\n  data\.num_streams: "
+    ):
+        expand(SweepFile.model_validate(tree), "s.toml")
+
+
+# --- expansion and stable ids ---------------------------------------------------------------------------
+
+
+def test_expansion_maps_each_perturbation_point_to_a_single_point_robustness_run(tmp_path: Path) -> None:
+    specs = expand(SweepFile.model_validate(small_sweep(tmp_path)))
+    assert len(specs) == 2 * (1 + 3)
+    robust = {s.point: s.robustness for s in specs if s.label == "faulty" and s.protocol == "robustness"}
+    assert robust["missing=30"] is not None and robust["missing=30"].missing_rates_pct == (30.0,)
+    assert robust["missing=30"].audio_delays_ms == () and robust["missing=30"].jitters_ms == ()
+    assert robust["audio_delay=100"] is not None and robust["audio_delay=100"].audio_delays_ms == (100.0,)
+    assert robust["jitter=20"] is not None and robust["jitter=20"].jitters_ms == (20.0,)
+    assert robust["jitter=20"].missing_rates_pct == ()
+    online = next(s for s in specs if s.protocol == "online")
+    assert online.robustness is None and online.run.data.num_streams == 3  # type: ignore[union-attr]
+
+
+def test_run_ids_are_stable_and_depend_only_on_what_is_measured(tmp_path: Path) -> None:
+    tree = small_sweep(tmp_path)
+    ids = [s.run_id for s in expand(SweepFile.model_validate(tree))]
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"(reference|faulty)-(online|robustness)-[0-9a-f]{12}", i) for i in ids)
+    assert ids == [s.run_id for s in expand(SweepFile.model_validate(json.loads(json.dumps(tree))))]
+    # the sweep's name, the output directory, the resources and the adapters' order change no id
+    other = small_sweep(tmp_path / "elsewhere", adapters=[{"adapter": "faulty"}, {"adapter": "reference"}])
+    other["sweep"] = {"name": "other", "output_dir": "x", "resources": {"cpus": 2}}
+    assert sorted(s.run_id for s in expand(SweepFile.model_validate(other))) == sorted(ids)
+    # a default written out is the same run: ids hash the validated configuration
+    explicit = small_sweep(tmp_path, run={**SMALL_RUN, "on_error": "continue"})
+    assert [s.run_id for s in expand(SweepFile.model_validate(explicit))] == ids
+    # what changes the measurement changes the id
+    seeded = small_sweep(tmp_path)
+    seeded["sweep"]["seeds"] = [1]
+    assert not set(ids) & {s.run_id for s in expand(SweepFile.model_validate(seeded))}
+
+
+def test_grid_seeds_and_repeats_multiply_and_protocol_keys_stay_in_their_protocol(tmp_path: Path) -> None:
+    tree = small_sweep(
+        tmp_path,
+        grid={"run.data.seed": [0, 1], "robustness.missing_mode": ["zero", "none"]},
+    )
+    tree["sweep"]["repeats"] = 2
+    specs = expand(SweepFile.model_validate(tree))
+    # per adapter: online 2 data seeds x 2 repeats; robustness 3 points x 2 x 2 modes x 2 repeats
+    assert len(specs) == 2 * (2 * 2 + 3 * 2 * 2 * 2)
+    assert len({s.run_id for s in specs}) == len(specs)
+    online = [s for s in specs if s.protocol == "online"]
+    assert all("robustness.missing_mode" not in s.grid for s in online)
+    modes = {s.robustness.missing_mode for s in specs if s.robustness is not None}
+    assert modes == {"zero", "none"}
+    assert {s.run.data.seed for s in online} == {0, 1}  # type: ignore[union-attr]
+    assert {s.repeat for s in specs} == {0, 1}
+
+
+# --- progress -------------------------------------------------------------------------------------------
+
+
+def test_progress_counts_and_estimates_the_time_left_from_the_throughput() -> None:
+    now = [100.0]
+    seen: list[str] = []
+    progress = SweepProgress(10, skipped=2, listener=lambda snap, msg: seen.append(msg), clock=lambda: now[0])
+    assert progress.snapshot().eta_s is None
+    progress.started("a")
+    progress.started("b")
+    now[0] = 104.0
+    progress.finished("a", ok=True)
+    snap = progress.snapshot()
+    assert (snap.done, snap.skipped, snap.running, snap.failed, snap.remaining) == (3, 2, 1, 0, 6)
+    assert snap.eta_s == pytest.approx(7 * 4.0)  # 6 remaining + 1 running, one run ended per 4 s
+    progress.retrying("b", "boom")
+    progress.started("b", 2)
+    now[0] = 110.0
+    progress.finished("b", ok=False)
+    snap = progress.snapshot()
+    assert (snap.done, snap.running, snap.failed, snap.remaining) == (3, 0, 1, 6)
+    assert snap.eta_s == pytest.approx(6 * 10.0 / 2)
+    assert seen == [
+        "started a",
+        "started b",
+        "done a",
+        "retrying b: boom",
+        "started b (attempt 2)",
+        "FAILED b",
+    ]
+
+
+def test_pinned_cores_hands_out_distinct_cores_and_restores_the_affinity() -> None:
+    before = os.sched_getaffinity(0)
+    if len(before) < 2:
+        pytest.skip("needs two cores")
+    with pinned_cores(1) as first:
+        assert first is not None and os.sched_getaffinity(0) == set(first)
+        with pinned_cores(1, among=sorted(before)) as second:
+            assert second is not None and set(second).isdisjoint(first)
+    assert os.sched_getaffinity(0) == before
+
+
+# --- the local executor ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SweepFile, Any]:
+    results = tmp_path_factory.mktemp("local") / "results"
+    sweep = SweepFile.model_validate(small_sweep(results))
+    outcome = run_sweep(sweep, LocalExecutor(retries=1))
+    return results, sweep, outcome
+
+
+def test_local_sweep_runs_every_run_into_the_store_with_its_manifest(local_store: Any) -> None:
+    results, sweep, outcome = local_store
+    specs = expand(sweep)
+    assert outcome.total == 8 and outcome.skipped == [] and outcome.failed == []
+    assert [r.run_id for r in outcome.records] == [s.run_id for s in specs]
+    assert {h.run for h in list_runs(results)} == {s.run_id for s in specs}
+    here = fingerprint(collect_manifest({}))
+    for spec in specs:
+        record = _record(results, spec.run_id)
+        assert record.status == "done" and len(record.attempts) == 1 and record.attempts[0].error is None
+        assert record.fingerprint == here and record.environment is not None
+        assert record.spec == spec and record.executor == "local"
+    assert not list((results / ".sweep-staging").iterdir())  # every staged directory was renamed
+
+
+def test_a_sweep_run_measures_what_a_plain_run_measures(local_store: Any, tmp_path: Path) -> None:
+    results, sweep, _ = local_store
+    spec = next(s for s in expand(sweep) if s.label == "reference" and s.protocol == "online")
+    _, _, plain_dir = execute_run(RunConfig.model_validate({**SMALL_RUN, "output_dir": tmp_path}))
+    swept, plain_head = load_headline(results / spec.run_id), load_headline(plain_dir)
+    quality = [f.key for f in swept.figures if f.key not in LATENCY_KEYS and f.key != "energy"]
+    assert quality and all(swept.figure(k).value == plain_head.figure(k).value for k in quality)  # type: ignore[union-attr]
+    ours, theirs = np.load(results / spec.run_id / "arrays.npz"), np.load(plain_dir / "arrays.npz")
+    assert all(np.array_equal(ours[k], theirs[k]) for k in theirs.files if k.endswith("/scores"))
+
+
+def test_rerunning_a_finished_sweep_runs_nothing(local_store: Any) -> None:
+    results, sweep, first = local_store
+    mtimes = {r.run_id: (results / r.run_id / SWEEP_FILE).stat().st_mtime_ns for r in first.records}
+    again = run_sweep(sweep, LocalExecutor())
+    assert again.records == [] and again.skipped == [r.run_id for r in first.records]
+    assert mtimes == {r: (results / r / SWEEP_FILE).stat().st_mtime_ns for r in mtimes}
+
+
+def test_a_failed_attempt_is_retried_and_a_run_failing_every_attempt_is_recorded(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    tree = small_sweep(
+        results,
+        adapters=[
+            {
+                "adapter": f"{HELPERS}:RaiseOnceAdapter",
+                "label": "once",
+                "options": {"marker": str(tmp_path / "once")},
+            },
+            {"adapter": f"{HELPERS}:NoSuchAdapter", "label": "never"},
+        ],
+        protocols={"online": {}},
+    )
+    tree["sweep"]["baseline"] = None
+    sweep = SweepFile.model_validate(tree)
+    outcome = run_sweep(sweep, LocalExecutor(retries=2))
+    once, never = outcome.records
+    assert once.status == "done" and [a.attempt for a in once.attempts] == [1, 2]
+    assert "planted failure of the first attempt" in (once.attempts[0].error or "")
+    assert once.attempts[1].error is None
+    assert never.status == "failed" and len(never.attempts) == 3
+    assert all("NoSuchAdapter" in (a.error or "") for a in never.attempts)
+    assert _record(results, never.run_id).status == "failed"
+    assert [h.run for h in list_runs(results)] == [once.run_id]  # the store lists finished runs only
+    report = build_sweep_report(sweep, results)
+    assert [(r.label, r.status, r.attempts) for r in report.rows] == [
+        ("once", "done", 2),
+        ("never", "failed", 3),
+    ]
+    assert "### Failed runs" in sweep_markdown(report)
+    # resuming runs the failed run again (and only it)
+    again = run_sweep(sweep, LocalExecutor(retries=0))
+    assert [r.run_id for r in again.records] == [never.run_id] and again.skipped == [once.run_id]
+
+
+def test_a_worker_killed_mid_run_is_retried_in_a_fresh_process(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    marker = tmp_path / "exited"
+    tree = small_sweep(
+        results,
+        adapters=[
+            {"adapter": f"{HELPERS}:ExitOnceAdapter", "label": "exit", "options": {"marker": str(marker)}}
+        ],
+        protocols={"online": {}},
+    )
+    tree["sweep"]["baseline"] = None
+    outcome = run_sweep(SweepFile.model_validate(tree), LocalExecutor(retries=1, isolate=True))
+    (record,) = outcome.records
+    assert marker.exists() and record.status == "done"
+    assert [a.attempt for a in record.attempts] == [1, 2]
+    assert "worker process lost" in (record.attempts[0].error or "")
+    assert record.executor == "local-isolated" and record.cores is not None and len(record.cores) == 1
+    worker_pid = int((record.attempts[1].worker or ":0").rsplit(":", 1)[1])
+    assert worker_pid != os.getpid()  # measured in the worker, written here
+    head = load_headline(results / record.run_id)
+    assert head.figure("f1@0ms") is not None and head.figure("f1@0ms").value is not None  # type: ignore[union-attr]
+
+
+# --- the report -----------------------------------------------------------------------------------------
+
+
+def test_report_keeps_timings_per_fingerprint_and_compares_only_speed_ups(
+    local_store: Any, tmp_path: Path
+) -> None:
+    results, sweep, _ = local_store
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    specs = {(s.label, s.protocol, s.point): s for s in expand(sweep)}
+    ref, faulty = specs[("reference", "online", None)], specs[("faulty", "online", None)]
+    same = build_sweep_report(sweep, copy)
+    rows = {r.run_id: r for r in same.rows}
+    base_mean = load_headline(copy / ref.run_id).figure("mean").value  # type: ignore[union-attr]
+    mine_mean = load_headline(copy / faulty.run_id).figure("mean").value  # type: ignore[union-attr]
+    assert rows[faulty.run_id].speedup == pytest.approx(base_mean / mine_mean)
+    assert rows[ref.run_id].speedup == pytest.approx(1.0)
+    assert len(same.fingerprints()) == 1
+    # the faulty adapter's online run measured on another machine: its own table, no speed-up
+    record = _record(copy, faulty.run_id).model_copy(update={"fingerprint": "ffffffffffffffff"})
+    (copy / faulty.run_id / SWEEP_FILE).write_text(record.model_dump_json())
+    split = build_sweep_report(sweep, copy)
+    rows = {r.run_id: r for r in split.rows}
+    assert split.fingerprints()[1] == "ffffffffffffffff" and len(split.fingerprints()) == 2
+    assert rows[faulty.run_id].speedup is None and "another environment" in (
+        rows[faulty.run_id].speedup_reason or ""
+    )
+    markdown = sweep_markdown(split)
+    tables = markdown.split("### Timings on environment ")[1:]
+    assert len(tables) == 2
+    assert ref.run_id in tables[0] and faulty.run_id not in tables[0]
+    assert faulty.run_id in tables[1] and ref.run_id not in tables[1].split("###")[0]
+    written = write_sweep_html(split, copy / "sweep.html", copy)
+    assert [p.name for p in written] == [
+        "sweep.html",
+        f"sweep-{split.fingerprints()[0]}.html",
+        "sweep-ffffffffffffffff.html",
+    ]
+    assert "ffffffffffffffff" in written[0].read_text()
+
+
+# --- the command line -----------------------------------------------------------------------------------
+
+
+def test_cli_resumes_a_finished_sweep_and_writes_the_report(local_store: Any, tmp_path: Path) -> None:
+    results, sweep, _ = local_store
+    path = tmp_path / "sweep.json"
+    path.write_text(sweep.model_dump_json())
+    runner = CliRunner()
+    result = runner.invoke(app, ["sweep", str(path), "--report", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "8 runs, 8 already in the store, 0 run now, 0 failed" in result.output
+    assert "### Quality (hardware-independent, every run)" in result.output
+    assert (results / "sweep-small.html").is_file()
+    dry = runner.invoke(app, ["sweep", str(path), "--dry-run"])
+    assert dry.exit_code == 0 and "8 runs, 0 to run" in dry.output
+
+
+def test_cli_names_the_file_of_a_bad_sweep(tmp_path: Path) -> None:
+    path = _write_toml(tmp_path / "bad.toml", "[[adapters]]\nadapter = 'null'\n[protocols.offline]\n")
+    result = CliRunner().invoke(app, ["sweep", str(path)])
+    assert result.exit_code == 2
+    assert "bad.toml" in result.output and "protocols.offline" in result.output
+    good = _write_toml(tmp_path / "good.toml", "[[adapters]]\nadapter = 'null'\n[protocols.online]\n")
+    wrong = CliRunner().invoke(app, ["sweep", str(good), "--executor", "slurm"])
+    assert wrong.exit_code == 2 and "--executor 'slurm': expected local or ray" in wrong.output
