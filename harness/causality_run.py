@@ -48,8 +48,9 @@ from adapters.contract import Adapter, Frame, Stream
 from adapters.offenders import PeekingAdapter, sequence_gradient_support
 from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.engine import Engine, EngineConfig
+from harness.instruments.manifest import EnvironmentManifest
 from harness.results import write_protocol_result
-from harness.runner import ProgressHook, RunConfig, build_adapter, run_id_for
+from harness.runner import ProgressHook, RunConfig, build_adapter, environment_for, run_id_for
 from protocols import online
 from protocols.causality import (
     CausalityConfig,
@@ -94,6 +95,10 @@ class CausalityResult(BaseModel):
         default=(), description="every occluded variant's own result (detail prefixed by its occluder)"
     )
     skipped: dict[str, str] = Field(default_factory=dict, description="checks not run, and why")
+    environment: EnvironmentManifest | None = Field(
+        None, description="the environment lock manifest the run was measured in"
+    )
+    fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
 
 
 def occlude(stream: Stream, cut: int, occluder: str, donor: Stream | None = None, seed: int = 0) -> Stream:
@@ -210,6 +215,7 @@ def execute_causality(
         skipped = {"gradient_flow": reason, "stream_sequence": reason}
 
     run_id = config.run_id or run_id_for(config.adapter, "causality")
+    environment, fingerprint = environment_for(config, all_streams, type(probe).__module__)
     result = CausalityResult(
         run_id=run_id,
         created_at=datetime.now(timezone.utc),
@@ -220,6 +226,8 @@ def execute_causality(
         report=summarize(checks),
         occlusion_runs=tuple(occlusion_runs),
         skipped=skipped,
+        environment=environment,
+        fingerprint=fingerprint,
     )
     return result, write_protocol_result(config.output_dir, run_id, RESULT_FILE, result)
 

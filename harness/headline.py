@@ -308,6 +308,7 @@ def load_headline(run_dir: Path) -> RunHeadline:
     if not results:
         raise ResultFileError(f"{run_dir}: holds none of {', '.join(RESULT_FILES.values())}")
     first = results[0]  # every result model records run_id, created_at and adapter
+    fingerprint = next((f for r in results if isinstance(f := getattr(r, "fingerprint", None), str)), None)
     online = next((r for r in results if isinstance(r, RunResult)), None)
     figures = [f for r in results for f in figures_of(r)]
     when: datetime = getattr(first, "created_at")  # noqa: B009
@@ -318,9 +319,9 @@ def load_headline(run_dir: Path) -> RunHeadline:
         protocols=kinds,
         adapter=str(getattr(first, "adapter")),  # noqa: B009
         created_at=created.astimezone(timezone.utc),
-        fingerprint=online.fingerprint if online is not None else None,
+        fingerprint=fingerprint,
         fingerprint_reason=None
-        if online is not None
+        if fingerprint is not None
         else f"{' and '.join(RESULT_FILES[k] for k in kinds)} record no environment fingerprint",
         figures=figures,
         warnings=_warnings(online),

@@ -11,15 +11,16 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from adapters.contract import Stream
 from harness.adapter_errors import AdapterError
 from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.engine import Engine
+from harness.instruments.manifest import EnvironmentManifest
 from harness.perturb import perturb
 from harness.results import write_protocol_result
-from harness.runner import ProgressHook, RunConfig, build_adapter, run_id_for
+from harness.runner import ProgressHook, RunConfig, build_adapter, environment_for, run_id_for
 from protocols import robustness
 from protocols.recording import StreamRecording
 
@@ -38,6 +39,10 @@ class RobustnessResult(BaseModel):
     config: robustness.RobustnessConfig
     run: RunConfig
     report: robustness.RobustnessReport
+    environment: EnvironmentManifest | None = Field(
+        None, description="the environment lock manifest the run was measured in"
+    )
+    fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
 
 
 def execute_robustness(
@@ -58,6 +63,7 @@ def execute_robustness(
         if progress is not None:
             progress(done, len(variants), variant.name)
     report = robustness.score(outcomes, variants, sweep, streams[0].classes)
+    environment, fingerprint = environment_for(config, streams, type(adapter).__module__)
     run_id = config.run_id or run_id_for(config.adapter, "robustness")
     result = RobustnessResult(
         run_id=run_id,
@@ -66,6 +72,8 @@ def execute_robustness(
         config=sweep,
         run=config,
         report=report,
+        environment=environment,
+        fingerprint=fingerprint,
     )
     return result, write_protocol_result(config.output_dir, run_id, RESULT_FILE, result)
 

@@ -72,6 +72,7 @@ __all__ = [
     "ProgressHook",
     "RunConfig",
     "RunInterrupted",
+    "environment_for",
     "execute_run",
     "resume_run",
 ]
@@ -106,6 +107,16 @@ class RunConfig(BaseModel):
         "continue",
         description="on an adapter failure: skip the rest of that stream and go on, or end the run",
     )
+
+
+def environment_for(
+    config: RunConfig, streams: Sequence[Stream], adapter_module: str
+) -> tuple[EnvironmentManifest, str]:
+    """The environment lock manifest of a run (seed 004 §6.2.2) and its timing fingerprint, for the
+    protocols whose results are not a RunResult (robustness, causality, ...)."""
+    seeds = {"dataset": getattr(config.data, "seed", None), "torch": config.torch_seed}
+    manifest = collect_manifest(seeds, hash_streams(streams), adapter_module)
+    return manifest, fingerprint(manifest)
 
 
 def run_id_for(adapter: str, protocol: str = "") -> str:

@@ -329,7 +329,7 @@ def _gpu_items(torch: Any) -> dict[str, Item]:
 
 
 def collect_manifest(
-    seeds: dict[str, int],
+    seeds: Mapping[str, int | None],
     data_hash: str | None = None,
     adapter_module: str | None = None,
     *,

@@ -3,6 +3,7 @@ the result has them, null with the reason where nothing was measured, for every 
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -94,14 +95,20 @@ def test_run_directory_with_several_result_files(online: tuple[RunResult, Path],
     figure = figures_of(robust.model_copy(update={"report": report}))[1]
     assert figure.value is None and figure.reason == "adapter failed at stream syn-0001 frame 7: boom"
 
-    # robustness alone records no fingerprint: null with the reason
+    # robustness alone carries its own environment fingerprint (the same machine as the online run)
     alone = tmp_path / "alone"
     alone.mkdir()
     (alone / ROBUSTNESS_FILE).write_text((run_dir / ROBUSTNESS_FILE).read_text())
     only = load_headline(alone)
+    assert only.fingerprint == result.fingerprint and only.fingerprint_reason is None
+    # a result file written without one (an older file): null with the reason
+    raw = json.loads((run_dir / ROBUSTNESS_FILE).read_text())
+    raw.pop("fingerprint")
+    (alone / ROBUSTNESS_FILE).write_text(json.dumps(raw))
+    older = load_headline(alone)
     assert (
-        only.fingerprint is None
-        and only.fingerprint_reason == "robustness.json record no environment fingerprint"
+        older.fingerprint is None
+        and older.fingerprint_reason == "robustness.json record no environment fingerprint"
     )
 
 
