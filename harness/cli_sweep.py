@@ -20,15 +20,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.sweep import (
-    ProgressSnapshot,
     SweepError,
     SweepFile,
-    SweepProgress,
     expand,
     load_sweep,
-    split_done,
 )
 from harness.sweep_executors import Executor, LocalExecutor, RayExecutor, SweepRecord
+from harness.sweep_state import ProgressSnapshot, SweepProgress, split_done
 
 __all__ = ["SweepOutcome", "make_executor", "register", "run_sweep", "sweep"]
 

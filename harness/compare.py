@@ -214,15 +214,22 @@ def _change(
         if fig is None or fig.value is None
     ]
     if missing:
+        # A gated figure one run has and the other lacks fails the gate (a CI gate must not pass because
+        # the head stopped reporting it); null in both runs (e.g. energy on a machine without sensors) is
+        # not compared, and says so.
+        lost = rule is not None and len(missing) == 1
+        lead = "not compared: "
+        if lost and rule is not None:
+            lead = f"REGRESSION: gated by {rule.describe()} but "
         return FigureChange(
             **fields,
             change=None,
             relative=None,
             rule=rule,
-            breached=False,
+            breached=lost,
             rank_test=None,
-            regression=False,
-            verdict="not compared: " + ", ".join(missing),
+            regression=lost,
+            verdict=lead + ", ".join(missing),
         )
     assert base is not None and head is not None and base.value is not None and head.value is not None
     change = head.value - base.value

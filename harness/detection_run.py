@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -26,9 +26,10 @@ from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.datasets.spoof import SpoofConfig
 from harness.datasets.synthetic import SyntheticConfig
 from harness.engine import Engine
+from harness.instruments.manifest import EnvironmentManifest
 from harness.io.score_file import write_score_file
 from harness.results import write_protocol_result
-from harness.runner import ProgressHook, RunConfig, build_adapter, run_id_for
+from harness.runner import ProgressHook, RunConfig, build_adapter, environment_for, run_id_for
 from protocols import detection
 from protocols.metrics.latency import latency_summary
 
@@ -77,6 +78,10 @@ class DetectionResult(BaseModel):
     warmup_frames: int
     latency: LatencyRecord
     report: detection.DetectionReport
+    environment: EnvironmentManifest | None = Field(
+        None, description="the environment lock manifest the run was measured in"
+    )
+    fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
 
 
 def execute_detection(
@@ -101,8 +106,11 @@ def execute_detection(
     report = detection.score(recordings, protocol, streams[0].classes)
     lat = latency_summary(np.concatenate([r.latency_ns for r in recordings]))
     run_id = config.run_id or run_id_for(config.adapter, "detection")
+    environment, fingerprint = environment_for(config, streams, type(adapter).__module__)
     result = DetectionResult(
         run_id=run_id,
+        environment=environment,
+        fingerprint=fingerprint,
         created_at=datetime.now(timezone.utc),
         adapter=config.adapter,
         config=protocol,

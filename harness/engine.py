@@ -26,7 +26,8 @@ from adapters.contract import Adapter, Frame, Prediction, PredictOutput, StageTi
 from harness.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
 from harness.instruments.clock import ClockInfo, clock_info, wait_until
 from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer, marked
-from harness.recorded_extras import gather_extras
+from harness.recorded_extras import Extras, gather_extras
+from harness.recorded_extras import extras_of as _extras_of
 from protocols.recording import StreamRecording, StreamRole
 
 __all__ = [
@@ -123,7 +124,7 @@ class Engine:
         paced_start: np.ndarray | None = None
         timer = self.device_timer(len(frames)) if self.device_timer is not None else None
         predict = self.adapter.predict if timer is None else marked(self.adapter.predict, timer)
-        outputs: list[Prediction] | None = [] if self.config.record else None
+        outputs: list[Extras] | None = [] if self.config.record else None
         if self.config.pacing == "paced":
             if outputs is not None:
                 raise ValueError("recording features or weights needs an unpaced run")
@@ -185,7 +186,7 @@ class Engine:
             if out is None:
                 continue
             for pred_scores, ref, _ in self._slow_path(out, stream.stream_id, i, len(frames)):
-                scores.append(np.asarray(pred_scores, dtype=np.float32))
+                scores.append(np.array(pred_scores, dtype=np.float32))  # a copy: buffers may be reused
                 emitted_at.append(i)
                 refers_to.append(ref)
         if self.stages is not None:
@@ -236,13 +237,13 @@ class Engine:
         stream_id: str,
         stream_length: int,
         predict: Callable[[Frame], PredictOutput] | None = None,
-        outputs: list[Prediction] | None = None,
+        outputs: list[Extras] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The timed loop. Everything it does per frame beyond ``predict()`` is harness overhead.
 
         Scores are copied out as raw float32 bytes (an adapter may reuse its output buffer) and
         joined into one ``[P, C]`` array after the stream. ``outputs`` (when features or weights are
-        recorded) collects each kept Prediction, one list append per prediction.
+        recorded) collects copies of each kept prediction's features and weights.
         """
         n = len(frames)
         shape = (self.num_classes,)
@@ -280,14 +281,14 @@ class Engine:
                         keep_emitted(i)
                         keep_ref(ref)
                         if outputs is not None:
-                            outputs.append(out)
+                            outputs.append(_extras_of(out))
                         continue
                 for pred_scores, pred_ref, pred in self._slow_path(out, stream_id, i, stream_length):
                     keep_scores(pred_scores.astype(np.float32).tobytes())
                     keep_emitted(i)
                     keep_ref(pred_ref)
                     if outputs is not None:
-                        outputs.append(pred)
+                        outputs.append(_extras_of(pred))
         except AdapterOutputError:
             raise
         except Exception as exc:  # the adapter's own failure: say where it happened, keep the cause
@@ -338,7 +339,7 @@ class Engine:
                 latency[i] = end - start
                 started[i] = start - base
                 if out is not None:
-                    kept.extend((sc, i, ref) for sc, ref, _ in self._slow_path(out, stream_id, i, n))
+                    kept.extend((sc.copy(), i, ref) for sc, ref, _ in self._slow_path(out, stream_id, i, n))
         except AdapterOutputError:
             raise
         except Exception as exc:

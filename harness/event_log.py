@@ -43,6 +43,7 @@ __all__ = [
     "StartEvent",
     "StreamEvent",
     "decode_recording",
+    "drop_torn_tail",
     "encode_recording",
     "read_events",
 ]
@@ -62,6 +63,8 @@ class StartEvent(BaseModel):
     created_at: datetime
     config: dict[str, Any] = Field(description="the RunConfig, as JSON")
     plan: list[tuple[str, StreamRole]] = Field(description="(stream id, role) in the order they run")
+    fingerprint: str | None = Field(None, description="the environment fingerprint the run started in")
+    data_hash: str | None = Field(None, description="the hash of the data it started on")
 
 
 class SessionEvent(BaseModel):
@@ -134,6 +137,21 @@ class EventLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def drop_torn_tail(run_dir: Path) -> int:
+    """Cut a last line that was cut off mid-write (no newline) so appended events start on a line of
+    their own; returns the bytes dropped. Everything before the last newline is kept as it is."""
+    path = run_dir / EVENTS_FILE
+    with path.open("r+b") as handle:
+        data = handle.read()
+        keep = data.rfind(b"\n") + 1
+        if keep == len(data):
+            return 0
+        handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return len(data) - keep
 
 
 class RunLog(BaseModel):

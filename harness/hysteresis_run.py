@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -24,8 +24,9 @@ from adapters.router import AggregatedRouter, HardLabelRouter
 from harness.cli_config import load_config_file
 from harness.datasets.domains import DomainSource, aba_stream, control_stream, mix_stream, warmup_stream
 from harness.engine import Engine
+from harness.instruments.manifest import EnvironmentManifest
 from harness.results import write_protocol_result
-from harness.runner import ProgressHook, RunConfig, build_adapter, run_id_for
+from harness.runner import ProgressHook, RunConfig, build_adapter, environment_for, run_id_for
 from protocols import hysteresis
 from protocols.hysteresis_experiments import TITLES
 from protocols.recording import StreamRecording
@@ -58,6 +59,10 @@ class HysteresisResult(BaseModel):
     config: hysteresis.HysteresisConfig
     run: RunConfig
     report: hysteresis.HysteresisReport
+    environment: EnvironmentManifest | None = Field(
+        None, description="the environment lock manifest the run was measured in"
+    )
+    fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
 
 
 def domain_source(settings: hysteresis.StreamSettings) -> DomainSource:
@@ -115,8 +120,12 @@ def execute_hysteresis(
             progress(done, len(planned), entry.stream_id)
     report = hysteresis.score(sweep, planned, recordings, weights_source=source_kind)
     run_id = config.run_id or run_id_for(config.adapter, hysteresis.NAME)
+    sample = [build_stream(source, planned[0])]
+    environment, fingerprint = environment_for(config, sample, type(base).__module__)
     result = HysteresisResult(
         run_id=run_id,
+        environment=environment,
+        fingerprint=fingerprint,
         created_at=datetime.now(timezone.utc),
         adapter=config.adapter,
         adapter_info=base.info,

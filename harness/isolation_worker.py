@@ -157,9 +157,13 @@ def worker_main(config_json: str, memory_limit_mb: int | None, conn: Connection,
         try:
             if kind == "flops":
                 flops, reason = engine.count_flops(streams[request["stream_id"]])
+                slot[0] = IDLE
                 _send(conn, {"kind": "flops", "flops": flops, "reason": reason})
                 continue
-            recording = engine.run_stream(streams[request["stream_id"]], request["role"])
+            try:
+                recording = engine.run_stream(streams[request["stream_id"]], request["role"])
+            finally:
+                slot[0] = IDLE  # out of predict(): serialising the stream is not a frame's time
             buffer = io.BytesIO()
             np.savez(buffer, **to_arrays([recording]))  # type: ignore[arg-type]
         except AdapterError as exc:

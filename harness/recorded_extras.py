@@ -1,6 +1,6 @@
 """``Prediction.features`` / ``.weights`` gathered after a stream into ``[P, K]`` arrays, checked.
 
-The engine keeps each kept Prediction when ``EngineConfig.record`` asks for features or weights (the
+The engine keeps a copy of each kept prediction's features and weights when ``EngineConfig.record`` asks (the
 stability protocol, seed 000; the router protocol, seed 001) and calls :func:`gather_extras` after the
 timed loop, so the checks cost nothing per frame. Every prediction must carry the field, as a 1-D array
 of real numbers (or booleans) of one shape for the whole stream; otherwise the error names the frame.
@@ -14,11 +14,24 @@ import numpy as np
 
 from adapters.contract import Prediction
 
-__all__ = ["gather_extras"]
+__all__ = ["Extras", "extras_of", "gather_extras"]
+
+Extras = tuple[np.ndarray | None, np.ndarray | None]
+"""Copies of one prediction's ``(features, weights)``: an adapter may reuse its output buffers."""
+
+_INDEX = {"features": 0, "weights": 1}
+
+
+def extras_of(prediction: Prediction) -> Extras:
+    features, weights = prediction.features, prediction.weights
+    return (
+        None if features is None else np.array(features, copy=True),
+        None if weights is None else np.array(weights, copy=True),
+    )
 
 
 def gather_extras(
-    outputs: Sequence[Prediction] | None,
+    outputs: Sequence[Extras] | None,
     record: Sequence[str],
     emitted_at: np.ndarray,
     error: Callable[[str, int, str], Exception],
@@ -30,8 +43,8 @@ def gather_extras(
     gathered: dict[str, np.ndarray] = {}
     for name in record:
         rows: list[np.ndarray] = []
-        for k, prediction in enumerate(outputs):
-            value = getattr(prediction, name)
+        for k, extras in enumerate(outputs):
+            value = extras[_INDEX[name]]
             frame = int(emitted_at[k])
             if value is None:
                 raise error(stream_id, frame, f"Prediction.{name} is missing (this protocol records it)")

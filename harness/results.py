@@ -195,6 +195,8 @@ def write_run(run_dir: Path, result: RunResult, recordings: Sequence[StreamRecor
 def write_protocol_result(output_dir: Path, run_id: str, filename: str, result: BaseModel) -> Path:
     """Write a protocol's own result file (robustness.json, causality.json) atomically; the run directory."""
     run_dir = output_dir / run_id
+    if (run_dir / filename).exists():  # never overwrite a measured result
+        raise ValueError(f"{run_dir / filename}: exists already; give the run another --run-id")
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / filename, result.model_dump_json(indent=2))
     _index(run_dir)

@@ -28,6 +28,7 @@ from harness.event_log import (
     RunLog,
     SessionEvent,
     StartEvent,
+    drop_torn_tail,
     read_events,
 )
 from harness.executor import (
@@ -176,6 +177,8 @@ def resume_run(
         where = f"{run_dir / EVENTS_FILE}: line 1"
         raise ValueError(f"{where}: the recorded configuration is invalid:\n{exc}") from None
     config = config.model_copy(update={"output_dir": run_dir.parent, "run_id": run_dir.name})
+    if previous.torn_tail:  # the last session died mid-write: that stream is simply run again
+        drop_torn_tail(run_dir)
     return _execute(config, run_dir, previous=previous, progress=progress)
 
 
@@ -261,6 +264,18 @@ def _session(
     """One session of a run (the first, or a resume): log, measure, score, write."""
     assert config.run_id is not None
     created = previous.start.created_at if previous is not None else datetime.now(timezone.utc)
+    environment = fingerprint(manifest)
+    data_hash = manifest.data_hash.value if manifest.data_hash.value is not None else None
+    if previous is not None:  # one run, one environment, one data set: never merge two of them
+        for what, before, now in (
+            ("environment fingerprint", previous.start.fingerprint, environment),
+            ("data hash", previous.start.data_hash, data_hash),
+        ):
+            if before is not None and before != now:
+                raise ValueError(
+                    f"{run_dir}: the run started with {what} {before}, this session has {now}; "
+                    "its streams would mix two environments or data sets. Start a new run instead"
+                )
     with EventLog(run_dir) as log:
         if previous is None:
             plan_items = [(s.stream_id, s.role) for s in run_plan.streams]
@@ -270,6 +285,8 @@ def _session(
                     created_at=created,
                     config=config.model_dump(mode="json"),
                     plan=plan_items,
+                    fingerprint=environment,
+                    data_hash=str(data_hash) if data_hash is not None else None,
                 )
             )
         done = previous.recordings if previous is not None else []
@@ -279,6 +296,7 @@ def _session(
                 started_at=datetime.now(timezone.utc),
                 resumed=previous is not None,
                 streams_done=len(done) + len(failed),
+                isolated=subject.mode == "isolated",
             )
         )
         executor = EngineExecutor(subject.runner, progress, log, config.on_error, done=done, failed=failed)
@@ -330,7 +348,7 @@ def _session(
         clock=clock_info(subject.info.device),
         threads=thread_record,
         environment=manifest,
-        fingerprint=fingerprint(manifest),
+        fingerprint=environment,
         resources=ResourceRecord(
             memory=memory,
             gpu_energy=gpu_energy,

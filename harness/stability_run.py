@@ -27,9 +27,10 @@ from rich.table import Table
 from harness.cli_config import load_config_file
 from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.engine import Engine
+from harness.instruments.manifest import EnvironmentManifest
 from harness.io.atomic import atomic_write
 from harness.results import write_protocol_result
-from harness.runner import ProgressHook, RunConfig, build_adapter, run_id_for
+from harness.runner import ProgressHook, RunConfig, build_adapter, environment_for, run_id_for
 from protocols import online
 from protocols.online import CurvePoint
 from protocols.recording import to_arrays
@@ -78,6 +79,10 @@ class StabilityResult(BaseModel):
     run: RunConfig
     report: StabilityReport
     events: EventSummary
+    environment: EnvironmentManifest | None = Field(
+        None, description="the environment lock manifest the run was measured in"
+    )
+    fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
 
 
 def execute_stability(
@@ -115,8 +120,11 @@ def execute_stability(
         },
     )
     run_id = config.run_id or run_id_for(config.adapter, "stability")
+    environment, fingerprint = environment_for(config, streams, type(adapter).__module__)
     result = StabilityResult(
         run_id=run_id,
+        environment=environment,
+        fingerprint=fingerprint,
         created_at=datetime.now(timezone.utc),
         adapter=config.adapter,
         adapter_name=adapter.info.name,

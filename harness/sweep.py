@@ -4,7 +4,7 @@ A sweep file (TOML, validated by :class:`SweepFile`) is expanded by :func:`expan
 :class:`RunSpec` s, one per run, each with a **stable id**: a short sha256 of the canonical JSON of the
 run's fully validated specification (adapter, options, protocol, its configuration, data, engine,
 seed, repeat). The same run in any sweep, on any machine, gets the same id, so a run already in the
-store is never run again: resuming a sweep is the default (:func:`split_done`).
+store is never run again: resuming a sweep is the default (:func:`harness.sweep_state.split_done`).
 
 Mapping of the protocols (the documented choice):
 
@@ -20,7 +20,8 @@ causality's ``noise_seed``); the data set's seed is a grid key like any other (`
 Grid keys are dotted paths: ``run.<RunConfig field>...`` applies to every run; ``online.``,
 ``robustness.`` and ``causality.`` apply to that protocol's configuration only.
 
-:class:`SweepProgress` counts done / running / failed / remaining and estimates the time left.
+:class:`harness.sweep_state.SweepProgress` counts done / running / failed / remaining and estimates the
+time left.
 """
 
 from __future__ import annotations
@@ -29,15 +30,15 @@ import hashlib
 import itertools
 import json
 import re
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from adapters.contract import AdapterOptions
+from adapters.registry import AdapterLoadError, resolve
 from harness.cli_config import _field_path, load_config_file
-from harness.headline import has_results
 from harness.runner import RunConfig
 from protocols.causality import CausalityConfig
 from protocols.online import OnlineConfig
@@ -45,17 +46,14 @@ from protocols.robustness import RobustnessConfig
 
 __all__ = [
     "ID_SALT",
-    "ProgressSnapshot",
     "Protocol",
     "Resources",
     "RunSpec",
     "SweepError",
     "SweepFile",
-    "SweepProgress",
     "expand",
     "load_sweep",
     "run_id_of",
-    "split_done",
 ]
 
 ID_SALT = "streambench-sweep-v1"
@@ -259,6 +257,7 @@ def expand(sweep: SweepFile, source: str = "sweep file") -> list[RunSpec]:
     seen: set[str] = set()
     keys = list(sweep.grid)
     for entry in sweep.adapters:
+        _check_adapter(entry.adapter, entry.options, source)
         for protocol, points in _protocols(sweep.protocols):
             own = [k for k in keys if k.split(".", 1)[0] in ("run", protocol)]
             for values in itertools.product(*(sweep.grid[k] for k in own)):
@@ -270,6 +269,24 @@ def expand(sweep: SweepFile, source: str = "sweep file") -> list[RunSpec]:
                             seen.add(spec.run_id)
                             specs.append(spec)
     return specs
+
+
+def _check_adapter(name: str, options: dict[str, Any], source: str) -> None:
+    """The adapter resolves and its options pass its Options model (data-bound fields are filled later):
+    a typo fails here, before anything runs, not after every retry of every run."""
+    try:
+        cls = resolve(name)
+    except AdapterLoadError as exc:
+        raise SweepError(f"{source}: {exc}") from None
+    model = getattr(cls, "Options", None)
+    if model is None or not isinstance(model, type) or not issubclass(model, AdapterOptions):
+        if options:
+            raise SweepError(f"{source}: adapter {name!r} takes no options, got {sorted(options)}")
+        return
+    unknown = sorted(set(options) - set(model.model_fields))
+    if unknown:
+        known = sorted(model.model_fields)
+        raise SweepError(f"{source}: adapter {name!r}: unknown option(s) {unknown}; its options: {known}")
 
 
 def _protocols(table: ProtocolsTable) -> list[tuple[Protocol, list[RobustnessPoint | None]]]:
@@ -351,84 +368,3 @@ def _spec(
         repeat=repeat,
         resources=entry.resources or sweep.sweep.resources,
     )
-
-
-def split_done(specs: Sequence[RunSpec], results_dir: Path) -> tuple[list[RunSpec], list[RunSpec]]:
-    """(to run, already in the store): a run whose directory holds its results is never run again."""
-    todo: list[RunSpec] = []
-    done: list[RunSpec] = []
-    for spec in specs:
-        (done if has_results(results_dir / spec.run_id) else todo).append(spec)
-    return todo, done
-
-
-class ProgressSnapshot(BaseModel):
-    """The whole sweep at one moment. ``eta_s`` is ``None`` until a run of this session has ended."""
-
-    total: int
-    done: int = Field(description="finished now or earlier (already in the store)")
-    skipped: int = Field(description="of done: already in the store, not run again")
-    running: int
-    failed: int
-    remaining: int = Field(description="not started yet")
-    elapsed_s: float
-    eta_s: float | None
-
-
-class SweepProgress:
-    """Counts the sweep's runs as executors report them; ``listener(snapshot, message)`` on each change.
-
-    The estimate of time left is the throughput of this session so far (runs ended per second of wall
-    time, which includes the executor's parallelism) applied to the runs not ended yet."""
-
-    def __init__(
-        self,
-        total: int,
-        skipped: int = 0,
-        listener: Callable[[ProgressSnapshot, str], None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.total, self.skipped, self.listener, self._clock = total, skipped, listener, clock
-        self._started_at = clock()
-        self.running: set[str] = set()
-        self.done = self.failed = 0
-
-    def started(self, run_id: str, attempt: int = 1) -> None:
-        """An attempt of the run began (Ray: was handed to the scheduler)."""
-        self.running.add(run_id)
-        self._emit(f"started {run_id}" + (f" (attempt {attempt})" if attempt > 1 else ""))
-
-    def retrying(self, run_id: str, error: str) -> None:
-        """An attempt failed and another follows."""
-        self.running.discard(run_id)
-        self._emit(f"retrying {run_id}: {error}")
-
-    def finished(self, run_id: str, ok: bool) -> None:
-        """The run ended: committed to the store (``ok``) or recorded as failed."""
-        self.running.discard(run_id)
-        if ok:
-            self.done += 1
-        else:
-            self.failed += 1
-        self._emit(f"{'done' if ok else 'FAILED'} {run_id}")
-
-    def snapshot(self) -> ProgressSnapshot:
-        """The counts now, and the estimate of time left."""
-        elapsed = self._clock() - self._started_at
-        ended = self.done + self.failed
-        remaining = self.total - self.skipped - ended - len(self.running)
-        eta = (remaining + len(self.running)) * elapsed / ended if ended and elapsed > 0 else None
-        return ProgressSnapshot(
-            total=self.total,
-            done=self.done + self.skipped,
-            skipped=self.skipped,
-            running=len(self.running),
-            failed=self.failed,
-            remaining=remaining,
-            elapsed_s=elapsed,
-            eta_s=eta,
-        )
-
-    def _emit(self, message: str) -> None:
-        if self.listener is not None:
-            self.listener(self.snapshot(), message)

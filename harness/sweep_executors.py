@@ -44,7 +44,8 @@ from pydantic import BaseModel, Field
 
 from harness.io.atomic import atomic_write
 from harness.store import index_run
-from harness.sweep import RunSpec, SweepProgress
+from harness.sweep import RunSpec
+from harness.sweep_state import SweepProgress
 
 __all__ = [
     "SWEEP_FILE",
@@ -156,7 +157,12 @@ def measure(spec: RunSpec, pin: bool = False) -> Measured:
         config = spec.run.model_copy(update={"output_dir": Path(tmp), "run_id": spec.run_id})
         started = time.perf_counter()
         if spec.protocol == "online":
-            execute_run(config)
+            result, _, _ = execute_run(config)
+            if result.status != "complete":  # not a finished run of the sweep: never committed as done
+                reason = result.incomplete_reason or "incomplete"
+                if reason.startswith("interrupted"):
+                    raise KeyboardInterrupt(reason)  # Ctrl-C / SIGTERM stops the sweep, not just this run
+                raise RuntimeError(f"run {spec.run_id} did not complete: {reason}")
         elif spec.protocol == "robustness":
             assert spec.robustness is not None
             execute_robustness(config, spec.robustness)

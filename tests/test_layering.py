@@ -60,7 +60,18 @@ def test_only_the_engine_calls_predict() -> None:
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Attribute) and node.attr in {"predict", "predict_sequence"}:
                     callers.add(path.relative_to(ROOT).as_posix())
-    assert callers == {"harness/engine.py"}
+                if (  # getattr(adapter, "predict") is a call to predict too
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id in {"getattr", "setattr"}
+                    and len(node.args) >= 2
+                    and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value in {"predict", "predict_sequence"}
+                ):
+                    callers.add(path.relative_to(ROOT).as_posix())
+    # the isolated worker wraps the adapter's predict in a progress marker the engine then calls (one
+    # shared-memory store per frame; documented and measured in harness/isolation_worker.py)
+    assert callers == {"harness/engine.py", "harness/isolation_worker.py"}
 
 
 ALL_MODULES = _modules("harness") + _modules("protocols") + _modules("adapters")

@@ -57,6 +57,15 @@ class RaiseOnceAdapter(FaultyAdapter):
             raise RuntimeError("planted failure of the first attempt")
 
 
+class AlwaysBrokenAdapter(FaultyAdapter):
+    """Raises whenever it is built: a run that fails every attempt (the sweep file itself is valid)."""
+
+    NAME = "always-broken"
+
+    def __init__(self, options: FaultyOptions | None = None) -> None:
+        raise RuntimeError("AlwaysBrokenAdapter: planted failure of every attempt")
+
+
 SMALL_RUN: dict[str, Any] = {
     "data": {"kind": "synthetic", "num_streams": 3, "duration_s": 5.0},
     "engine": {"warmup_frames": 5},

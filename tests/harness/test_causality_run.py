@@ -171,3 +171,13 @@ def test_readme_demonstration_names_registered_offenders_and_their_checks() -> N
     for name, check in expected.items():
         assert name in REGISTRY and resolve(name).__module__ == "adapters.offenders"
         assert check in demos[name]
+
+
+def test_an_existing_result_file_is_never_overwritten(tmp_path: Path) -> None:
+    config = small(tmp_path, "reference")
+    checks = CausalityConfig(cuts=(0.5,), occluders=("zeros",))
+    execute_causality(config, checks)
+    before = (tmp_path / "x" / RESULT_FILE).read_bytes()
+    with pytest.raises(ValueError, match=r"causality\.json: exists already; give the run another --run-id"):
+        execute_causality(config, checks)
+    assert (tmp_path / "x" / RESULT_FILE).read_bytes() == before

@@ -112,6 +112,10 @@ def test_fps_drop_tests_for_slower_frames_and_f1_needs_no_rank_test() -> None:
     assert f1.regression and f1.rank_test is None and f1.change == pytest.approx(-0.015)
     assert not energy.regression and energy.verdict == "not compared: null in base, null in head"
     assert result.regressions == ["fps", "f1@100ms"]
+    # a gated figure the head no longer reports fails the gate
+    gone = compare_runs(base, headline("head", fps=1000.0, energy=None), FailOnSpec.parse("f1@100ms:-0.01"))
+    (lost,) = [c for c in gone.changes if c.key == "f1@100ms"]
+    assert lost.regression and lost.verdict == "REGRESSION: gated by f1@100ms:-0.01 but absent in head"
     with pytest.raises(FailOnSpecError, match=r"neither base nor head has the figure 'p99'"):
         compare_runs(base, head, FailOnSpec.parse("p99:+1%"))
 

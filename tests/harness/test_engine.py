@@ -350,3 +350,24 @@ def test_bad_recorded_features_name_the_frame(features: object, problem: str) ->
     paced = Engine(ScriptedAdapter(script), paced_config)
     with pytest.raises(ValueError, match="needs an unpaced run"):
         paced.run_stream(make_stream(num_frames=2))
+
+
+def test_reused_output_buffers_are_copied_in_every_loop() -> None:
+    """An adapter may write every answer into the same arrays: the timed, untimed and recording paths
+    must keep what it said at each frame, not its last words."""
+    scores = np.zeros(2, dtype=np.float64)  # float64: not the fast path
+    features = np.zeros(3)
+
+    def script(frame: Frame) -> Prediction:
+        scores[:] = (frame.index, -frame.index)
+        features[:] = frame.index
+        return Prediction(scores=scores, features=features)
+
+    stream = make_stream(num_frames=5)
+    config = EngineConfig(warmup_frames=0, record=("features",))
+    timed = Engine(ScriptedAdapter(script), config).run_stream(stream)
+    untimed = Engine(ScriptedAdapter(script), config).run_untimed(stream)
+    for rec in (timed, untimed):
+        np.testing.assert_array_equal(rec.scores[:, 0], [0, 1, 2, 3, 4])
+    assert timed.features is not None
+    np.testing.assert_array_equal(timed.features[:, 0], [0, 1, 2, 3, 4])

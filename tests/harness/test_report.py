@@ -98,7 +98,11 @@ def test_single_run_has_every_picture_with_the_runs_own_numbers(root: Path, repo
     for row in bundle.result.metrics.overall.speed.breakdown:
         assert f"<td>{row.ms_per_frame:.4g}</td>" in sections["run0-breakdown"]
     assert sections["run0-robustness"].count("<tr>") == 1 + 1 + 5  # header, clean, five sweep points
-    assert "passed" in sections["run0-causality"] or "FAILED" in sections["run0-causality"]
+    causality = sections["run0-causality"]
+    verdict = '<span class="pass">passed</span>' if bundle.causality.report.passed else "FAILED"
+    assert verdict in causality
+    for check in bundle.causality.report.checks:
+        assert f"<td>{check.name}</td>" in causality
     env = sections["run0-environment"]
     assert bundle.result.fingerprint in env and "<code>cpu_model</code>" in env
     assert "null: " in env  # this machine has no GPU: those items are null with their reason

@@ -121,3 +121,38 @@ def test_resume_refuses_other_options_and_bad_logs(tmp_path: Path) -> None:
     (bad / EVENTS_FILE).write_text('{"kind": "start"}\n')
     with pytest.raises(EventLogError, match=r"events\.jsonl: line 1: not a valid event"):
         resume_run(bad)
+
+
+def test_resume_after_a_torn_last_line_keeps_the_log_readable(tmp_path: Path) -> None:
+    """A session killed while writing a stream's line: resume runs that stream again, and the log stays
+    readable (a second resume works)."""
+
+    def interrupt_after_two(done: int, total: int, stream_id: str) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    _, _, run_dir = execute_run(config(tmp_path, "torn", streams=4), interrupt_after_two)
+    log = run_dir / EVENTS_FILE
+    lines = log.read_bytes().split(b"\n")
+    last_stream = max(i for i, line in enumerate(lines) if b'"kind":"stream"' in line)
+    log.write_bytes(b"\n".join(lines[:last_stream]) + b"\n" + lines[last_stream][:40])  # cut mid-line
+    assert read_events(run_dir).torn_tail
+    resumed, recordings, _ = resume_run(run_dir)
+    assert resumed.status == "complete" and len(recordings) == 4
+    again, _, _ = resume_run(run_dir)
+    assert timing_free(again) == timing_free(resumed) and not read_events(run_dir).torn_tail
+
+
+def test_resume_refuses_another_environment(tmp_path: Path) -> None:
+    def interrupt_after_one(done: int, total: int, stream_id: str) -> None:
+        raise KeyboardInterrupt
+
+    _, _, run_dir = execute_run(config(tmp_path, "env", streams=3), interrupt_after_one)
+    log = run_dir / EVENTS_FILE
+    lines = log.read_text().splitlines()
+    start = json.loads(lines[0])
+    assert start["fingerprint"] and start["data_hash"]
+    start["fingerprint"] = "another-machine"
+    log.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
+    with pytest.raises(ValueError, match="started with environment fingerprint another-machine"):
+        resume_run(run_dir)

@@ -20,9 +20,10 @@ from harness.headline import LATENCY_KEYS, load_headline
 from harness.instruments.manifest import collect_manifest, fingerprint
 from harness.runner import RunConfig, execute_run
 from harness.store import list_runs
-from harness.sweep import SweepError, SweepFile, SweepProgress, expand, load_sweep
+from harness.sweep import SweepError, SweepFile, expand, load_sweep
 from harness.sweep_executors import SWEEP_FILE, LocalExecutor, SweepRecord, pinned_cores
 from harness.sweep_report import build_sweep_report, sweep_markdown, write_sweep_html
+from harness.sweep_state import SweepProgress
 from tests.harness.sweep_helpers import SMALL_RUN, small_sweep
 
 HELPERS = "tests.harness.sweep_helpers"
@@ -233,6 +234,21 @@ def test_rerunning_a_finished_sweep_runs_nothing(local_store: Any) -> None:
     assert mtimes == {r: (results / r / SWEEP_FILE).stat().st_mtime_ns for r in mtimes}
 
 
+def test_an_incomplete_run_in_the_store_is_run_again(local_store: Any, tmp_path: Path) -> None:
+    """An online run marked incomplete (interrupted, --on-error stop) is not a finished run of the sweep."""
+    from harness.sweep_state import split_done
+
+    results, sweep, first = local_store
+    copy = tmp_path / "copy"
+    shutil.copytree(results, copy)
+    online = next(r.run_id for r in first.records if (copy / r.run_id / "result.json").is_file())
+    raw = json.loads((copy / online / "result.json").read_text())
+    raw.update(status="incomplete", incomplete_reason="interrupted (signal SIGTERM)")
+    (copy / online / "result.json").write_text(json.dumps(raw))
+    todo, done = split_done(expand(sweep), copy)
+    assert [s.run_id for s in todo] == [online] and len(done) == len(first.records) - 1
+
+
 def test_a_failed_attempt_is_retried_and_a_run_failing_every_attempt_is_recorded(tmp_path: Path) -> None:
     results = tmp_path / "results"
     tree = small_sweep(
@@ -243,7 +259,7 @@ def test_a_failed_attempt_is_retried_and_a_run_failing_every_attempt_is_recorded
                 "label": "once",
                 "options": {"marker": str(tmp_path / "once")},
             },
-            {"adapter": f"{HELPERS}:NoSuchAdapter", "label": "never"},
+            {"adapter": f"{HELPERS}:AlwaysBrokenAdapter", "label": "never"},
         ],
         protocols={"online": {}},
     )
@@ -255,7 +271,7 @@ def test_a_failed_attempt_is_retried_and_a_run_failing_every_attempt_is_recorded
     assert "planted failure of the first attempt" in (once.attempts[0].error or "")
     assert once.attempts[1].error is None
     assert never.status == "failed" and len(never.attempts) == 3
-    assert all("NoSuchAdapter" in (a.error or "") for a in never.attempts)
+    assert all("planted failure of every attempt" in (a.error or "") for a in never.attempts)
     assert _record(results, never.run_id).status == "failed"
     assert [h.run for h in list_runs(results)] == [once.run_id]  # the store lists finished runs only
     report = build_sweep_report(sweep, results)
@@ -358,3 +374,13 @@ def test_cli_names_the_file_of_a_bad_sweep(tmp_path: Path) -> None:
     good = _write_toml(tmp_path / "good.toml", "[[adapters]]\nadapter = 'null'\n[protocols.online]\n")
     wrong = CliRunner().invoke(app, ["sweep", str(good), "--executor", "slurm"])
     assert wrong.exit_code == 2 and "--executor 'slurm': expected local or ray" in wrong.output
+
+
+def test_a_misspelt_adapter_or_option_fails_before_anything_runs(tmp_path: Path) -> None:
+    bogus = [{"adapter": "reference"}, {"adapter": "null", "options": {"bogus": 1}}]
+    tree = small_sweep(tmp_path / "results", adapters=bogus)
+    with pytest.raises(SweepError, match=r"adapter 'null': unknown option\(s\) \['bogus'\]"):
+        expand(SweepFile.model_validate(tree))
+    tree = small_sweep(tmp_path / "results", adapters=[{"adapter": "reference"}, {"adapter": "refrence"}])
+    with pytest.raises(SweepError, match="Did you mean 'reference'"):
+        expand(SweepFile.model_validate(tree))
