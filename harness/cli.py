@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from adapters.registry import REGISTRY, AdapterLoadError
+from harness.cli_common import err, fail, out
 from harness.cli_score import score_app
 from harness.engine import AdapterError
 from harness.event_log import EventLogError
@@ -27,13 +27,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-out = Console()
-err = Console(stderr=True)
 
 
-def _fail(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
-    return typer.Exit(code=2)
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -42,7 +37,7 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise _fail(f"--option {pair!r}: expected KEY=VALUE")
+            raise fail(f"--option {pair!r}: expected KEY=VALUE")
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -120,7 +115,7 @@ def run(
     }
     if resume is not None:
         if given or config_file is not None or protocol != "online":
-            raise _fail("--resume takes no other run options: the run's own configuration is used")
+            raise fail("--resume takes no other run options: the run's own configuration is used")
         _finish(
             *_run_with_progress(progress, f"resume {resume.name}", lambda hook: resume_run(resume, hook)),
             report=report,
@@ -132,12 +127,16 @@ def run(
     try:
         config = build_run_config(values, given, config_file)
     except ConfigError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if protocol_config is not None and protocol not in PROTOCOL_RUNS:
-        raise _fail(f"--protocol-config applies to {', '.join(PROTOCOL_RUNS)}, not to --protocol {protocol}")
+        raise fail(f"--protocol-config applies to {', '.join(PROTOCOL_RUNS)}, not to --protocol {protocol}")
+    ignored = sorted(given & {"seed", "streams", "duration", "dataset"}) if protocol == "hysteresis" else []
+    if ignored:  # its streams are built by the protocol itself (A→B→A, control, mix)
+        options = ", ".join(f"--{name}" for name in ignored)
+        raise fail(f"--protocol hysteresis builds its own streams: use --protocol-config, not {options}")
     if protocol != "online" and (config.isolate or config.on_error != "continue"):
         # the sweep records a failing point and goes on; the checks compare runs in this process
-        raise _fail(f"--isolate and --on-error apply to the online protocol, not to --protocol {protocol}")
+        raise fail(f"--isolate and --on-error apply to the online protocol, not to --protocol {protocol}")
 
     if protocol == "robustness":
         from harness.robustness_run import RESULT_FILE, execute_robustness
@@ -176,7 +175,7 @@ def run(
         raise typer.Exit(code=code)
     if protocol != "online":
         known = ", ".join(["online", "robustness", "causality", *PROTOCOL_RUNS])
-        raise _fail(f"--protocol {protocol!r}: expected one of {known}")
+        raise fail(f"--protocol {protocol!r}: expected one of {known}")
     _finish(
         *_run_with_progress(progress, f"{adapter} · online", lambda hook: execute_run(config, hook)),
         report=report,
@@ -217,7 +216,7 @@ def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook],
         try:
             return job(hook)
         except _CLEAR_ERRORS as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
 
 
 def _write_report(run_dir: Path, enabled: bool) -> None:

@@ -12,10 +12,10 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from harness.cli_common import err, fail, out
 from harness.compare import (
     Comparison,
     FailOnSpec,
@@ -26,13 +26,11 @@ from harness.compare import (
 from harness.headline import CAPTION, LATENCY_KEYS, RunHeadline, load_headline
 from harness.markdown import compare_markdown, format_interval, format_value, run_markdown
 from harness.results import ResultFileError, load_recordings
-from harness.store import StoreError, database_path, get_run, list_runs, reindex, resolve_run
+from harness.store import StoreError, database_path, get_run, reindex, resolve_run, scan_runs
 from protocols.online_speed import measured_latency
 
 __all__ = ["brief", "register"]
 
-out = Console()
-err = Console(stderr=True)
 
 ResultsDir = Annotated[Path, typer.Option("--results-dir", help="the directory holding the run directories")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]
@@ -40,9 +38,6 @@ MarkdownFlag = Annotated[bool, typer.Option("--markdown", help="print Markdown (
 RunRef = Annotated[str, typer.Argument(help="a run directory, a run id, or a unique prefix of one")]
 
 
-def _fail(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    return typer.Exit(code=2)
 
 
 def brief(head: RunHeadline) -> str:
@@ -79,14 +74,16 @@ def brief(head: RunHeadline) -> str:
 def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -> None:
     """List the indexed runs, newest first (runs not yet indexed are indexed on the way)."""
     try:
-        heads = list_runs(results_dir)
+        heads, unreadable = scan_runs(results_dir)
     except StoreError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if as_json:
         out.print_json(json.dumps([h.model_dump(mode="json") for h in heads]))
         return
+    for name, reason in unreadable.items():
+        err.print(f"[yellow]unreadable run[/] {escape(name)}: {escape(reason)}", highlight=False)
     if not heads:
-        out.print(f"no runs in {escape(str(results_dir))}", highlight=False)
+        out.print(f"no readable runs in {escape(str(results_dir))}", highlight=False)
         return
     table = Table(title=f"Runs in {escape(str(results_dir))}", title_justify="left")
     # narrow terminals fold the long cells instead of squeezing columns to nothing
@@ -155,7 +152,7 @@ def show(
     try:
         head = get_run(run, results_dir)
     except (StoreError, ResultFileError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if as_json:
         out.print_json(head.model_dump_json())
     elif markdown:
@@ -169,7 +166,7 @@ def reindex_command(results_dir: ResultsDir = Path("results")) -> None:
     try:
         report = reindex(results_dir)
     except StoreError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     out.print(
         f"indexed {len(report.indexed)} run(s) into {escape(str(database_path(results_dir)))}",
         highlight=False,
@@ -263,7 +260,7 @@ def compare(
             base_ns, head_ns = _latencies(base_dir), _latencies(head_dir)
         comparison = compare_runs(base_head, head_head, spec, base_ns, head_ns, alpha=alpha, force=force)
     except (StoreError, ResultFileError, FailOnSpecError, FingerprintMismatchError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if as_json:
         out.print_json(comparison.model_dump_json())
     elif markdown:

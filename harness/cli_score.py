@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from harness.cli_common import fail, out
 from harness.io.calibration_file import read_calibration_file
 from harness.io.lines import LineFileError
 from harness.io.score_file import read_score_file
@@ -23,13 +22,8 @@ from protocols import online
 from protocols.metrics import det_curve_points, detection_metrics, ranking_metrics, reliability_bins
 
 score_app = typer.Typer(help="Score saved outputs and files without running a model.", no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
 
 
-def _fail(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    return typer.Exit(code=2)
 
 
 def _table(title: str, rows: dict[str, Any]) -> Table:
@@ -51,7 +45,7 @@ def score_online(run_dir: Annotated[Path, typer.Argument(help="a run directory u
         result = load_result(run_dir)
         recordings = load_recordings(run_dir if run_dir.is_dir() else run_dir.parent)
     except ResultFileError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     rescored = online.score(recordings, result.protocol_config, result.adapter_info.classes)
     print_summary(out, result.model_copy(update={"metrics": rescored}))
 
@@ -68,7 +62,7 @@ def score_detection(
         labels, scores = read_score_file(file)
         metrics = detection_metrics(labels, scores, threshold=threshold)
     except (LineFileError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if plot is not None:
         points = det_curve_points(labels, scores)
         plot_det_roc(points.far, points.frr, metrics.eer, plot, title=file.name)
@@ -95,7 +89,7 @@ def score_calibration(
         bin_spec: int | list[float] = bins if edges is None else [float(e) for e in edges.split(",")]
         table = reliability_bins(confidences, correct, bins=bin_spec)
     except (LineFileError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if plot is not None:
         plot_reliability(
             table.edges, table.mean_confidence, table.accuracy, table.count, plot, title=file.name
@@ -141,14 +135,14 @@ def score_ranking(
     try:
         cutoffs = [int(x) for x in k.split(",") if x.strip()]
     except ValueError:
-        raise _fail(f"--k {k!r}: expected comma-separated integers such as 1,5,10") from None
+        raise fail(f"--k {k!r}: expected comma-separated integers such as 1,5,10") from None
     if gain not in ("linear", "exponential"):
-        raise _fail(f"--gain {gain!r}: expected linear or exponential")
+        raise fail(f"--gain {gain!r}: expected linear or exponential")
     try:
         run_table, qrels_table = read_run(run), read_qrels(qrels)
         figures = {c: ranking_metrics(run_table, qrels_table, c, gain=gain) for c in cutoffs}  # type: ignore[arg-type]
     except (LineFileError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if as_json:
         out.print_json(json.dumps({str(c): f for c, f in figures.items()}))
         return

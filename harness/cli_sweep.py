@@ -25,7 +25,8 @@ from harness.sweep import (
     expand,
     load_sweep,
 )
-from harness.sweep_executors import Executor, LocalExecutor, RayExecutor, SweepRecord
+from harness.sweep_executors import Executor, LocalExecutor, SweepRecord
+from harness.sweep_ray import RayExecutor
 from harness.sweep_state import ProgressSnapshot, SweepProgress, split_done
 
 __all__ = ["SweepOutcome", "make_executor", "register", "run_sweep", "sweep"]

@@ -50,22 +50,20 @@ from harness.instruments.rapl import RaplMeter, RaplReport
 from harness.instruments.threads import ThreadConfig, ThreadRecord
 from harness.instruments.threads import apply as apply_threads
 from harness.isolation import IsolatedEngine, IsolationConfig
+from harness.normalisation import normalise
 from harness.results import (
     ExecutionRecord,
     FailureRecord,
-    NormalisationRecord,
     ResourceRecord,
     RunResult,
     ScoredRecord,
     SeedRecord,
     WarmupRecord,
-    load_result,
     package_version,
     write_run,
 )
 from protocols import online
 from protocols.base import Plan
-from protocols.metrics import flops_normalised_latency, speedup
 from protocols.recording import StreamRecording
 
 __all__ = [
@@ -408,32 +406,6 @@ def _measured(
         memory = probe.stop()
     frames = sum(r.num_frames for r in executor.recordings) - before
     return memory, gpu_energy, cpu_energy, frames, stopped
-
-
-def normalise(result: RunResult, baseline_dir: Path) -> NormalisationRecord:
-    """Speed-up and FLOPs-normalised latency against a baseline run on the same environment fingerprint."""
-    base = load_result(baseline_dir)
-    record = {"baseline_run": base.run_id, "baseline_path": str(baseline_dir)}
-    if base.fingerprint != result.fingerprint:
-        return NormalisationRecord(
-            **record,
-            speedup=None,
-            flops_normalised_latency_ms=None,
-            reason=f"environment fingerprints differ ({base.fingerprint} vs {result.fingerprint}): "
-            "latencies from different environments are not compared",
-        )
-    mean_ms = result.metrics.overall.speed.latency.mean_ms
-    base_ms = base.metrics.overall.speed.latency.mean_ms
-    flops, base_flops = result.resources.flops_per_frame, base.resources.flops_per_frame
-    normalised = (
-        None if flops is None or base_flops is None else flops_normalised_latency(mean_ms, flops, base_flops)
-    )
-    return NormalisationRecord(
-        **record,
-        speedup=speedup(base_ms, mean_ms) if mean_ms > 0 and base_ms > 0 else None,
-        flops_normalised_latency_ms=normalised,
-        reason=None if normalised is not None else "FLOPs per frame unknown for this run or the baseline",
-    )
 
 
 def _rtf1_reason(config: RunConfig, gpu_energy: EnergyReport) -> str | None:

@@ -39,6 +39,7 @@ __all__ = [
     "list_runs",
     "reindex",
     "resolve_run",
+    "scan_runs",
 ]
 
 DB_FILE = "index.sqlite"
@@ -231,19 +232,26 @@ def _rows(conn: sqlite3.Connection) -> list[RunHeadline]:
 def list_runs(results_dir: Path, sync: bool = True) -> list[RunHeadline]:
     """Every indexed run, newest first. With ``sync``, run directories not yet in the index (written by
     an older streambench, or copied in) are indexed first, and rows whose directory is gone are left out."""
+    return scan_runs(results_dir, sync)[0]
+
+
+def scan_runs(results_dir: Path, sync: bool = True) -> tuple[list[RunHeadline], dict[str, str]]:
+    """:func:`list_runs`, plus the run directories that could not be read, with the reason."""
     present = {p.name: p for p in _run_dirs(results_dir)}
+    unreadable: dict[str, str] = {}
     with _connect(results_dir) as conn:
         if sync:
             known = {row[0] for row in conn.execute("SELECT run FROM runs")}
             for name in sorted(set(present) - known):
                 try:
                     head = load_headline(present[name])
-                except ResultFileError:
-                    continue  # unreadable: `streambench reindex` names it
+                except ResultFileError as exc:
+                    unreadable[name] = str(exc).splitlines()[0]
+                    continue
                 with _transaction(conn):
                     _write(conn, head)
         heads = _rows(conn)
-    return [h for h in heads if not sync or h.run in present]
+    return [h for h in heads if not sync or h.run in present], unreadable
 
 
 def get_run(ref: str, results_dir: Path) -> RunHeadline:

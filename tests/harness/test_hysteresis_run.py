@@ -123,3 +123,12 @@ def test_example_configurations_are_valid(name: str) -> None:
 
     config = load_protocol_config(EXAMPLES / f"{name}.toml")
     assert config.experiments == (name,)
+
+
+def test_cli_refuses_options_the_protocol_would_ignore() -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    res = CliRunner().invoke(app, ["run", "--protocol", "hysteresis", "--streams", "3", "--no-progress"])
+    assert res.exit_code == 2 and "builds its own streams" in res.output and "--streams" in res.output

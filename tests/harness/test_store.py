@@ -197,3 +197,19 @@ def test_cli_runs_show_reindex(copy: Path) -> None:
     assert "did you mean '20260101-000100-reference-bbbbbb'?" in " ".join(bad.output.split())
     rebuilt = runner.invoke(app, ["reindex", "--results-dir", str(copy)])
     assert rebuilt.exit_code == 0 and "indexed 2 run(s)" in rebuilt.output
+
+
+def test_runs_names_unreadable_run_directories(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    broken = tmp_path / "broken-run"
+    broken.mkdir()
+    (broken / "result.json").write_text('{"schema_version": 3,\n "run_id": ')
+    heads, unreadable = store.scan_runs(tmp_path)
+    assert heads == [] and list(unreadable) == ["broken-run"]
+    assert "line 2: not valid JSON" in unreadable["broken-run"]
+    res = CliRunner().invoke(app, ["runs", "--results-dir", str(tmp_path)])
+    assert res.exit_code == 0 and "unreadable run broken-run" in res.output
+    assert "no readable runs in" in res.output

@@ -17,7 +17,8 @@ from harness.cli_sweep import run_sweep  # noqa: E402
 from harness.headline import LATENCY_KEYS, load_headline  # noqa: E402
 from harness.store import list_runs  # noqa: E402
 from harness.sweep import SweepFile, expand  # noqa: E402
-from harness.sweep_executors import LocalExecutor, RayExecutor  # noqa: E402
+from harness.sweep_executors import LocalExecutor  # noqa: E402
+from harness.sweep_ray import RayExecutor  # noqa: E402
 from tests.harness.sweep_helpers import small_sweep  # noqa: E402
 
 ROOT = Path(__file__).parents[2]
@@ -114,11 +115,13 @@ def test_a_ray_worker_killed_mid_run_is_retried_and_the_sweep_completes(tmp_path
 
 def test_a_run_that_keeps_failing_on_ray_is_recorded_as_failed(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    tree = small_sweep(results, adapters=[{"adapter": "no_such_module:Adapter"}], protocols={"online": {}})
+    broken = [{"adapter": "tests.harness.sweep_helpers:AlwaysBrokenAdapter"}]
+    tree = small_sweep(results, adapters=broken, protocols={"online": {}})
     tree["sweep"]["baseline"] = None
     outcome = run_sweep(SweepFile.model_validate(tree), RayExecutor(retries=1), results)
     (record,) = outcome.failed
-    assert len(record.attempts) == 2 and all("no_such_module" in (a.error or "") for a in record.attempts)
+    assert len(record.attempts) == 2
+    assert all("planted failure of every attempt" in (a.error or "") for a in record.attempts)
     assert (results / record.run_id / "sweep.json").is_file() and list_runs(results) == []
 
 
