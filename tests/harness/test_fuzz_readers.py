@@ -237,7 +237,7 @@ def lay_out(records: Sequence[Record], layout: Layout) -> LineFile:
     return LineFile(lines, record_line, layout.newline, layout.bom, layout.trailing_newline)
 
 
-def read_outcome(
+def check_read(
     fmt: LineFormat, path: Path, *, line: int | None = None, must_fail: bool = False
 ) -> LineFileError | None:
     """Read ``path``: it parses, or raises exactly ``fmt.error`` naming the file (and ``line``, if given)."""
@@ -269,7 +269,7 @@ def test_valid_line_files_read_back_the_generated_values(fmt: LineFormat, data: 
         path = d / "file.txt"
         path.write_bytes(lay_out(records, layout).encode())
         if not records and fmt.empty_is_error:
-            read_outcome(fmt, path, must_fail=True)
+            check_read(fmt, path, must_fail=True)
         else:
             assert fmt.normalise(fmt.read(path)) == fmt.expected(records)
 
@@ -311,7 +311,7 @@ def test_random_bytes(fmt: LineFormat, blob: bytes) -> None:
     with scratch() as d:
         path = d / "random.txt"
         path.write_bytes(blob)
-        read_outcome(fmt, path)
+        check_read(fmt, path)
 
 
 @pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
@@ -323,7 +323,7 @@ def test_truncated_file_fails_only_at_its_last_line(fmt: LineFormat, data: st.Da
     with scratch() as d:
         path = d / "truncated.txt"
         path.write_bytes(raw[:cut])
-        exc = read_outcome(fmt, path)
+        exc = check_read(fmt, path)
         # every complete line is unchanged: only the cut one (the last) can be at fault, or none
         assert exc is None or exc.line in (None, editor_lines(raw[:cut]))
 
@@ -338,7 +338,7 @@ def test_flipped_bytes(fmt: LineFormat, data: st.DataObject) -> None:
     with scratch() as d:
         path = d / "flipped.txt"
         path.write_bytes(bytes(raw))
-        exc = read_outcome(fmt, path)
+        exc = check_read(fmt, path)
         assert exc is None or exc.line is None or exc.line <= editor_lines(bytes(raw))
 
 
@@ -369,7 +369,7 @@ def test_invalid_utf8_names_its_line(fmt: LineFormat, data: st.DataObject, bad: 
     with scratch() as d:
         path = d / "latin1.txt"
         path.write_bytes(raw)
-        exc = read_outcome(fmt, path, line=number, must_fail=True)
+        exc = check_read(fmt, path, line=number, must_fail=True)
         assert exc is not None and "not UTF-8 text" in str(exc)
 
 
@@ -396,7 +396,7 @@ def test_bad_number_names_its_line(fmt: LineFormat, data: st.DataObject, token: 
         path = d / "numbers.txt"
         path.write_bytes(file.encode())
         must_fail = column in fmt.finite_only and (non_finite or token.startswith(("1e999", "-1e400")))
-        read_outcome(fmt, path, line=file.record_line[which], must_fail=must_fail)
+        check_read(fmt, path, line=file.record_line[which], must_fail=must_fail)
 
 
 @pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
@@ -420,7 +420,7 @@ def test_wrong_field_count_names_its_line(fmt: LineFormat, data: st.DataObject, 
     with scratch() as d:
         path = d / "columns.txt"
         path.write_bytes(file.encode())
-        exc = read_outcome(fmt, path, line=file.record_line[which], must_fail=True)
+        exc = check_read(fmt, path, line=file.record_line[which], must_fail=True)
         assert exc is not None and f"expected {expected} fields" in str(exc)
         if change == "comment":
             assert "comments are not part of the format" in str(exc)
@@ -434,7 +434,7 @@ def test_empty_files(tmp_path: Path, fmt: LineFormat, content: bytes) -> None:
     path = tmp_path / "empty.txt"
     path.write_bytes(content)
     if fmt.empty_is_error:
-        exc = read_outcome(fmt, path, must_fail=True)
+        exc = check_read(fmt, path, must_fail=True)
         assert exc is not None and exc.line is None and "no samples" in str(exc)
     else:
         assert fmt.read(path) == {}
@@ -443,7 +443,7 @@ def test_empty_files(tmp_path: Path, fmt: LineFormat, content: bytes) -> None:
 @pytest.mark.parametrize("fmt", LINE_FORMATS, ids=FORMAT_IDS)
 def test_unreadable_paths(tmp_path: Path, fmt: LineFormat) -> None:
     for path in (tmp_path / "missing.txt", tmp_path):
-        exc = read_outcome(fmt, path, must_fail=True)
+        exc = check_read(fmt, path, must_fail=True)
         assert exc is not None and exc.line is None and "cannot be read" in str(exc)
 
 
@@ -454,7 +454,7 @@ def test_line_numbers_count_only_real_line_breaks(tmp_path: Path, fmt: LineForma
     for separator in ("\x0c", "\x1c", "\x85", "\u2028", "\x0b"):
         path = tmp_path / "ff.txt"
         path.write_bytes(f"{good.replace(' ', separator, 1)}\nnot a valid line at all, no\n".encode())
-        read_outcome(fmt, path, line=2, must_fail=True)
+        check_read(fmt, path, line=2, must_fail=True)
 
 
 LINE_EXAMPLES = {
@@ -475,7 +475,7 @@ def test_trec_duplicate_document_names_both_lines(data: st.DataObject, fmt: Line
     with scratch() as d:
         path = d / "dup.txt"
         path.write_bytes(file.encode())
-        exc = read_outcome(fmt, path, line=file.record_line[-1], must_fail=True)
+        exc = check_read(fmt, path, line=file.record_line[-1], must_fail=True)
         assert exc is not None and f"already on line {file.record_line[which]}" in str(exc)
 
 
@@ -648,7 +648,7 @@ def run_files(tmp_path_factory: pytest.TempPathFactory) -> RunFiles:
     return files
 
 
-def result_outcome(path: Path, *, must_fail: bool = False) -> ResultFileError | None:
+def check_result_file(path: Path, *, must_fail: bool = False) -> ResultFileError | None:
     try:
         load_result(path)
     except Exception as exc:
@@ -675,7 +675,7 @@ def test_truncated_result_json(run_files: RunFiles, data: st.DataObject) -> None
     cut = data.draw(st.integers(0, len(raw) - 1), "cut")
     with scratch() as d:
         (d / RESULT_FILE).write_bytes(raw[:cut])
-        exc = result_outcome(d / RESULT_FILE, must_fail=True)
+        exc = check_result_file(d / RESULT_FILE, must_fail=True)
         assert exc is not None and re.search(
             r"not valid JSON|not UTF-8|schema_version|not a result", str(exc)
         )
@@ -689,7 +689,7 @@ def test_flipped_result_json(run_files: RunFiles, data: st.DataObject) -> None:
         raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
     with scratch() as d:
         (d / RESULT_FILE).write_bytes(bytes(raw))
-        result_outcome(d)
+        check_result_file(d)
 
 
 @FUZZ
@@ -704,7 +704,7 @@ def test_result_json_invalid_utf8_names_its_line(
     line = raw.count(b"\n", 0, at) + 1
     with scratch() as d:
         (d / RESULT_FILE).write_bytes(raw[:at] + bad + raw[at:])
-        exc = result_outcome(d / RESULT_FILE, must_fail=True)
+        exc = check_result_file(d / RESULT_FILE, must_fail=True)
         assert exc is not None and f"line {line}: not UTF-8" in str(exc)
 
 
@@ -721,7 +721,7 @@ JSON_VALUES = st.recursive(
 def test_random_bytes_or_json_are_not_a_result(blob: bytes) -> None:
     with scratch() as d:
         (d / RESULT_FILE).write_bytes(blob)
-        result_outcome(d / RESULT_FILE, must_fail=True)
+        check_result_file(d / RESULT_FILE, must_fail=True)
 
 
 MISSING = object()
@@ -742,7 +742,7 @@ def test_schema_version(run_files: RunFiles, version: object) -> None:
         doc["schema_version"] = version
     with scratch() as d:
         (d / RESULT_FILE).write_text(json.dumps(doc))
-        exc = result_outcome(
+        exc = check_result_file(
             d / RESULT_FILE, must_fail=not (type(version) is int and version == SCHEMA_VERSION)
         )
         if exc is None:
@@ -786,7 +786,7 @@ REQUIRED = [name for name, info in RunResult.model_fields.items() if info.is_req
 def test_missing_required_key_is_named(run_files: RunFiles, key: str) -> None:
     with scratch() as d:
         (d / RESULT_FILE).write_text(json.dumps(mutate(json.loads(run_files.result_json), (key,))))
-        exc = result_outcome(d / RESULT_FILE, must_fail=True)
+        exc = check_result_file(d / RESULT_FILE, must_fail=True)
         assert exc is not None and "does not match the result schema" in str(exc)
         assert re.search(rf"^{re.escape(key)}\n  Field required", str(exc), re.M), str(exc)
 
@@ -799,7 +799,7 @@ def test_deleted_or_retyped_nodes(run_files: RunFiles, data: st.DataObject) -> N
     value = data.draw(st.just(MISSING) | JSON_VALUES, "value")
     with scratch() as d:
         (d / RESULT_FILE).write_text(json.dumps(mutate(doc, path, value)))
-        exc = result_outcome(d / RESULT_FILE)
+        exc = check_result_file(d / RESULT_FILE)
         if exc is not None:  # the message points at the field: its top-level key is named
             assert str(path[0]) in str(exc)
 
@@ -816,7 +816,7 @@ def test_huge_and_nonfinite_numbers(run_files: RunFiles, data: st.DataObject, to
     text = json.dumps(mutate(doc, path, "__FUZZ__")).replace('"__FUZZ__"', token)
     with scratch() as d:
         (d / RESULT_FILE).write_text(text)
-        result_outcome(d / RESULT_FILE)
+        check_result_file(d / RESULT_FILE)
 
 
 def _at(tree: Any, path: tuple[Any, ...]) -> Any:
@@ -832,14 +832,14 @@ def _at(tree: Any, path: tuple[Any, ...]) -> Any:
 )
 def test_degenerate_result_json(tmp_path: Path, content: bytes) -> None:
     (tmp_path / RESULT_FILE).write_bytes(content)
-    result_outcome(tmp_path, must_fail=True)
+    check_result_file(tmp_path, must_fail=True)
 
 
 def test_unreadable_result_json(tmp_path: Path) -> None:
-    exc = result_outcome(tmp_path / "nothing.json", must_fail=True)
+    exc = check_result_file(tmp_path / "nothing.json", must_fail=True)
     assert exc is not None and "no such result file" in str(exc)
     (tmp_path / "run" / RESULT_FILE).mkdir(parents=True)  # a directory where the file should be
-    exc = result_outcome(tmp_path / "run", must_fail=True)
+    exc = check_result_file(tmp_path / "run", must_fail=True)
     assert exc is not None and "cannot be read" in str(exc)
 
 
@@ -856,7 +856,7 @@ def recordings_equal(a: Sequence[StreamRecording], b: Sequence[StreamRecording])
     return [fields(r) for r in a] == [fields(r) for r in b]
 
 
-def arrays_outcome(run_dir: Path, *, must_fail: bool = False) -> ResultFileError | None:
+def check_arrays_file(run_dir: Path, *, must_fail: bool = False) -> ResultFileError | None:
     try:
         load_recordings(run_dir)
     except Exception as exc:
@@ -877,7 +877,7 @@ def test_truncated_arrays(run_files: RunFiles, data: st.DataObject) -> None:
     raw = run_files.arrays_npz
     with scratch() as d:
         (d / ARRAYS_FILE).write_bytes(raw[: data.draw(st.integers(0, len(raw) - 1))])
-        arrays_outcome(d, must_fail=True)
+        check_arrays_file(d, must_fail=True)
 
 
 @FUZZ
@@ -888,7 +888,7 @@ def test_flipped_arrays(run_files: RunFiles, data: st.DataObject) -> None:
         raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
     with scratch() as d:
         (d / ARRAYS_FILE).write_bytes(bytes(raw))
-        arrays_outcome(d)
+        check_arrays_file(d)
 
 
 @FUZZ
@@ -896,7 +896,7 @@ def test_flipped_arrays(run_files: RunFiles, data: st.DataObject) -> None:
 def test_random_bytes_are_not_arrays(blob: bytes) -> None:
     with scratch() as d:
         (d / ARRAYS_FILE).write_bytes(blob)
-        arrays_outcome(d, must_fail=True)
+        check_arrays_file(d, must_fail=True)
 
 
 SMALL_ARRAYS = st.sampled_from(
@@ -933,7 +933,7 @@ def test_arrays_with_missing_or_wrong_members(
             (np.savez_compressed if compressed else np.savez)(f, **arrays)  # type: ignore[operator]
         # no replacement fits a recorded stream (125 frames) or its meta; only stage names and totals,
         # which are free-form, may be replaced by others of the same length
-        exc = arrays_outcome(d, must_fail=delete or not key.endswith(("/stage_names", "/stage_ns")))
+        exc = check_arrays_file(d, must_fail=delete or not key.endswith(("/stage_names", "/stage_ns")))
         assert exc is None or key.split("/")[0] in str(exc) or "not a readable arrays file" in str(exc)
 
 
@@ -950,7 +950,7 @@ def test_arrays_header_claiming_a_huge_array(tmp_path: Path, run_files: RunFiles
                 np.lib.format.write_array(npy, value)
             zf.writestr(f"{name}.npy", npy.getvalue())
     (tmp_path / ARRAYS_FILE).write_bytes(buffer.getvalue())
-    arrays_outcome(tmp_path, must_fail=True)
+    check_arrays_file(tmp_path, must_fail=True)
 
 
 UNPICKLED: list[str] = []
@@ -972,7 +972,7 @@ def test_arrays_never_unpickle(tmp_path: Path, run_files: RunFiles, member: str)
     arrays: dict[str, Any] = to_arrays(run_files.recordings)
     arrays[member] = np.array([Boom(), Boom()], dtype=object)
     np.savez(tmp_path / ARRAYS_FILE, **arrays)  # numpy pickles the object array
-    exc = arrays_outcome(tmp_path, must_fail=True)
+    exc = check_arrays_file(tmp_path, must_fail=True)
     assert exc is not None and "allow_pickle" in str(exc)
     # a member that is a bare pickle, not an .npy, among well-formed ones
     buffer = io.BytesIO()
@@ -982,18 +982,18 @@ def test_arrays_never_unpickle(tmp_path: Path, run_files: RunFiles, member: str)
             np.lib.format.write_array(npy, value)
             zf.writestr(f"{name}.npy", pickle.dumps(Boom()) if name == member else npy.getvalue())
     (tmp_path / ARRAYS_FILE).write_bytes(buffer.getvalue())
-    arrays_outcome(tmp_path, must_fail=True)
+    check_arrays_file(tmp_path, must_fail=True)
     # and a whole file that is a pickle
     (tmp_path / ARRAYS_FILE).write_bytes(pickle.dumps({"s0/meta": Boom()}))
-    arrays_outcome(tmp_path, must_fail=True)
+    check_arrays_file(tmp_path, must_fail=True)
     assert UNPICKLED == []
 
 
 def test_arrays_file_that_is_a_plain_npy_or_missing(tmp_path: Path) -> None:
     np.save(tmp_path / "x.npy", np.arange(3))
     os.replace(tmp_path / "x.npy", tmp_path / ARRAYS_FILE)
-    arrays_outcome(tmp_path, must_fail=True)
-    exc = arrays_outcome(tmp_path / "missing", must_fail=True)
+    check_arrays_file(tmp_path, must_fail=True)
+    exc = check_arrays_file(tmp_path / "missing", must_fail=True)
     assert exc is not None and "no such arrays file" in str(exc)
 
 
@@ -1047,7 +1047,7 @@ def test_write_run_failing_midway_leaves_no_half_file(
 # configuration and protocol result models: pydantic.ValidationError, never anything else
 
 
-def model_outcome(validate: Callable[[], Any], *, must_fail: bool = False) -> None:
+def check_model(validate: Callable[[], Any], *, must_fail: bool = False) -> None:
     """``validate()`` returns, or raises pydantic.ValidationError and nothing else."""
     try:
         validate()
@@ -1109,8 +1109,8 @@ def test_models_with_deleted_or_retyped_nodes(run_files: RunFiles, name: str, da
     doc = json.loads(raw(run_files))
     path = data.draw(st.sampled_from(list(json_paths(doc))), "path")
     mutated = mutate(doc, path, data.draw(st.just(MISSING) | JSON_VALUES, "value"))
-    model_outcome(lambda: model.model_validate(mutated))
-    model_outcome(lambda: model.model_validate_json(json.dumps(mutated)))
+    check_model(lambda: model.model_validate(mutated))
+    check_model(lambda: model.model_validate_json(json.dumps(mutated)))
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -1130,7 +1130,7 @@ def test_models_from_corrupted_bytes(run_files: RunFiles, name: str, data: st.Da
     else:
         at = data.draw(st.integers(0, len(raw)))
         raw[at:at] = data.draw(st.sampled_from(INVALID_UTF8))
-    model_outcome(lambda: model.model_validate_json(bytes(raw)), must_fail=how in ("truncate", "utf8"))
+    check_model(lambda: model.model_validate_json(bytes(raw)), must_fail=how in ("truncate", "utf8"))
 
 
 def _float_leaves() -> list[tuple[Any, ...]]:
@@ -1142,7 +1142,7 @@ def _float_leaves() -> list[tuple[Any, ...]]:
 @pytest.mark.parametrize("path", _float_leaves(), ids=lambda p: ".".join(map(str, p)))
 def test_run_config_extreme_floats(path: tuple[Any, ...], value: float) -> None:
     doc = mutate(RunConfig().model_dump(mode="json"), path, value)
-    model_outcome(lambda: RunConfig.model_validate(doc))
+    check_model(lambda: RunConfig.model_validate(doc))
 
 
 @pytest.mark.parametrize(
