@@ -34,6 +34,7 @@ import numpy as np
 from pydantic import Field
 
 from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
+from adapters.torch_module import frame_vector
 
 __all__ = ["ORT_DTYPES", "OnnxAdapter", "OnnxLoadError", "OnnxOptions"]
 
@@ -339,18 +340,4 @@ class OnnxAdapter(StreamingAdapter):
         return np.ascontiguousarray(flat, dtype=np.float32)
 
     def predict(self, frame: Frame) -> PredictOutput:
-        parts = []
-        for modality in self.opts.modalities:
-            payload = frame.inputs.get(modality)
-            if payload is None:
-                dims = self.opts.input_dims
-                if dims is None or modality not in dims:
-                    raise ValueError(
-                        f"frame {frame.index}: modality {modality!r} is missing and its size is unknown "
-                        "(give input_dims to feed zeros in its place)"
-                    )
-                parts.append(np.zeros(dims[modality], dtype=np.float32))
-            else:
-                parts.append(np.asarray(payload, dtype=np.float32).reshape(-1))
-        vector = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        return Prediction(scores=self._step(vector))
+        return Prediction(scores=self._step(frame_vector(frame, self.opts.modalities, self.opts.input_dims)))

@@ -36,9 +36,12 @@ from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, Pr
 
 __all__ = [
     "RESET_METHODS",
+    "DrivenOptions",
+    "TorchDriven",
     "TorchModuleAdapter",
     "TorchModuleLoadError",
     "TorchModuleOptions",
+    "bind_mode",
     "frame_vector",
     "scores_from_output",
 ]
@@ -53,11 +56,10 @@ class TorchModuleLoadError(ValueError):
     """The module, its options or its shapes do not fit the adapter (raised at load time)."""
 
 
-class TorchModuleOptions(AdapterOptions):
-    """Options of :class:`TorchModuleAdapter`. ``classes`` and ``input_dims`` are data-bound."""
+class DrivenOptions(AdapterOptions):
+    """What every torch-driven adapter (a module built here, a TorchScript file) is told.
+    ``classes`` and ``input_dims`` are data-bound."""
 
-    factory: str = Field(description="'package.module:callable' returning an nn.Module")
-    factory_kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of factory")
     mode: Literal["state", "stateful"] = Field(
         "state", description="state: forward(x, state) -> (logits, state); stateful: forward(x) + reset()"
     )
@@ -69,7 +71,14 @@ class TorchModuleOptions(AdapterOptions):
         None, description="state mode, no initial_state(): every stream starts from zeros of this shape"
     )
     device: str = Field("cpu", description="torch device the module runs on")
-    name: str | None = Field(None, description="name recorded in results; default: the factory")
+    name: str | None = Field(None, description="name recorded in results; default: the factory or file")
+
+
+class TorchModuleOptions(DrivenOptions):
+    """Options of :class:`TorchModuleAdapter`. ``classes`` and ``input_dims`` are data-bound."""
+
+    factory: str = Field(description="'package.module:callable' returning an nn.Module")
+    factory_kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of factory")
 
 
 def frame_vector(
@@ -129,37 +138,33 @@ def _resolve_factory(spec: str) -> Callable[..., Any]:
     return target
 
 
-class TorchModuleAdapter(StreamingAdapter):
-    """A user's ``nn.Module``, fed one frame at a time (see the module docstring for the two modes)."""
+class TorchDriven(StreamingAdapter):
+    """A torch module fed one frame at a time at batch 1, in ``state`` or ``stateful`` mode (see the
+    module docstring); subclasses load the module and call :meth:`_drive`. ``load_error`` is the error
+    type their load-time checks raise."""
 
-    Options: ClassVar[type[TorchModuleOptions]] = TorchModuleOptions
+    load_error: ClassVar[type[ValueError]] = ValueError
+    device: torch.device  # set by the subclass before it calls _drive
 
-    def __init__(self, options: TorchModuleOptions | None = None, module: torch.nn.Module | None = None):
-        """``module`` (for tests and scripts): use this module instead of calling the factory."""
-        if options is None:
-            raise TorchModuleLoadError("TorchModuleAdapter needs options (at least factory and classes)")
-        super().__init__(options)
+    def _drive(
+        self,
+        module: Any,
+        options: DrivenOptions,
+        name: str,
+        bound: tuple[Callable[[], Any] | None, Callable[[], Any] | None],
+    ) -> None:
+        """Take ``module`` (already on ``self.device``, in eval mode) with its ``(initial_state, reset)``
+        callables; check the classes and, when ``input_dims`` is known, one dry run on a zero frame."""
         self.opts = options
-        if module is None:
-            built = _resolve_factory(options.factory)(**options.factory_kwargs)
-            if not isinstance(built, torch.nn.Module):
-                raise TorchModuleLoadError(
-                    f"factory {options.factory!r} returned {type(built).__name__}, not a torch.nn.Module"
-                )
-            module = built
-        self.device = torch.device(options.device)
-        self.module = module.to(self.device).eval()
-        self._initial_state, self._reset = _bind_mode(self.module, options.mode, "module")
+        self.module = module
+        self._initial_state, self._reset = bound
         if self._initial_state is None and options.state_shape is not None:
             shape, device = tuple(options.state_shape), self.device
             self._initial_state = lambda: torch.zeros(shape, device=device)
         if options.classes is None:
-            raise TorchModuleLoadError("classes are unknown: give classes (or a data set that names them)")
+            raise self.load_error("classes are unknown: give classes (or a data set that names them)")
         self._info = AdapterInfo(
-            name=options.name or options.factory,
-            classes=options.classes,
-            modalities=options.modalities,
-            device=str(self.device),
+            name=name, classes=options.classes, modalities=options.modalities, device=str(self.device)
         )
         self._state: Any = None
         if options.input_dims is not None:
@@ -169,13 +174,13 @@ class TorchModuleAdapter(StreamingAdapter):
     def _dry_run(self, input_dims: Mapping[str, int]) -> None:
         missing = [m for m in self.opts.modalities if m not in input_dims]
         if missing:
-            raise TorchModuleLoadError(f"input_dims has no size for modalities {missing}")
+            raise self.load_error(f"input_dims has no size for modalities {missing}")
         dims = sum(input_dims[m] for m in self.opts.modalities)
         self.reset_state()
         try:
             self._step(np.zeros(dims, dtype=np.float32))
         except Exception as exc:
-            raise TorchModuleLoadError(
+            raise self.load_error(
                 f"{self._info.name}: a zero frame of shape [1, {dims}] (input_dims {dict(input_dims)}) "
                 f"fails in mode {self.opts.mode!r}: {type(exc).__name__}: {exc}"
             ) from exc
@@ -189,6 +194,9 @@ class TorchModuleAdapter(StreamingAdapter):
             self._reset()
         self._state = self._initial_state() if self._initial_state is not None else None
 
+    def _scores(self, logits: Any) -> np.ndarray:
+        return scores_from_output(logits, self.opts.output, self._info.num_classes)
+
     def _step(self, vector: np.ndarray) -> np.ndarray:
         x = torch.from_numpy(vector).reshape(1, -1).to(self.device)
         with torch.inference_mode():
@@ -201,16 +209,42 @@ class TorchModuleAdapter(StreamingAdapter):
                 logits, self._state = out
             else:
                 logits = self.module(x)
-            return scores_from_output(logits, self.opts.output, self._info.num_classes)
+            return self._scores(logits)
 
     def predict(self, frame: Frame) -> PredictOutput:
         return Prediction(scores=self._step(frame_vector(frame, self.opts.modalities, self.opts.input_dims)))
 
 
-def _bind_mode(
-    module: Any, mode: str, what: str
+class TorchModuleAdapter(TorchDriven):
+    """A user's ``nn.Module``, fed one frame at a time (see the module docstring for the two modes)."""
+
+    Options: ClassVar[type[TorchModuleOptions]] = TorchModuleOptions
+    load_error = TorchModuleLoadError
+
+    def __init__(self, options: TorchModuleOptions | None = None, module: torch.nn.Module | None = None):
+        """``module`` (for tests and scripts): use this module instead of calling the factory."""
+        if options is None:
+            raise TorchModuleLoadError("TorchModuleAdapter needs options (at least factory and classes)")
+        super().__init__(options)
+        if module is None:
+            built = _resolve_factory(options.factory)(**options.factory_kwargs)
+            if not isinstance(built, torch.nn.Module):
+                raise TorchModuleLoadError(
+                    f"factory {options.factory!r} returned {type(built).__name__}, not a torch.nn.Module"
+                )
+            module = built
+        self.device = torch.device(options.device)
+        module = module.to(self.device).eval()
+        bound = bind_mode(
+            module, options.mode, TorchModuleLoadError, "a module with a reset method", type(module).__name__
+        )
+        self._drive(module, options, options.name or options.factory, bound)
+
+
+def bind_mode(
+    module: Any, mode: str, error: type[ValueError], needs: str, subject: str
 ) -> tuple[Callable[[], Any] | None, Callable[[], Any] | None]:
-    """``(initial_state, reset)`` callables of ``module`` for ``mode``; an error if a stateful module
+    """``(initial_state, reset)`` callables of ``module`` for ``mode``; ``error`` if a stateful module
     has no reset method (it could not be made to start each stream afresh)."""
     if mode == "state":
         initial = getattr(module, "initial_state", None)
@@ -219,7 +253,4 @@ def _bind_mode(
         reset = getattr(module, name, None)
         if callable(reset):
             return None, reset
-    raise TorchModuleLoadError(
-        f"mode 'stateful' needs a {what} with a reset method ({', '.join(RESET_METHODS)}); "
-        f"{type(module).__name__} has none"
-    )
+    raise error(f"mode 'stateful' needs {needs} ({', '.join(RESET_METHODS)}); {subject} has none")
