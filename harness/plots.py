@@ -38,23 +38,43 @@ def _probit(p: np.ndarray) -> np.ndarray:
     return np.array([inv(float(x)) for x in clipped])
 
 
+def probit(p: np.ndarray) -> np.ndarray:
+    """Normal deviate of each rate, clipped away from 0 and 1 (the DET convention, Martin et al. 1997)."""
+    return _probit(p)
+
+
+def draw_det(
+    ax: Any,
+    far: np.ndarray,
+    frr: np.ndarray,
+    eer: float,
+    *,
+    ticks: np.ndarray = _PROBIT_TICKS,
+    limits: np.ndarray = _DET_LIMITS,
+    xlabel: str = "false acceptance rate (%)",
+    ylabel: str = "false rejection rate (%)",
+) -> None:
+    """A DET curve on normal-deviate axes with the EER point marked (Martin et al. 1997)."""
+    ax.plot(_probit(far), _probit(frr), lw=1.5)
+    e = _probit(np.array([eer]))
+    ax.plot(e, e, "o", label=f"EER {100 * eer:.2f} %")
+    positions, labels = _probit(ticks), [f"{100 * t:g}" for t in ticks]
+    ax.set_xticks(positions, labels)
+    ax.set_yticks(positions, labels)
+    ax.set_xlim(*_probit(limits))
+    ax.set_ylim(*_probit(limits))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title("DET")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right")
+
+
 def plot_det_roc(far: np.ndarray, frr: np.ndarray, eer: float, path: Path, title: str = "") -> Path:
     """DET curve (FRR against FAR on normal-deviate axes) beside the ROC curve (TPR = 1 − FRR)."""
     plt = _pyplot()
     fig, (det, roc) = plt.subplots(1, 2, figsize=(10, 4.5))
-    det.plot(_probit(far), _probit(frr), lw=1.5)
-    det.plot(_probit(np.array([eer])), _probit(np.array([eer])), "o", label=f"EER {100 * eer:.2f} %")
-    ticks = _probit(_PROBIT_TICKS)
-    labels = [f"{100 * t:g}" for t in _PROBIT_TICKS]
-    det.set_xticks(ticks, labels)
-    det.set_yticks(ticks, labels)
-    det.set_xlim(*_probit(_DET_LIMITS))
-    det.set_ylim(*_probit(_DET_LIMITS))
-    det.set_xlabel("false acceptance rate (%)")
-    det.set_ylabel("false rejection rate (%)")
-    det.set_title("DET")
-    det.grid(True, alpha=0.3)
-    det.legend(loc="upper right")
+    draw_det(det, far, frr, eer)
     # the ROC starts at "reject everything" (FAR 0, TPR 0), which has no score of its own
     roc.plot(np.r_[0.0, far[::-1]], np.r_[0.0, 1 - frr[::-1]], lw=1.5, drawstyle="steps-post")
     roc.plot([0, 1], [0, 1], ":", color="grey")

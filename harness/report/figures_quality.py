@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
+from harness.plots import draw_det, probit
 from harness.report.analysis import DetectionCurves, pareto_front, thin_monotone
 from harness.report.figures import figure, plain, to_svg
 from protocols.metrics.calibration import ReliabilityBins
@@ -27,11 +27,6 @@ _AXES = (
     ("audio_delay", "Audio-Delay@Δt", "audio delay (ms)"),
     ("jitter", "Jitter@±δ", "timestamp jitter δ (ms)"),
 )
-
-
-def _probit(p: np.ndarray) -> np.ndarray:
-    inv = NormalDist().inv_cdf
-    return np.array([inv(float(x)) for x in np.clip(p, 1e-4, 1 - 1e-4)])
 
 
 def reliability_figure(bins: ReliabilityBins) -> str:
@@ -77,22 +72,17 @@ def det_roc_figure(curves: DetectionCurves) -> str:
     """DET (miss rate against false-alarm rate, normal-deviate axes) beside ROC, EER marked."""
     assert curves.det is not None and curves.roc is not None and curves.eer is not None
     with figure(1, 2, figsize=(10, 4.2)) as (fig, (det, roc)):
-        x, y = _probit(curves.det.far), _probit(curves.det.frr)
-        keep = thin_monotone(x, y, resolution=0.01)
-        det.plot(x[keep], y[keep], lw=1.5)
-        e = _probit(np.array([curves.eer]))
-        det.plot(e, e, "o", label=f"EER {100 * curves.eer:.2f} %")
-        ticks = _probit(_PROBIT_TICKS)
-        labels = [f"{100 * t:g}" for t in _PROBIT_TICKS]
-        det.set_xticks(ticks, labels)
-        det.set_yticks(ticks, labels)
-        det.set_xlim(*_probit(_DET_LIMITS))
-        det.set_ylim(*_probit(_DET_LIMITS))
-        det.set_xlabel("false alarm rate (%): class scored present when absent")
-        det.set_ylabel("miss rate (%): class scored absent when present")
-        det.set_title("DET")
-        det.grid(True, alpha=0.3)
-        det.legend(loc="upper right")
+        keep = thin_monotone(probit(curves.det.far), probit(curves.det.frr), resolution=0.01)
+        draw_det(
+            det,
+            curves.det.far[keep],
+            curves.det.frr[keep],
+            curves.eer,
+            ticks=_PROBIT_TICKS,
+            limits=_DET_LIMITS,
+            xlabel="false alarm rate (%): class scored present when absent",
+            ylabel="miss rate (%): class scored absent when present",
+        )
         far, tpr = curves.roc.far, 1 - curves.roc.frr
         keep = thin_monotone(far, tpr)
         roc.plot(far[keep], tpr[keep], lw=1.5, drawstyle="steps-post", label=f"AUC {curves.auc:.4f}")
