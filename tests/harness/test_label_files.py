@@ -242,7 +242,7 @@ def scratch() -> Iterator[Path]:
         yield Path(name)
 
 
-def _read_or_documented_error(read: Callable[[Path], Any], error: type[LineFileError], data: bytes) -> None:
+def check_read_or_documented_error(read: Callable[[Path], Any], error: type[LineFileError], data: bytes) -> None:
     with scratch() as directory:
         path = directory / "f"
         path.write_bytes(data)
@@ -261,7 +261,7 @@ def _read_or_documented_error(read: Callable[[Path], Any], error: type[LineFileE
 def test_random_bytes_parse_or_raise_documented_error(
     name: str, read: Callable[[Path], Any], error: type[LineFileError], data: bytes
 ) -> None:
-    _read_or_documented_error(read, error, data)
+    check_read_or_documented_error(read, error, data)
 
 
 @pytest.mark.parametrize(("name", "read", "error"), READERS, ids=[r[0] for r in READERS])
@@ -285,7 +285,7 @@ def test_corrupted_valid_files_parse_or_raise_documented_error(
             del raw[position]
         elif action == "truncate":
             del raw[position:]
-    _read_or_documented_error(read, error, bytes(raw))
+    check_read_or_documented_error(read, error, bytes(raw))
 
 
 SECONDS = st.floats(0.0, 1e6, allow_nan=False, allow_infinity=False)
