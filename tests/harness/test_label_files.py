@@ -242,7 +242,9 @@ def scratch() -> Iterator[Path]:
         yield Path(name)
 
 
-def check_read_or_documented_error(read: Callable[[Path], Any], error: type[LineFileError], data: bytes) -> None:
+def check_read_or_documented_error(
+    read: Callable[[Path], Any], error: type[LineFileError], data: bytes
+) -> None:
     with scratch() as directory:
         path = directory / "f"
         path.write_bytes(data)
