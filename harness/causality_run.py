@@ -42,14 +42,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from adapters.contract import Adapter, Frame, Stream
 from adapters.offenders import PeekingAdapter, sequence_gradient_support
 from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.engine import Engine, EngineConfig
-from harness.instruments.manifest import EnvironmentManifest
-from harness.results import write_protocol_result
+from harness.results import EnvironmentRecord, write_protocol_result
 from harness.runner import ProgressHook, RunConfig, build_adapter, environment_for, run_id_for
 from protocols import online
 from protocols.causality import (
@@ -80,7 +79,7 @@ SEQUENCE_TOLERANCE = 1e-5
 are taken in another order in the two modes)."""
 
 
-class CausalityResult(BaseModel):
+class CausalityResult(EnvironmentRecord):
     """``results/<run_id>/causality.json``."""
 
     schema_version: int = 1
@@ -95,10 +94,6 @@ class CausalityResult(BaseModel):
         default=(), description="every occluded variant's own result (detail prefixed by its occluder)"
     )
     skipped: dict[str, str] = Field(default_factory=dict, description="checks not run, and why")
-    environment: EnvironmentManifest | None = Field(
-        None, description="the environment lock manifest the run was measured in"
-    )
-    fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
 
 
 def occlude(stream: Stream, cut: int, occluder: str, donor: Stream | None = None, seed: int = 0) -> Stream:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from harness.io.json_file import parse_json, read_json_text
 from harness.runner import RunConfig
@@ -24,7 +24,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["CLI_FIELDS", "ConfigError", "build_run_config", "load_config_file"]
+__all__ = ["CLI_FIELDS", "ConfigError", "build_run_config", "load_config_file", "load_protocol_config"]
 
 CLI_FIELDS: dict[str, tuple[str, ...]] = {
     "adapter": ("adapter",),
@@ -121,3 +121,18 @@ def _field_path(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
     if len(loc) > 1 and loc[0] == "data" and loc[1] in DATA_KINDS:
         return (loc[0], *loc[2:])
     return loc
+
+
+_Config = TypeVar("_Config", bound=BaseModel)
+
+
+def load_protocol_config(path: Path | None, model: type[_Config], what: str) -> _Config:
+    """A protocol's own configuration (``--protocol-config``, .json or .toml), or its defaults when
+    ``path`` is None; an invalid one is a ValueError naming the file and the fields."""
+    if path is None:
+        return model()
+    try:
+        return model.model_validate(load_config_file(path))
+    except ValidationError as exc:
+        fields = ", ".join(".".join(str(p) for p in e["loc"]) or "(top level)" for e in exc.errors())
+        raise ValueError(f"{path}: invalid {what} configuration ({fields}):\n{exc}") from None

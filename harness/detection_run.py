@@ -16,19 +16,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.cli_config import load_config_file
+from harness.cli_config import load_protocol_config as load_shared_protocol_config
 from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.datasets.spoof import SpoofConfig
 from harness.datasets.synthetic import SyntheticConfig
 from harness.engine import Engine
-from harness.instruments.manifest import EnvironmentManifest
 from harness.io.score_file import write_score_file
-from harness.results import write_protocol_result
+from harness.results import EnvironmentRecord, write_protocol_result
 from harness.runner import ProgressHook, RunConfig, build_adapter, environment_for, run_id_for
 from protocols import detection
 from protocols.metrics.latency import latency_summary
@@ -65,7 +64,7 @@ class LatencyRecord(BaseModel):
     max_ms: float
 
 
-class DetectionResult(BaseModel):
+class DetectionResult(EnvironmentRecord):
     """``results/<run_id>/detection.json``."""
 
     schema_version: int = 1
@@ -78,10 +77,6 @@ class DetectionResult(BaseModel):
     warmup_frames: int
     latency: LatencyRecord
     report: detection.DetectionReport
-    environment: EnvironmentManifest | None = Field(
-        None, description="the environment lock manifest the run was measured in"
-    )
-    fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
 
 
 def execute_detection(
@@ -134,16 +129,8 @@ def execute_detection(
 
 
 def load_detection_config(path: Path | None) -> detection.DetectionConfig:
-    """The protocol configuration in ``path`` (.json / .toml); defaults when ``None``. Errors name the
-    file and the fields."""
-    if path is None:
-        return detection.DetectionConfig()
-    raw = load_config_file(path)
-    try:
-        return detection.DetectionConfig.model_validate(raw)
-    except ValidationError as exc:
-        fields = ", ".join(".".join(str(p) for p in e["loc"]) or "(top level)" for e in exc.errors())
-        raise ValueError(f"{path}: invalid detection configuration ({fields}):\n{exc}") from None
+    """The protocol configuration in ``path`` (.json / .toml); defaults when ``None``."""
+    return load_shared_protocol_config(path, detection.DetectionConfig, "detection")
 
 
 def cli_run(

@@ -14,18 +14,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field, ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from adapters.contract import Adapter, AdapterInfo, Stream
 from adapters.router import AggregatedRouter, HardLabelRouter
-from harness.cli_config import load_config_file
+from harness.cli_config import load_protocol_config as load_shared_protocol_config
 from harness.datasets.domains import DomainSource, aba_stream, control_stream, mix_stream, warmup_stream
 from harness.engine import Engine
-from harness.instruments.manifest import EnvironmentManifest
-from harness.results import write_protocol_result
+from harness.results import EnvironmentRecord, write_protocol_result
 from harness.runner import ProgressHook, RunConfig, build_adapter, environment_for, run_id_for
 from protocols import hysteresis
 from protocols.hysteresis_experiments import TITLES
@@ -48,7 +46,7 @@ DEFAULT_ADAPTER = "reference-router"
 """The adapter ``streambench run --protocol hysteresis`` uses when none is named."""
 
 
-class HysteresisResult(BaseModel):
+class HysteresisResult(EnvironmentRecord):
     """``results/<run_id>/hysteresis.json``. ``run.data`` is not used: the streams are ``config.streams``."""
 
     schema_version: int = 1
@@ -59,10 +57,6 @@ class HysteresisResult(BaseModel):
     config: hysteresis.HysteresisConfig
     run: RunConfig
     report: hysteresis.HysteresisReport
-    environment: EnvironmentManifest | None = Field(
-        None, description="the environment lock manifest the run was measured in"
-    )
-    fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
 
 
 def domain_source(settings: hysteresis.StreamSettings) -> DomainSource:
@@ -137,14 +131,8 @@ def execute_hysteresis(
 
 
 def load_protocol_config(path: Path | None) -> hysteresis.HysteresisConfig:
-    """The protocol configuration in ``path`` (.toml or .json), or the defaults; errors name the file."""
-    if path is None:
-        return hysteresis.HysteresisConfig()
-    raw = load_config_file(path)
-    try:
-        return hysteresis.HysteresisConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise ValueError(f"{path}: invalid hysteresis configuration:\n{exc}") from None
+    """The protocol configuration in ``path`` (.json / .toml); defaults when ``None``."""
+    return load_shared_protocol_config(path, hysteresis.HysteresisConfig, "hysteresis")
 
 
 def cli_run(

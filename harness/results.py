@@ -38,6 +38,7 @@ ARRAYS_FILE = "arrays.npz"
 __all__ = [
     "RESULT_FILE",
     "SCHEMA_VERSION",
+    "EnvironmentRecord",
     "ExecutionRecord",
     "FailureRecord",
     "ResourceRecord",
@@ -55,6 +56,16 @@ __all__ = [
 
 class ResultFileError(ValueError):
     """A result file could not be read; names the file."""
+
+
+class EnvironmentRecord(BaseModel):
+    """The environment a protocol's result was measured in (robustness, causality, detection, stability,
+    hysteresis): the lock manifest (seed 004 §6.2.2) and its timing fingerprint; None in older files."""
+
+    environment: EnvironmentManifest | None = Field(
+        None, description="the environment lock manifest the run was measured in"
+    )
+    fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
 
 
 class ExecutionRecord(BaseModel):

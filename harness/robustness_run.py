@@ -11,15 +11,12 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
 from adapters.contract import Stream
 from harness.adapter_errors import AdapterError
 from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.engine import Engine
-from harness.instruments.manifest import EnvironmentManifest
 from harness.perturb import perturb
-from harness.results import write_protocol_result
+from harness.results import EnvironmentRecord, write_protocol_result
 from harness.runner import ProgressHook, RunConfig, build_adapter, environment_for, run_id_for
 from protocols import robustness
 from protocols.recording import StreamRecording
@@ -29,7 +26,7 @@ __all__ = ["RobustnessResult", "execute_robustness"]
 RESULT_FILE = "robustness.json"
 
 
-class RobustnessResult(BaseModel):
+class RobustnessResult(EnvironmentRecord):
     """``results/<run_id>/robustness.json``."""
 
     schema_version: int = 1
@@ -39,10 +36,6 @@ class RobustnessResult(BaseModel):
     config: robustness.RobustnessConfig
     run: RunConfig
     report: robustness.RobustnessReport
-    environment: EnvironmentManifest | None = Field(
-        None, description="the environment lock manifest the run was measured in"
-    )
-    fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
 
 
 def execute_robustness(

@@ -19,17 +19,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.cli_config import load_config_file
+from harness.cli_config import load_protocol_config as load_shared_protocol_config
 from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.engine import Engine
-from harness.instruments.manifest import EnvironmentManifest
 from harness.io.atomic import atomic_write
-from harness.results import write_protocol_result
+from harness.results import EnvironmentRecord, write_protocol_result
 from harness.runner import ProgressHook, RunConfig, build_adapter, environment_for, run_id_for
 from protocols import online
 from protocols.online import CurvePoint
@@ -67,7 +66,7 @@ class EventSummary(BaseModel):
     stream_f1: dict[str, list[float]] = Field(description="per stream: micro F1 at each Δt of the curve")
 
 
-class StabilityResult(BaseModel):
+class StabilityResult(EnvironmentRecord):
     """``results/<run_id>/stability.json``."""
 
     schema_version: int = 1
@@ -79,10 +78,6 @@ class StabilityResult(BaseModel):
     run: RunConfig
     report: StabilityReport
     events: EventSummary
-    environment: EnvironmentManifest | None = Field(
-        None, description="the environment lock manifest the run was measured in"
-    )
-    fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
 
 
 def execute_stability(
@@ -141,13 +136,8 @@ def execute_stability(
 
 
 def load_stability_config(path: Path | None) -> StabilityConfig:
-    """The protocol configuration file (``.json`` / ``.toml``, the fields of :class:`StabilityConfig`)."""
-    if path is None:
-        return StabilityConfig()
-    try:
-        return StabilityConfig.model_validate(load_config_file(path))
-    except ValidationError as exc:
-        raise ValueError(f"{path}: invalid stability configuration:\n{exc}") from None
+    """The protocol configuration in ``path`` (.json / .toml); defaults when ``None``."""
+    return load_shared_protocol_config(path, StabilityConfig, "stability")
 
 
 def cli_run(
