@@ -1,7 +1,7 @@
 """A planted faulty adapter: an honest, cheap causal model that fails *on purpose*, where told.
 
-A test fixture, not a model (the isolation tests of ``harness/isolation.py`` and the engine's own error
-tests use it). It commits one fault — ``fault`` — on one stream at one frame (``more_faults`` plants
+A test fixture, not a model (the isolation tests of ``harness/execution/isolation.py`` and the engine's own
+error tests use it). It commits one fault — ``fault`` — on one stream at one frame (``more_faults`` plants
 further ones, each on its own stream, for a run with several faulty streams), and behaves honestly
 everywhere else, so that every other stream of a run is scored as usual:
 

@@ -16,7 +16,7 @@ import pytest
 
 from adapters.contract import Frame, Stream
 from adapters.null import NullAdapter
-from harness.engine import Engine, EngineConfig
+from harness.execution.engine import Engine, EngineConfig
 
 pytestmark = pytest.mark.benchmark
 

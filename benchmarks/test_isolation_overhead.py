@@ -18,10 +18,11 @@ import pytest
 
 from adapters.null import NullAdapter
 from harness.datasets.synthetic import SyntheticConfig, make_streams
-from harness.engine import Engine, EngineConfig
-from harness.isolation import IsolatedEngine, IsolationConfig
-from harness.isolation_worker import _Progress
-from harness.runner import RunConfig, build_adapter
+from harness.execution.config import IsolationConfig, RunConfig
+from harness.execution.engine import Engine, EngineConfig
+from harness.execution.isolation import IsolatedEngine
+from harness.execution.isolation_worker import _Progress
+from harness.execution.setup import build_adapter
 
 pytestmark = pytest.mark.benchmark
 

@@ -18,7 +18,7 @@ import pytest
 from adapters.contract import Frame, Stream
 from adapters.null import NullAdapter
 from adapters.registry import create_adapter
-from harness.engine import Engine, EngineConfig
+from harness.execution.engine import Engine, EngineConfig
 from tests.data.speech_like import SR, recording
 
 pytestmark = pytest.mark.benchmark

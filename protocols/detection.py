@@ -16,7 +16,7 @@ and one view after them:
    checkpoint ``h`` of :attr:`DetectionConfig.heard_s` ("all" = the whole utterance). It shows how early
    a decision is reliable — a figure no batch evaluation has.
 
-Pure: nothing here calls a model, reads a clock or touches a file; the harness (harness/detection_run.py)
+Pure: nothing here calls a model, reads a clock or touches a file; the harness (harness/runs/detection.py)
 runs the utterances through the engine and writes the seed's score file.
 """
 

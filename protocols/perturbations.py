@@ -1,7 +1,7 @@
 """The perturbations a protocol can ask for, as data (seed 004 §6.2.2 (3); DESIGN.md "Perturbations").
 
 Missing-Rate@p%, Audio-Delay@Δt and Jitter@±δ as validated, frozen configs with a ``kind``
-discriminator and a ``seed``. Protocols plan with them; harness/perturb.py applies them to streams.
+discriminator and a ``seed``. Protocols plan with them; harness/datasets/perturb.py applies them to streams.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Seed 004 §6.2.2 (3): Missing-Rate@p% (p ∈ {10, 20, 30, 50} %), Audio-Delay@Δt (Δt ∈ {0, 50, 100, 200,
 500} ms) and Jitter-Tolerance@±δ (δ ∈ {0, 10, 20, 50} ms), each reported as the F1 at the point and its
 drop from the clean run. Plan: the clean variant and one variant per sweep point, each a list of
-perturbations the harness applies to every stream (harness/perturb.py). Score: the online protocol's
+perturbations the harness applies to every stream (harness/datasets/perturb.py). Score: the online protocol's
 score of each variant, pure, from the recordings. An adapter that raises on a perturbed input is a
 recorded failure at that point (stream, frame, error), not the end of the sweep.
 """

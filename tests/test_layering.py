@@ -2,7 +2,7 @@
 
 Checked statically on every module: protocols and adapters never import harness; adapters never import
 protocols; concrete adapters import nothing of ours but the contract; protocols/metrics import no torch
-and do no I/O; only harness/engine.py calls a model's predict().
+and do no I/O; only harness/execution/engine.py calls a model's predict().
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def test_only_the_engine_calls_predict() -> None:
                 ):
                     callers.add(path.relative_to(ROOT).as_posix())
     # the isolated worker wraps the adapter's predict in a progress marker the engine then calls (one
-    # shared-memory store per frame; documented and measured in harness/isolation_worker.py)
-    assert callers == {"harness/engine.py", "harness/isolation_worker.py"}
+    # shared-memory store per frame; documented and measured in harness/execution/isolation_worker.py)
+    assert callers == {"harness/execution/engine.py", "harness/execution/isolation_worker.py"}
 
 
 ALL_MODULES = _modules("harness") + _modules("protocols") + _modules("adapters")
@@ -97,3 +97,173 @@ def test_no_pickle_in_the_result_path(path: Path) -> None:
         if (owner, node.func.attr) == ("torch", "load"):
             flag = keywords.get("weights_only")
             assert isinstance(flag, ast.Constant) and flag.value is True, f"line {node.lineno}: torch.load"
+
+
+# -- inside harness/: rooms that import down, and no import cycle (issue 14) ------------------------------
+
+ROOMS: dict[str, int] = {
+    "io": 0,
+    "instruments": 1,
+    "datasets": 1,
+    "execution": 2,
+    "results": 3,
+    "report": 4,
+    "runs": 5,
+    "sweep": 6,
+    "integrations": 7,
+    "cli": 7,
+}
+"""Each room of harness/ and its level: a module may import its own room and rooms of a lower level only
+(rooms of one level are independent of each other). README "Architecture" draws the same picture."""
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+HARNESS = {_module_name(p): p for p in _modules("harness")}
+
+
+def _harness_edges(path: Path, known: dict[str, Path], name: str | None = None) -> set[str]:
+    """Every harness module ``path`` imports, wherever the import stands (module level, inside a function,
+    under ``if TYPE_CHECKING``): ``from a.b import c`` is an edge to ``a.b.c`` when that is a module, else
+    to ``a.b``; a relative import is resolved against the module's package."""
+    name = name or _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    edges: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            edges.update(a.name for a in node.names if a.name in known)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                edges.add(target if target in known else base)
+    return {e for e in edges if e in known}
+
+
+def _graph(known: dict[str, Path]) -> dict[str, set[str]]:
+    return {name: _harness_edges(path, known) - {name} for name, path in known.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_every_harness_module_lives_in_a_room() -> None:
+    loose = sorted(m for m in HARNESS if m != "harness" and _room(m) not in ROOMS)
+    assert not loose, f"modules outside the rooms of ROOMS: {loose}"
+
+
+def test_no_import_cycle_between_harness_modules() -> None:
+    assert _cycles(_graph(HARNESS)) == []
+
+
+def test_the_cycle_check_finds_a_planted_cycle(tmp_path: Path) -> None:
+    """The check can fail: two modules that import each other, one of them from inside a function."""
+    planted = tmp_path / "harness" / "results"
+    planted.mkdir(parents=True)
+    (planted / "a.py").write_text("from harness.results import b\n")
+    (planted / "b.py").write_text("def f():\n    from harness.results.a import x\n")
+    known = {"harness.results.a": planted / "a.py", "harness.results.b": planted / "b.py"}
+    assert _cycles({n: _harness_edges(p, known, n) - {n} for n, p in known.items()}) == [
+        ["harness.results.a", "harness.results.b"]
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(HARNESS), ids=str)
+def test_rooms_import_only_rooms_below(name: str) -> None:
+    room = _room(name)
+    if room is None:
+        return  # the package itself: its version only
+    upward = sorted(
+        target
+        for target in _harness_edges(HARNESS[name], HARNESS)
+        if (other := _room(target)) is not None and other != room and ROOMS[other] >= ROOMS[room]
+    )
+    assert not upward, f"{name} ({room}, level {ROOMS[room]}) imports a room at or above it: {upward}"
+
+
+def test_the_registry_names_only_modules_of_its_own_room() -> None:
+    from harness.runs.registry import BUILT_IN
+
+    for name, target in BUILT_IN.items():
+        module, _, cls = target.partition(":")
+        assert module in HARNESS and _room(module) == "runs", f"{name} -> {target}"
+        source = HARNESS[module].read_text()
+        assert f"class {cls}(RunProtocol)" in source, f"{target} is not a RunProtocol"
+
+
+GENERIC = _modules("harness/cli") + _modules("harness/sweep") + _modules("harness/results")
+# exempt: `streambench score online|detection|...` re-scores files by metric family, not by protocol; and
+# results/files.py is the schema of result.json, which records the protocol that wrote it
+GENERIC = [p for p in GENERIC if p.name not in ("score.py", "files.py")]
+GENERIC += [
+    ROOT / "harness/runs/catalog.py",
+    ROOT / "harness/runs/interface.py",
+    ROOT / "harness/report/__init__.py",
+]
+GENERIC += [ROOT / "harness/report/bundle.py"]
+
+
+@pytest.mark.parametrize("path", GENERIC, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_code_that_iterates_the_registry_names_no_protocol(path: Path) -> None:
+    """The CLI, the sweep, the store, compare and the report reach the protocols through the registry
+    only: no string in their code is a protocol's name (docstrings and messages may mention them)."""
+    from harness.runs.registry import BUILT_IN
+
+    named = sorted(
+        {
+            (node.lineno, node.value)
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in BUILT_IN
+        }
+    )
+    assert not named, f"{path.name} names protocols: {named}"

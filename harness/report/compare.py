@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.report.analysis import pareto_front
+from harness.report.bundle import RunBundle
 from harness.report.figures_quality import ParetoPoint, pareto_figure
 from harness.report.html import Section, absent, esc, figure_block, num, table
-from harness.report.loading import RunBundle
-from harness.results import RunResult
+from harness.results.files import RunResult
 
 __all__ = ["common_delta", "comparison_sections"]
 

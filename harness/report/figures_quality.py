@@ -1,7 +1,7 @@
 """The report's accuracy pictures: reliability diagram, DET and ROC, robustness curves, Pareto front.
 
 Reliability: seed 003 "Calibration" (bins from protocols/metrics/calibration.py). DET / ROC: seed 002
-"Core Metrics", DET on normal-deviate axes (Martin et al. 1997, as harness/plots.py). Robustness: seed
+"Core Metrics", DET on normal-deviate axes (Martin et al. 1997, as harness/report/plots.py). Robustness: seed
 004 §6.2.2 (3), F1 at each sweep point against the clean run. Pareto: seed 004 §6.3.3.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.plots import draw_det, probit
 from harness.report.analysis import DetectionCurves, pareto_front, thin_monotone
 from harness.report.figures import figure, plain, to_svg
+from harness.report.plots import draw_det, probit
 from protocols.metrics.calibration import ReliabilityBins
 from protocols.robustness import RobustnessReport
 

@@ -5,11 +5,11 @@ reliability diagram (seed 003 "Calibration"), DET / ROC (seed 002 "Core Metrics"
 from __future__ import annotations
 
 from harness.report.analysis import ScorePairs, detection_curves, reliability, score_pairs
-from harness.report.figures_quality import det_roc_figure, reliability_figure, robustness_figure
+from harness.report.bundle import RunBundle
+from harness.report.figures_quality import det_roc_figure, reliability_figure
 from harness.report.html import absent, esc, figure_block, num, table
-from harness.report.loading import RunBundle
 
-__all__ = ["causality_section", "detection_section", "reliability_section", "robustness_section"]
+__all__ = ["detection_section", "protocols_section", "reliability_section"]
 
 _PAIRS_CAPTION = (
     "Frame level, one-vs-rest pooled over the scored classes (micro): every prediction on a test stream "
@@ -20,7 +20,7 @@ _PAIRS_CAPTION = (
 
 def _pairs(bundle: RunBundle) -> ScorePairs | str:
     if bundle.result is None:
-        return bundle.missing.get("result", "no online result")
+        return bundle.result_reason
     if bundle.recordings is None:
         return bundle.missing.get("arrays", "no recorded arrays")
     r = bundle.result
@@ -61,78 +61,24 @@ def detection_section(bundle: RunBundle) -> str:
     return figure_block(det_roc_figure(curves), caption)
 
 
-def robustness_section(bundle: RunBundle) -> str:
-    rob = bundle.robustness
-    if rob is None:
-        return absent(
-            bundle.missing.get("robustness", "no robustness.json")
-            + " — run `streambench run --protocol robustness --run-id <this run>` to add one"
-        )
-    report = rob.report
-    caption = (
-        f"F1@{report.report_delta_ms:g} ms (Strict, frame, micro) under each perturbation of the sweep, "
-        f"adapter {esc(rob.adapter)}; dashed: the clean run. A failed point (the adapter raised) has "
-        "no F1 and is marked as failed, not as 0."
-    )
-    rows = []
-    for point in [report.clean, *report.points]:
-        failure = point.failure
-        rows.append(
-            (
-                esc(point.variant.name),
-                num(point.f1, reason="failed" if failure else None),
-                num(point.abs_drop, reason="failed" if failure else "the clean run"),
-                num(point.rel_drop, reason="failed" if failure else "the clean run, or clean F1 = 0"),
-                esc(f"stream {failure.stream_id}, frame {failure.frame}: {failure.error}") if failure else "",
-            )
-        )
-    return figure_block(robustness_figure(report), caption) + table(
-        ["point", "F1", "drop", "relative drop", "failure"], rows
-    )
-
-
-def causality_section(bundle: RunBundle) -> str:
-    causal = bundle.causality
-    if causal is None:
-        return absent(bundle.missing.get("causality", "no causality.json"))
-    report = causal.report
-    verdict = '<span class="pass">passed</span>' if report.passed else '<span class="fail">FAILED</span>'
-    rows = []
-    for check in report.checks:
-        where = ""
-        if check.first_stream is not None:
-            where = f"stream {check.first_stream}, frame {check.first_frame}"
-            if check.first_source is not None:
-                where += f", input {check.first_source}"
-        rows.append(
-            (
-                esc(check.name),
-                '<span class="pass">pass</span>' if check.passed else '<span class="fail">fail</span>',
-                esc(where),
-                esc(f"{check.max_difference:.3g}"),
-                esc(check.detail),
-            )
-        )
-    skipped = "".join(f"<li>{esc(name)}: {esc(why)}</li>" for name, why in causal.skipped.items())
-    return (
-        f"<p>Causality checks of adapter {esc(causal.adapter)}: {verdict}.</p>"
-        + table(["check", "result", "first offence", "max |Δscore|", "detail"], rows)
-        + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else "")
-    )
 
 
 def protocols_section(bundle: RunBundle) -> str:
-    """The other protocols' headline figures (detection, stability, hysteresis), as the run store has them."""
-    if not bundle.protocols:
-        reasons = [f"{kind}: {why}" for kind, why in bundle.missing.items() if kind in _OTHER_KINDS]
-        return absent("; ".join(reasons) or "no detection.json, stability.json or hysteresis.json here")
+    """The headline figures of the protocols that draw no section of their own (detection, stability,
+    hysteresis, ...), as the run store has them."""
+    if not bundle.headlines:
+        reasons = [
+            f"{name}: {why}"
+            for name, why in bundle.missing.items()
+            if name in bundle.others and not why.startswith("no ")
+        ]
+        files = list(bundle.others.values())
+        listed = ", ".join(files[:-1]) + f" or {files[-1]}" if len(files) > 1 else "".join(files)
+        return absent("; ".join(reasons) or f"no {listed} here")
     parts = []
-    for kind, figures in bundle.protocols.items():
+    for kind, figures in bundle.headlines.items():
         rows = [
             (esc(f.label), num(f.value, reason=f.reason), f"<code>{esc(f.key)}</code>") for f in figures
         ]
         parts.append(f"<h4>{esc(kind)}</h4>" + table(["figure", "value", "key (compare --fail-on)"], rows))
     return "".join(parts)
-
-
-_OTHER_KINDS = ("detection", "stability", "hysteresis")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from harness.report.analysis import latency_timeline, scored_latency_ms
+from harness.report.bundle import RunBundle
 from harness.report.figures import (
     UNIT_LABELS,
     breakdown_figure,
@@ -14,8 +15,7 @@ from harness.report.figures import (
     timeline_figure,
 )
 from harness.report.html import absent, esc, figure_block, num, table, value_or_null
-from harness.report.loading import RunBundle
-from harness.results import RunResult
+from harness.results.files import RunResult
 from protocols.metrics.bootstrap import Interval
 
 __all__ = [
@@ -37,7 +37,7 @@ def _json(value: object) -> str:
 
 
 def _no_result(bundle: RunBundle) -> str:
-    return absent(bundle.missing.get("result", "no online result"))
+    return absent(bundle.result_reason)
 
 
 def summary_section(bundle: RunBundle) -> str:
@@ -48,7 +48,7 @@ def summary_section(bundle: RunBundle) -> str:
         (
             "files present",
             esc(
-                ", ".join(p for p in ("result", "robustness", "causality") if p not in bundle.missing)
+                ", ".join(bundle.results)
                 or "none readable"
             ),
         ),

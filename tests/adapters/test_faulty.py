@@ -12,8 +12,8 @@ import pytest
 from adapters.contract import Frame, Prediction
 from adapters.faulty import FaultyAdapter, FaultyOptions, PlantedFault, stream_fingerprint
 from adapters.registry import AdapterLoadError, create_adapter
-from harness.adapter_errors import AdapterCallError, AdapterOutputError
-from harness.engine import Engine, EngineConfig
+from harness.execution.adapter_errors import AdapterCallError, AdapterOutputError
+from harness.execution.engine import Engine, EngineConfig
 from tests.support import make_stream
 
 CLASSES = ("background", "a", "b")

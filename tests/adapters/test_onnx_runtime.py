@@ -20,7 +20,7 @@ from torch import nn
 from adapters.contract import Frame, Stream
 from adapters.onnx_runtime import OnnxAdapter, OnnxLoadError, OnnxOptions
 from adapters.registry import create_adapter
-from harness.engine import Engine, EngineConfig
+from harness.execution.engine import Engine, EngineConfig
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")

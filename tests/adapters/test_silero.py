@@ -27,7 +27,7 @@ from adapters.silero import (
     SileroVadOptions,
     packaged_model,
 )
-from harness.engine import Engine, EngineConfig
+from harness.execution.engine import Engine, EngineConfig
 from tests.data.speech_like import SEGMENTS, SR, recording
 
 pytest.importorskip("onnxruntime")

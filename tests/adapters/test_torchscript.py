@@ -17,7 +17,7 @@ from torch import nn
 from adapters.contract import Frame, Stream
 from adapters.registry import create_adapter
 from adapters.torchscript import TorchScriptAdapter, TorchScriptLoadError, TorchScriptOptions
-from harness.engine import Engine, EngineConfig
+from harness.execution.engine import Engine, EngineConfig
 
 DIM, HIDDEN, CLASSES = 4, 8, ("a", "b", "c")
 

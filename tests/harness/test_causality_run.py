@@ -1,4 +1,4 @@
-"""The causality run (harness/causality_run.py): the reference model passes every check, and each planted
+"""The causality run (harness/runs/causality.py): the reference model passes every check, and each planted
 offender (adapters/offenders.py) fails exactly the check meant for it; the result file is written."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from harness.causality_run import RESULT_FILE, CausalityResult, execute_causality
-from harness.runner import RunConfig
-from harness.summary import print_causality
+from harness.execution.config import RunConfig
+from harness.results.summary import print_causality
+from harness.runs.causality import RESULT_FILE, CausalityResult, execute_causality
 from protocols.causality import CausalityConfig, CausalityReport, plan_occlusion
 
 SEQUENCE_CHECKS = {"gradient_flow", "stream_sequence"}

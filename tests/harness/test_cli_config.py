@@ -1,4 +1,4 @@
-"""``streambench run --config FILE`` (harness/cli_config.py): JSON and TOML files validated by RunConfig,
+"""``streambench run --config FILE`` (harness/cli/config.py): JSON and TOML files validated by RunConfig,
 options typed on the command line laid over them, errors naming the file and the field."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.cli_config import CLI_FIELDS, ConfigError, build_run_config, load_config_file
-from harness.results import load_result
+from harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
+from harness.io.config_file import ConfigError, load_config_file
+from harness.results.files import load_result
 
 TOML = """
 adapter = "reference"
@@ -56,13 +57,14 @@ def defaults() -> dict[str, object]:
 
 
 def test_every_cli_value_is_mapped() -> None:
-    assert set(defaults()) == set(CLI_FIELDS)
+    assert set(defaults()) == set(CLI_FIELDS) == set(RunOptions.model_fields)
+    assert RunOptions(**defaults()) == RunOptions()  # the model's defaults are the command line's
 
 
 def test_toml_file_then_typed_options_override(tmp_path: Path) -> None:
     path = tmp_path / "run.toml"
     path.write_text(TOML)
-    config = build_run_config({**defaults(), "streams": 3}, {"streams"}, path)
+    config = build_run_config(RunOptions(**{**defaults(), "streams": 3}), {"streams"}, path)
     assert config.data.num_streams == 3  # typed on the command line
     assert config.data.duration_s == 5.0 and config.engine.warmup_frames == 10  # from the file
     assert config.protocol.decision.kind == "top_k" and config.protocol.decision.k == 2
@@ -81,7 +83,7 @@ def test_json_equals_toml(tmp_path: Path) -> None:
 
 
 def test_without_a_file_every_cli_value_is_used() -> None:
-    config = build_run_config(defaults(), set())
+    config = build_run_config(RunOptions(**defaults()), set())
     assert config.data.num_streams == 60 and config.engine.warmup_frames == 100
 
 
@@ -101,7 +103,7 @@ def test_bad_files_name_the_file_and_field(tmp_path: Path, name: str, text: str,
     path = tmp_path / name
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
-        build_run_config(defaults(), set(), path)
+        build_run_config(RunOptions(**defaults()), set(), path)
 
 
 def test_unreadable_and_non_utf8_files(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""Comparison and the regression gate (harness/compare.py, ``streambench compare``): a slowed copy of an
-adapter is caught, an unchanged rerun is not, fingerprints that differ are refused without --force, a
+"""Comparison and the regression gate (harness/results/compare.py, ``streambench compare``): a slowed copy of
+an adapter is caught, an unchanged rerun is not, fingerprints that differ are refused without --force, a
 latency effect is called only when the rank test agrees, and bad --fail-on specs are named."""
 
 from __future__ import annotations
@@ -14,10 +14,18 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.compare import FailOnSpec, FailOnSpecError, FailRule, FingerprintMismatchError, compare_runs
-from harness.headline import Figure, RunHeadline
-from harness.results import RESULT_FILE
-from harness.runner import RunConfig, execute_run
+from harness.execution.config import RunConfig
+from harness.results.compare import (
+    FailOnSpec,
+    FailOnSpecError,
+    FailRule,
+    FingerprintMismatchError,
+    compare_runs,
+)
+from harness.results.files import RESULT_FILE
+from harness.results.headline import Figure, RunHeadline
+from harness.runs.catalog import figure_keys
+from harness.runs.session import execute_run
 
 
 def headline(run: str, fingerprint: str | None = "f" * 16, **values: float | None) -> RunHeadline:
@@ -63,7 +71,7 @@ def test_fail_on_spec_parses_and_names_bad_items() -> None:
     }
     for text, message in bad.items():
         with pytest.raises(FailOnSpecError, match=message):
-            FailOnSpec.parse(text)
+            FailOnSpec.parse(text, figure_keys())
 
 
 def test_latency_regression_needs_the_effect_and_the_rank_test() -> None:

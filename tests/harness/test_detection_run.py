@@ -1,4 +1,4 @@
-"""The detection run (harness/detection_run.py): the reference detector on the synthetic spoof data, the
+"""The detection run (harness/runs/detection.py): the reference detector on the synthetic spoof data, the
 EER versus heard time, the seed-002 score file re-scored by ``streambench score detection``, the CLI."""
 
 from __future__ import annotations
@@ -14,10 +14,13 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-import harness.detection_run as detection_run
+import harness.runs.detection as detection_run
 from harness.cli import app
 from harness.datasets.spoof import SpoofConfig
-from harness.detection_run import (
+from harness.execution.config import RunConfig
+from harness.io.score_file import read_score_file
+from harness.results.files import load_protocol_result
+from harness.runs.detection import (
     RESULT_FILE,
     SCORE_FILE,
     DetectionResult,
@@ -25,9 +28,6 @@ from harness.detection_run import (
     execute_detection,
     print_result,
 )
-from harness.io.score_file import read_score_file
-from harness.results import load_protocol_result
-from harness.runner import RunConfig
 from protocols.detection import DetectionConfig
 
 runner = CliRunner()
@@ -171,7 +171,7 @@ def test_headline_figures(seed0: tuple[DetectionResult, Path]) -> None:
 
 
 def test_reference_detector_is_causal(tmp_path: Path) -> None:
-    from harness.causality_run import execute_causality
+    from harness.runs.causality import execute_causality
     from protocols.causality import CausalityConfig
 
     result, _ = execute_causality(spoof_run(tmp_path, utterances=3), CausalityConfig())

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from adapters.contract import Frame, Prediction
-from harness.engine import AdapterOutputError, Engine, EngineConfig
+from harness.execution.engine import AdapterOutputError, Engine, EngineConfig
 from tests.support import ScriptedAdapter, constant, make_stream
 
 OK = [0.2, 0.8]
@@ -214,7 +214,7 @@ def test_flops_per_frame_of_the_reference_model() -> None:
 
 
 def test_an_adapter_that_raises_is_named_with_stream_and_frame() -> None:
-    from harness.engine import AdapterCallError
+    from harness.execution.engine import AdapterCallError
 
     def script(frame: Frame) -> Prediction:
         if frame.index == 3:

@@ -1,4 +1,5 @@
-"""The run's event log (harness/event_log.py): exact round trip of recordings, a torn last line tolerated,
+"""The run's event log (harness/execution/event_log.py): exact round trip of recordings, a torn last line
+tolerated,
 any other bad input an EventLogError naming the file and line; the shared JSON reader
 (harness/io/json_file.py) behind the configuration and protocol result files."""
 
@@ -13,8 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.cli_config import ConfigError, load_config_file
-from harness.event_log import (
+from harness.execution.event_log import (
     EVENTS_FILE,
     EventLog,
     EventLogError,
@@ -26,8 +26,9 @@ from harness.event_log import (
     encode_recording,
     read_events,
 )
-from harness.results import ResultFileError, load_protocol_result
-from harness.robustness_run import RobustnessResult
+from harness.io.config_file import ConfigError, load_config_file
+from harness.results.files import ResultFileError, load_protocol_result
+from harness.runs.robustness import RobustnessResult
 from protocols.recording import StreamRecording
 
 

@@ -13,9 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.event_log import EVENTS_FILE, read_events
-from harness.results import load_recordings, load_result
-from harness.runner import NothingScoredError, RunConfig, execute_run
+from harness.execution.config import RunConfig
+from harness.execution.event_log import EVENTS_FILE, read_events
+from harness.execution.executor import NothingScoredError
+from harness.results.files import load_recordings, load_result
+from harness.runs.session import execute_run
 
 ADAPTER = "tests.support:FailAtAdapter"
 

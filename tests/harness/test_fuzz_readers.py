@@ -41,14 +41,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.causality_run import CausalityResult, execute_causality
+from harness.execution.config import RunConfig
 from harness.io import atomic
 from harness.io.atomic import atomic_write, atomic_write_text
 from harness.io.calibration_file import CalibrationFileError, read_calibration_file
 from harness.io.lines import LineFileError
 from harness.io.score_file import ScoreFileError, read_score_file, write_score_file
 from harness.io.trec import TrecFileError, read_qrels, read_run
-from harness.results import (
+from harness.results.files import (
     ARRAYS_FILE,
     RESULT_FILE,
     SCHEMA_VERSION,
@@ -58,8 +58,9 @@ from harness.results import (
     load_result,
     write_run,
 )
-from harness.robustness_run import RobustnessResult, execute_robustness
-from harness.runner import RunConfig, execute_run
+from harness.runs.causality import CausalityResult, execute_causality
+from harness.runs.robustness import RobustnessResult, execute_robustness
+from harness.runs.session import execute_run
 from protocols.causality import CausalityConfig
 from protocols.recording import StreamRecording, to_arrays
 from protocols.robustness import RobustnessConfig

@@ -1,5 +1,5 @@
-"""Headline figures (harness/headline.py): the same numbers as the result they come from, intervals where
-the result has them, null with the reason where nothing was measured, for every result kind."""
+"""Headline figures (harness/results/headline.py): the same numbers as the result they come from, intervals
+where the result has them, null with the reason where nothing was measured, for every result kind."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.causality_run import CausalityResult
-from harness.headline import LATENCY_KEYS, figures_of, load_headline
-from harness.results import ResultFileError, RunResult
-from harness.robustness_run import RESULT_FILE as ROBUSTNESS_FILE
-from harness.robustness_run import execute_robustness
-from harness.runner import RunConfig, execute_run
+from harness.execution.config import RunConfig
+from harness.results.files import ResultFileError, RunResult
+from harness.results.headline import LATENCY_KEYS
+from harness.runs.catalog import figures_of, load_headline
+from harness.runs.causality import CausalityResult
+from harness.runs.robustness import RESULT_FILE as ROBUSTNESS_FILE
+from harness.runs.robustness import execute_robustness
+from harness.runs.session import execute_run
 from protocols.causality import CausalityConfig, CheckResult, summarize
 from protocols.robustness import Failure, RobustnessConfig
 

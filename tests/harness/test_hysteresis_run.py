@@ -1,4 +1,4 @@
-"""The hysteresis run (harness/hysteresis_run.py): the reference router shows seed 001's expected shapes
+"""The hysteresis run (harness/runs/hysteresis.py): the reference router shows seed 001's expected shapes
 (lag growing with the length of B; return-gap ≈ 0 for hard labels), the scores fallback, the result
 file, the protocol configuration file and the printed tables."""
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from harness.hysteresis_run import RESULT_FILE, HysteresisResult, cli_run, execute_hysteresis, print_result
-from harness.runner import RunConfig
+from harness.execution.config import RunConfig
+from harness.runs.hysteresis import RESULT_FILE, HysteresisResult, cli_run, execute_hysteresis, print_result
 from protocols.hysteresis import HysteresisConfig, Row
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "hysteresis"
@@ -119,7 +119,7 @@ def test_cli_run_reads_the_protocol_file_and_defaults_to_the_router(tmp_path: Pa
 
 @pytest.mark.parametrize("name", ["b_length", "mix", "aggregation", "hard_label"])
 def test_example_configurations_are_valid(name: str) -> None:
-    from harness.hysteresis_run import load_protocol_config
+    from harness.runs.hysteresis import load_protocol_config
 
     config = load_protocol_config(EXAMPLES / f"{name}.toml")
     assert config.experiments == (name,)

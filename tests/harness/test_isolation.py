@@ -16,17 +16,18 @@ import numpy as np
 import pytest
 
 from adapters.faulty import EXIT_CODE, stream_fingerprint
-from harness.adapter_errors import (
+from harness.datasets.synthetic import SyntheticConfig, make_streams, make_warmup_stream
+from harness.execution.adapter_errors import (
     AdapterCallError,
     AdapterCrashError,
     AdapterError,
     AdapterOutputError,
     AdapterTimeoutError,
 )
-from harness.datasets.synthetic import SyntheticConfig, make_streams, make_warmup_stream
-from harness.engine import Engine, EngineConfig
-from harness.isolation import IsolatedEngine, IsolationConfig, WorkerError
-from harness.runner import RunConfig, build_adapter
+from harness.execution.config import IsolationConfig, RunConfig
+from harness.execution.engine import Engine, EngineConfig
+from harness.execution.isolation import IsolatedEngine, WorkerError
+from harness.execution.setup import build_adapter
 from protocols.recording import StreamRecording
 
 DATA = SyntheticConfig(

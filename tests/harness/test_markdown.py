@@ -1,5 +1,5 @@
-"""Markdown summaries (harness/markdown.py, ``show --markdown``, ``compare --markdown``): the figures are
-there, as measured, with their intervals; nulls carry their reason; strings from results are escaped."""
+"""Markdown summaries (harness/results/markdown.py, ``show --markdown``, ``compare --markdown``): the figures
+are there, as measured, with their intervals; nulls carry their reason; strings from results are escaped."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.compare import FailOnSpec, compare_runs
-from harness.headline import Figure, RunHeadline, load_headline
-from harness.markdown import compare_markdown, escape_md, format_value, run_markdown
-from harness.results import RunResult, load_result
-from harness.runner import RunConfig, execute_run
+from harness.execution.config import RunConfig
+from harness.results.compare import FailOnSpec, compare_runs
+from harness.results.files import RunResult, load_result
+from harness.results.headline import Figure, RunHeadline
+from harness.results.markdown import compare_markdown, escape_md, format_value, run_markdown
+from harness.runs.catalog import load_headline
+from harness.runs.session import execute_run
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from adapters.contract import Frame, Prediction
-from harness.engine import Engine, EngineConfig
+from harness.execution.engine import Engine, EngineConfig
 from protocols import online
 from tests.support import ScriptedAdapter, make_stream
 

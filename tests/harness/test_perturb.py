@@ -1,4 +1,4 @@
-"""Tests of harness/perturb.py (DESIGN.md "Perturbations", seed 004 §6.2.2 (3))."""
+"""Tests of harness/datasets/perturb.py (DESIGN.md "Perturbations", seed 004 §6.2.2 (3))."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from adapters.contract import Frame, Stream
-from harness.datasets.synthetic import SyntheticConfig, make_streams
-from harness.perturb import (
+from harness.datasets.perturb import (
     AudioDelay,
     Jitter,
     MissingModality,
@@ -18,6 +17,7 @@ from harness.perturb import (
     parse_perturbations,
     perturb,
 )
+from harness.datasets.synthetic import SyntheticConfig, make_streams
 
 T = 250  # frames of a default synthetic stream (10 s at 25 fps)
 

@@ -1,4 +1,5 @@
-"""The pytest plugin (harness/pytest_plugin.py): engine-measured frames as pytest-benchmark rounds, and a
+"""The pytest plugin (harness/integrations/pytest_plugin.py): engine-measured frames as pytest-benchmark
+rounds, and a
 latency regression planted in a slowed copy of an adapter caught by ``--benchmark-compare-fail``.
 
 The plugin is driven the way a project's CI drives it: ``pytester.runpytest_subprocess`` on a fresh test
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.pytest_plugin import TIMER_NAME, ReplayTimer, run_config
+from harness.integrations.pytest_plugin import TIMER_NAME, ReplayTimer, run_config
 
 pytest_plugins = ["pytester"]
 
@@ -68,7 +69,7 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def test_plugin_is_registered_through_the_pytest11_entry_point() -> None:
     plugins = {e.name: e.value for e in entry_points(group="pytest11")}
-    assert plugins.get("streambench") == "harness.pytest_plugin"
+    assert plugins.get("streambench") == "harness.integrations.pytest_plugin"
 
 
 def test_replay_timer_gives_each_round_its_latency_and_refuses_extra_reads() -> None:

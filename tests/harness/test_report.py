@@ -12,14 +12,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from harness.causality_run import execute_causality
 from harness.cli import app
+from harness.execution.config import RunConfig
 from harness.instruments.manifest import Item
-from harness.report import build_report, load_bundle, write_report
+from harness.report import build_report
 from harness.report.analysis import detection_curves, pareto_front, reliability, score_pairs, thin_monotone
 from harness.report.compare import comparison_sections
-from harness.robustness_run import execute_robustness
-from harness.runner import RunConfig, execute_run
+from harness.runs.catalog import load_bundle, write_report
+from harness.runs.causality import execute_causality
+from harness.runs.robustness import execute_robustness
+from harness.runs.session import execute_run
 from protocols.causality import CausalityConfig
 from protocols.metrics.calibration import ece
 from protocols.metrics.detection import roc_auc
@@ -78,7 +80,7 @@ def _sections(html: str) -> dict[str, str]:
 def test_single_run_has_every_picture_with_the_runs_own_numbers(root: Path, reports: dict[str, str]) -> None:
     html = reports["one"]
     bundle = load_bundle(root / "ref")
-    assert bundle.result is not None and bundle.robustness is not None and bundle.causality is not None
+    assert bundle.result is not None and {"robustness", "causality"} <= set(bundle.results)
     sections = _sections(html)
     with_svg = {key for key, body in sections.items() if '<svg class="plot"' in body}
     expected = {"latency", "timeline", "f1", "breakdown", "reliability", "detection", "robustness"}
@@ -99,9 +101,9 @@ def test_single_run_has_every_picture_with_the_runs_own_numbers(root: Path, repo
         assert f"<td>{row.ms_per_frame:.4g}</td>" in sections["run0-breakdown"]
     assert sections["run0-robustness"].count("<tr>") == 1 + 1 + 5  # header, clean, five sweep points
     causality = sections["run0-causality"]
-    verdict = '<span class="pass">passed</span>' if bundle.causality.report.passed else "FAILED"
+    verdict = '<span class="pass">passed</span>' if bundle.results["causality"].report.passed else "FAILED"
     assert verdict in causality
-    for check in bundle.causality.report.checks:
+    for check in bundle.results["causality"].report.checks:
         assert f"<td>{check.name}</td>" in causality
     env = sections["run0-environment"]
     assert bundle.result.fingerprint in env and "<code>cpu_model</code>" in env
@@ -152,7 +154,7 @@ def test_comparison_front_and_absent_sections(root: Path, reports: dict[str, str
 
 def test_every_shown_string_is_escaped(root: Path) -> None:
     bundle = load_bundle(root / "ref")
-    assert bundle.result is not None and bundle.recordings is not None and bundle.robustness is not None
+    assert bundle.result is not None and bundle.recordings is not None and "robustness" in bundle.results
     result = bundle.result
     result.adapter = HOSTILE
     result.adapter_options = {"x": '<img src=x onerror="alert(2)">'}
@@ -162,7 +164,7 @@ def test_every_shown_string_is_escaped(root: Path) -> None:
         StageRow(stage="<b>$x^2$ stage</b>", ms_per_frame=1.0, share=1.0),
     ]
     bundle.recordings = [replace(r, stream_id=HOSTILE) for r in bundle.recordings]
-    point = bundle.robustness.report.points[0]
+    point = bundle.results["robustness"].report.points[0]
     point.failure, point.f1, point.abs_drop, point.rel_drop = (
         Failure(stream_id=HOSTILE, frame=3, error="<svg onload=alert(4)>"),
         None,

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from harness.report import write_report
-from harness.runner import RunConfig, execute_run
+from harness.execution.config import RunConfig
+from harness.runs.catalog import write_report
+from harness.runs.session import execute_run
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 DRIVERS = ("chromedriver", "chromium-driver")

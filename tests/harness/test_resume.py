@@ -17,9 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.event_log import EVENTS_FILE, EventLogError, read_events
-from harness.results import RunResult, load_result
-from harness.runner import RunConfig, execute_run, resume_run
+from harness.execution.config import RunConfig
+from harness.execution.event_log import EVENTS_FILE, EventLogError, read_events
+from harness.results.files import RunResult, load_result
+from harness.runs.session import execute_run, resume_run
 
 TIMING_CURVES = ("frame_replay", "frame_paced")
 

@@ -14,8 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.results import ResultFileError, RunResult, load_recordings, load_result
-from harness.runner import RunConfig, execute_run
+from harness.execution.config import RunConfig
+from harness.results.files import ResultFileError, RunResult, load_recordings, load_result
+from harness.runs.session import execute_run
 from protocols import online
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -1,4 +1,4 @@
-"""The selftest (harness/selftest.py) and the adapters of known cost (adapters/null.py).
+"""The selftest (harness/execution/selftest.py) and the adapters of known cost (adapters/null.py).
 
 DESIGN.md "The engine": the null adapter run publishes the harness's overhead and the clock's
 resolution. Timing figures are never asserted tightly here (DESIGN.md "Conventions": speed is measured
@@ -26,8 +26,8 @@ from adapters.null import (
     CudaUnavailableError,
 )
 from adapters.registry import create_adapter
-from harness.engine import Engine, EngineConfig, clock_info
-from harness.selftest import (
+from harness.execution.engine import Engine, EngineConfig, clock_info
+from harness.execution.selftest import (
     OverheadFigures,
     ResolutionFigures,
     SelfTestConfig,

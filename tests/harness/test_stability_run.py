@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.datasets.synthetic import SyntheticConfig
-from harness.engine import EngineConfig
-from harness.runner import RunConfig
-from harness.stability_run import (
+from harness.execution.config import RunConfig
+from harness.execution.engine import EngineConfig
+from harness.runs.stability import (
     ARRAYS_FILE,
     RESULT_FILE,
     StabilityResult,

@@ -1,5 +1,6 @@
-"""The run store (harness/store.py): runs are indexed as they are written, the index survives two processes
-writing at once (WAL), reindexing rebuilds the same listing, and run references resolve or say why not."""
+"""The run store (harness/results/store.py): runs are indexed as they are written, the index survives two
+processes writing at once (WAL), reindexing rebuilds the same listing, and run references resolve or say why
+not."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness import store
 from harness.cli import app
-from harness.headline import load_headline
-from harness.results import RESULT_FILE, load_recordings, load_result, write_run
-from harness.runner import RunConfig, execute_run
-from harness.store import StoreError
+from harness.execution.config import RunConfig
+from harness.results import store
+from harness.results.files import RESULT_FILE, load_recordings, load_result, write_run
+from harness.results.store import StoreError
+from harness.runs import catalog
+from harness.runs.catalog import load_headline
+from harness.runs.session import execute_run
 
 
 def make_run(results: Path, run_id: str, adapter: str = "null") -> Path:
@@ -65,7 +68,7 @@ def test_writing_a_run_indexes_it(results: Path) -> None:
         ("20260101-000100-reference-bbbbbb", "reference", "online", reference.fingerprint),
     ]
     assert p95[0] == reference.metrics.overall.speed.latency.p95_ms
-    listed = store.list_runs(results, sync=False)
+    listed = catalog.list_runs(results, sync=False)
     assert [h.run for h in listed] == ["20260101-000100-reference-bbbbbb", "20260101-000000-null-aaaaaa"]
     assert listed[0] == load_headline(results / "20260101-000100-reference-bbbbbb")
 
@@ -79,59 +82,60 @@ def test_an_index_failure_never_loses_the_result(
     def broken(run_dir: Path) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(store, "index_run", broken)
+    monkeypatch.setattr(catalog, "index_run", broken)
+    path = write_run(tmp_path / "out" / "r", result, recordings)  # the writer writes; its caller indexes
     with pytest.warns(RuntimeWarning, match=r"written, but not indexed \(OperationalError: disk I/O error\)"):
-        path = write_run(tmp_path / "out" / "r", result, recordings)
+        catalog.index_written(path.parent)
     assert path == tmp_path / "out" / "r" / RESULT_FILE and load_result(path) == result
 
 
 def test_reindex_rebuilds_the_same_listing(copy: Path) -> None:
-    before = store.list_runs(copy)  # first listing indexes the copied runs (sync)
+    before = catalog.list_runs(copy)  # first listing indexes the copied runs (sync)
     assert len(before) == 2
     store.database_path(copy).unlink()
-    report = store.reindex(copy)
+    report = catalog.reindex(copy)
     assert sorted(report.indexed) == sorted(h.run for h in before) and report.skipped == {}
-    assert store.list_runs(copy, sync=False) == before
+    assert catalog.list_runs(copy, sync=False) == before
     # a damaged index is refused with the cure; reindex rebuilds it
     for suffix in ("", "-wal", "-shm"):
         Path(f"{store.database_path(copy)}{suffix}").unlink(missing_ok=True)
     store.database_path(copy).write_bytes(b"not a database" * 100)
     with pytest.raises(StoreError, match=r"index.sqlite: the run index cannot be used .*streambench reindex"):
-        store.list_runs(copy)
-    store.reindex(copy)
-    assert store.list_runs(copy, sync=False) == before
+        catalog.list_runs(copy)
+    catalog.reindex(copy)
+    assert catalog.list_runs(copy, sync=False) == before
     # an unreadable run is skipped by name, and the others are indexed
     bad = copy / "20260102-broken"
     bad.mkdir()
     (bad / RESULT_FILE).write_text("{")
-    report = store.reindex(copy)
+    report = catalog.reindex(copy)
     assert (
         list(report.skipped) == ["20260102-broken"] and "not valid JSON" in report.skipped["20260102-broken"]
     )
-    assert store.list_runs(copy, sync=False) == before
+    assert catalog.list_runs(copy, sync=False) == before
 
 
 def test_schema_versions(copy: Path) -> None:
-    store.list_runs(copy)
+    catalog.list_runs(copy)
     with sqlite3.connect(store.database_path(copy)) as conn:
         conn.execute("PRAGMA user_version = 99")
     with pytest.raises(StoreError, match=r"schema version 99 is newer .* run `streambench reindex`"):
-        store.list_runs(copy)
-    store.reindex(copy)
+        catalog.list_runs(copy)
+    catalog.reindex(copy)
     with sqlite3.connect(store.database_path(copy)) as conn:
         conn.execute("PRAGMA user_version = 0")  # an older index: dropped, then refilled from the directories
-    assert len(store.list_runs(copy)) == 2
+    assert len(catalog.list_runs(copy)) == 2
 
 
 def test_listing_follows_the_directories(copy: Path) -> None:
-    store.list_runs(copy)
+    catalog.list_runs(copy)
     shutil.copytree(copy / "20260101-000000-null-aaaaaa", copy / "20260101-000200-null-cccccc")
     shutil.rmtree(copy / "20260101-000100-reference-bbbbbb")
-    names = [h.run for h in store.list_runs(copy)]
+    names = [h.run for h in catalog.list_runs(copy)]
     # newest first; the copy has the same created_at as its source, so the run name breaks the tie
     assert names == ["20260101-000200-null-cccccc", "20260101-000000-null-aaaaaa"]
     with pytest.raises(StoreError, match="no such results directory"):
-        store.list_runs(copy / "missing")
+        catalog.list_runs(copy / "missing")
 
 
 def test_two_processes_index_at_once(copy: Path) -> None:
@@ -142,16 +146,16 @@ def test_two_processes_index_at_once(copy: Path) -> None:
         runs.append(target)
     context = multiprocessing.get_context("spawn")
     workers = [
-        context.Process(target=store.index_runs, args=(runs,)),
-        context.Process(target=store.index_runs, args=(runs[::-1],)),
+        context.Process(target=catalog.index_runs, args=(runs,)),
+        context.Process(target=catalog.index_runs, args=(runs[::-1],)),
     ]
     for worker in workers:
         worker.start()
-    store.reindex(copy)  # and a third writer meanwhile
+    catalog.reindex(copy)  # and a third writer meanwhile
     for worker in workers:
         worker.join(timeout=120)
     assert [w.exitcode for w in workers] == [0, 0]
-    listed = {h.run for h in store.list_runs(copy, sync=False)}
+    listed = {h.run for h in catalog.list_runs(copy, sync=False)}
     assert listed == {p.name for p in runs} | {
         "20260101-000000-null-aaaaaa",
         "20260101-000100-reference-bbbbbb",
@@ -163,20 +167,20 @@ def test_two_processes_index_at_once(copy: Path) -> None:
 
 def test_resolve_run(results: Path, tmp_path: Path) -> None:
     full = results / "20260101-000000-null-aaaaaa"
-    assert store.resolve_run("20260101-000000-null-aaaaaa", results) == full
-    assert store.resolve_run("20260101-0000", results) == full  # a unique prefix
-    assert store.resolve_run(str(full), tmp_path) == full  # a path works from anywhere
-    assert store.resolve_run(str(full / RESULT_FILE), tmp_path) == full
+    assert catalog.resolve_run("20260101-000000-null-aaaaaa", results) == full
+    assert catalog.resolve_run("20260101-0000", results) == full  # a unique prefix
+    assert catalog.resolve_run(str(full), tmp_path) == full  # a path works from anywhere
+    assert catalog.resolve_run(str(full / RESULT_FILE), tmp_path) == full
     with pytest.raises(StoreError, match=r"'20260101' is ambiguous .* 2 runs start with it"):
-        store.resolve_run("20260101", results)
+        catalog.resolve_run("20260101", results)
     with pytest.raises(StoreError, match=r"did you mean '20260101-000100-reference-bbbbbb'\?"):
-        store.resolve_run("20260101-000100-refrence-bbbbbb", results)
+        catalog.resolve_run("20260101-000100-refrence-bbbbbb", results)
     with pytest.raises(StoreError, match=r"did you mean '20260101-000000-null-aaaaaa'"):
-        store.resolve_run("null-aaaaaa", results)
+        catalog.resolve_run("null-aaaaaa", results)
     with pytest.raises(StoreError, match=r"holds no result.json"):
-        store.resolve_run(str(tmp_path), results)
+        catalog.resolve_run(str(tmp_path), results)
     with pytest.raises(StoreError, match=r"zzz.*does not exist"):
-        store.resolve_run("zzz", tmp_path / "nowhere")
+        catalog.resolve_run("zzz", tmp_path / "nowhere")
 
 
 def test_cli_runs_show_reindex(copy: Path) -> None:
@@ -207,7 +211,7 @@ def test_runs_names_unreadable_run_directories(tmp_path: Path) -> None:
     broken = tmp_path / "broken-run"
     broken.mkdir()
     (broken / "result.json").write_text('{"schema_version": 3,\n "run_id": ')
-    heads, unreadable = store.scan_runs(tmp_path)
+    heads, unreadable = catalog.scan_runs(tmp_path)
     assert heads == [] and list(unreadable) == ["broken-run"]
     assert "line 2: not valid JSON" in unreadable["broken-run"]
     res = CliRunner().invoke(app, ["runs", "--results-dir", str(tmp_path)])

@@ -15,15 +15,17 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.cli_sweep import run_sweep
-from harness.headline import LATENCY_KEYS, load_headline
+from harness.cli.sweep import run_sweep
+from harness.execution.config import RunConfig
 from harness.instruments.manifest import collect_manifest, fingerprint
-from harness.runner import RunConfig, execute_run
-from harness.store import list_runs
-from harness.sweep import SweepError, SweepFile, expand, load_sweep
-from harness.sweep_executors import SWEEP_FILE, LocalExecutor, SweepRecord, pinned_cores
-from harness.sweep_report import build_sweep_report, sweep_markdown, write_sweep_html
-from harness.sweep_state import SweepProgress
+from harness.results.headline import LATENCY_KEYS
+from harness.runs.catalog import list_runs, load_headline
+from harness.runs.session import execute_run
+from harness.sweep.executors import SWEEP_FILE, LocalExecutor, SweepRecord, pinned_cores
+from harness.sweep.report import build_sweep_report, sweep_markdown, write_sweep_html
+from harness.sweep.spec import SweepError, SweepFile, expand, load_sweep
+from harness.sweep.state import SweepProgress
+from protocols.robustness import RobustnessConfig
 from tests.harness.sweep_helpers import SMALL_RUN, small_sweep
 
 HELPERS = "tests.harness.sweep_helpers"
@@ -99,14 +101,18 @@ def test_a_bad_run_configuration_is_refused_before_anything_runs(tmp_path: Path)
 def test_expansion_maps_each_perturbation_point_to_a_single_point_robustness_run(tmp_path: Path) -> None:
     specs = expand(SweepFile.model_validate(small_sweep(tmp_path)))
     assert len(specs) == 2 * (1 + 3)
-    robust = {s.point: s.robustness for s in specs if s.label == "faulty" and s.protocol == "robustness"}
+    robust = {
+        s.point: RobustnessConfig.model_validate(s.protocol_config)
+        for s in specs
+        if s.label == "faulty" and s.protocol == "robustness"
+    }
     assert robust["missing=30"] is not None and robust["missing=30"].missing_rates_pct == (30.0,)
     assert robust["missing=30"].audio_delays_ms == () and robust["missing=30"].jitters_ms == ()
     assert robust["audio_delay=100"] is not None and robust["audio_delay=100"].audio_delays_ms == (100.0,)
     assert robust["jitter=20"] is not None and robust["jitter=20"].jitters_ms == (20.0,)
     assert robust["jitter=20"].missing_rates_pct == ()
     online = next(s for s in specs if s.protocol == "online")
-    assert online.robustness is None and online.run.data.num_streams == 3  # type: ignore[union-attr]
+    assert online.protocol_config is None and online.run.data.num_streams == 3  # type: ignore[union-attr]
 
 
 def test_run_ids_are_stable_and_depend_only_on_what_is_measured(tmp_path: Path) -> None:
@@ -140,7 +146,9 @@ def test_grid_seeds_and_repeats_multiply_and_protocol_keys_stay_in_their_protoco
     assert len({s.run_id for s in specs}) == len(specs)
     online = [s for s in specs if s.protocol == "online"]
     assert all("robustness.missing_mode" not in s.grid for s in online)
-    modes = {s.robustness.missing_mode for s in specs if s.robustness is not None}
+    modes = {
+        s.protocol_config["missing_mode"] for s in specs if s.protocol_config and s.protocol == "robustness"
+    }
     assert modes == {"zero", "none"}
     assert {s.run.data.seed for s in online} == {0, 1}  # type: ignore[union-attr]
     assert {s.repeat for s in specs} == {0, 1}
@@ -236,7 +244,7 @@ def test_rerunning_a_finished_sweep_runs_nothing(local_store: Any) -> None:
 
 def test_an_incomplete_run_in_the_store_is_run_again(local_store: Any, tmp_path: Path) -> None:
     """An online run marked incomplete (interrupted, --on-error stop) is not a finished run of the sweep."""
-    from harness.sweep_state import split_done
+    from harness.sweep.state import split_done
 
     results, sweep, first = local_store
     copy = tmp_path / "copy"

@@ -13,12 +13,12 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray executor needs Ray: pip install 'streambench[ray]'")
 
-from harness.cli_sweep import run_sweep  # noqa: E402
-from harness.headline import LATENCY_KEYS, load_headline  # noqa: E402
-from harness.store import list_runs  # noqa: E402
-from harness.sweep import SweepFile, expand  # noqa: E402
-from harness.sweep_executors import LocalExecutor  # noqa: E402
-from harness.sweep_ray import RayExecutor  # noqa: E402
+from harness.cli.sweep import run_sweep  # noqa: E402
+from harness.results.headline import LATENCY_KEYS  # noqa: E402
+from harness.runs.catalog import list_runs, load_headline  # noqa: E402
+from harness.sweep.executors import LocalExecutor  # noqa: E402
+from harness.sweep.ray_executor import RayExecutor  # noqa: E402
+from harness.sweep.spec import SweepFile, expand  # noqa: E402
 from tests.harness.sweep_helpers import small_sweep  # noqa: E402
 
 ROOT = Path(__file__).parents[2]

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli_config import load_config_file
-from harness.runner import RunConfig, execute_run
+from harness.execution.config import RunConfig
+from harness.io.config_file import load_config_file
+from harness.runs.session import execute_run
 from tests.data.speech_like import write_example
 
 pytest.importorskip("onnxruntime")

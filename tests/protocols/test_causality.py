@@ -30,9 +30,9 @@ from adapters.reference import (
     LookaheadReferenceAdapter,
     default_classes,
 )
-from harness.causality_run import occlude
 from harness.datasets.synthetic import SyntheticConfig, make_streams
-from harness.engine import Engine, EngineConfig
+from harness.execution.engine import Engine, EngineConfig
+from harness.runs.causality import occlude
 from protocols.causality import (
     CausalityConfig,
     CheckResult,

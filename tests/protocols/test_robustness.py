@@ -9,8 +9,8 @@ import pytest
 
 from adapters.contract import AdapterInfo, Frame, Prediction
 from harness.datasets.synthetic import SyntheticConfig, classes
-from harness.robustness_run import execute_robustness
-from harness.runner import RunConfig
+from harness.execution.config import RunConfig
+from harness.runs.robustness import execute_robustness
 from protocols.robustness import Failure, RobustnessConfig, plan
 
 

@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.datasets.audio_files import AudioFilesConfig
 from harness.datasets.synthetic import SyntheticConfig
-from harness.results import load_result
-from harness.runner import RunConfig, execute_run
+from harness.execution.config import RunConfig
+from harness.results.files import load_result
+from harness.runs.session import execute_run
 
 RATE = 16000
 

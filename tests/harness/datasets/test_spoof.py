@@ -19,7 +19,7 @@ from harness.datasets.spoof import (
     streams,
     warmup_stream,
 )
-from harness.runner import RunConfig
+from harness.execution.config import RunConfig
 
 SMALL = SpoofConfig(num_utterances=8, min_duration_s=1.0, max_duration_s=3.0, cut_length_s=2.0)
 

@@ -1,0 +1,51 @@
+"""``streambench report RUN [RUN...]``: one self-contained HTML report (harness/report/, issue 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+__all__ = ["register", "report"]
+
+
+def report(
+    runs: Annotated[list[str], typer.Argument(help="run directories, or run ids under --results-dir")],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="HTML file to write (default: <run dir>/report.html for one run, report.html for several)",
+        ),
+    ] = None,
+    results_dir: Annotated[Path, typer.Option("--results-dir", help="where run ids are looked up")] = Path(
+        "results"
+    ),
+    pareto_delta_ms: Annotated[
+        float | None,
+        typer.Option(help="Δt of the F1 compared across runs (default: the largest Δt every run scored)"),
+    ] = None,
+) -> None:
+    """Write an HTML report (plots inline, no network needed) of one run, or of several compared."""
+    from harness.results.store import StoreError
+    from harness.runs.catalog import resolve_run, write_report
+
+    out, err = Console(), Console(stderr=True)
+    try:
+        if output is None:
+            single = len(runs) == 1
+            output = resolve_run(runs[0], results_dir) / "report.html" if single else Path("report.html")
+        written = write_report(runs, output, results_dir, pareto_delta_ms)
+    except (StoreError, ValueError, OSError) as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=2) from None
+    out.print(f"wrote [bold]{escape(str(written))}[/]", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``report`` to the ``streambench`` application."""
+    app.command("report")(report)

@@ -1,0 +1,278 @@
+"""``streambench runs | show | reindex | compare``: the run store and the regression gate on the command line.
+
+Exit codes: 0 fine; 1 ``compare`` found a regression under ``--fail-on``; 2 bad input (the message names
+the file, run or option).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from harness.cli.common import err, fail, out
+from harness.results.compare import (
+    Comparison,
+    FailOnSpec,
+    FailOnSpecError,
+    FingerprintMismatchError,
+    compare_runs,
+)
+from harness.results.files import ResultFileError
+from harness.results.headline import LATENCY_KEYS, RunHeadline
+from harness.results.markdown import compare_markdown, format_interval, format_value, run_markdown
+from harness.results.store import StoreError, database_path
+from harness.runs import registry
+from harness.runs.catalog import figure_keys, get_run, load_headline, reindex, resolve_run, scan_runs
+
+__all__ = ["brief", "register"]
+
+
+ResultsDir = Annotated[Path, typer.Option("--results-dir", help="the directory holding the run directories")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]
+MarkdownFlag = Annotated[bool, typer.Option("--markdown", help="print Markdown (e.g. for a CI job summary)")]
+RunRef = Annotated[str, typer.Argument(help="a run directory, a run id, or a unique prefix of one")]
+
+
+def brief(head: RunHeadline) -> str:
+    """A few figures of a run for one line of the listing (every one of them measured, or named null)."""
+    parts = []
+    f1 = head.figure("f1@100ms") or next((f for f in head.figures if f.key.startswith("f1@")), None)
+    for figure in (f1, head.figure("p95"), head.figure("fps"), head.figure("rtf")):
+        if figure is not None:
+            name = figure.key.upper() if figure.key in ("fps", "rtf") else figure.key.replace("f1", "F1")
+            value = format_value(figure.value, figure.unit) + (" ms" if figure.unit == "ms" else "")
+            parts.append(f"{name} {value}")
+    points = [f for f in head.figures if f.key.startswith("f1[")]
+    if points:
+        clean = head.figure("f1[clean]")
+        measured = [f for f in points if f.value is not None and f.key != "f1[clean]"]
+        if clean is not None:
+            parts.append(f"F1 clean {format_value(clean.value, '')}")
+        if measured:
+            worst = min(measured, key=lambda f: f.value or 0.0)
+            parts.append(f"worst {format_value(worst.value, '')} at {worst.key[3:-1]}")
+        failed_points = len([f for f in points if f.value is None])
+        if failed_points:
+            parts.append(f"{failed_points} point(s) failed")
+    checks = [f for f in head.figures if f.unit == "check" and f.value is not None]
+    if checks:
+        failed = [f.key[6:-1] for f in checks if f.value == 0]
+        parts.append(
+            f"checks {len(checks) - len(failed)}/{len(checks)} passed"
+            + (f" (failed: {', '.join(failed)})" if failed else "")
+        )
+    return " · ".join(parts)
+
+
+def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -> None:
+    """List the indexed runs, newest first (runs not yet indexed are indexed on the way)."""
+    try:
+        heads, unreadable = scan_runs(results_dir)
+    except StoreError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        out.print_json(json.dumps([h.model_dump(mode="json") for h in heads]))
+        return
+    for name, reason in unreadable.items():
+        err.print(f"[yellow]unreadable run[/] {escape(name)}: {escape(reason)}", highlight=False)
+    if not heads:
+        out.print(f"no readable runs in {escape(str(results_dir))}", highlight=False)
+        return
+    table = Table(title=f"Runs in {escape(str(results_dir))}", title_justify="left")
+    # narrow terminals fold the long cells instead of squeezing columns to nothing
+    table.add_column("run", overflow="fold", min_width=10)
+    table.add_column("UTC", no_wrap=True)
+    table.add_column("adapter", overflow="fold", min_width=7)
+    table.add_column("protocol", overflow="fold", min_width=6)
+    table.add_column("fingerprint", overflow="fold", min_width=6)
+    table.add_column("headline", ratio=1, min_width=14)
+    for h in heads:
+        table.add_row(
+            escape(h.run),
+            f"{h.created_at:%m-%d %H:%M}",
+            escape(h.adapter),
+            "+".join(h.protocols),
+            escape(h.fingerprint) if h.fingerprint else "[dim]null[/]",
+            escape(brief(h)),
+        )
+    out.print(table)
+
+
+def _print_run(head: RunHeadline) -> None:
+    fingerprint = head.fingerprint or f"null ({head.fingerprint_reason})"
+    out.print(
+        f"[bold]{escape(head.run)}[/]  adapter {escape(head.adapter)} · {'+'.join(head.protocols)} · "
+        f"{head.created_at:%Y-%m-%d %H:%M:%S} UTC · fingerprint {escape(fingerprint)}",
+        highlight=False,
+    )
+    table = Table(caption=" ".join(head.captions) or None)
+    for column, justify in (
+        ("figure", "left"),
+        ("value", "right"),
+        ("interval", "left"),
+        ("samples", "left"),
+    ):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for f in head.figures:
+        unit = f" ({f.unit})" if f.unit in ("ms", "J") else ""
+        value = (
+            format_value(f.value, f.unit)
+            if f.value is not None
+            else f"[dim]null: {escape(f.reason or '')}[/]"
+        )
+        interval = format_interval(f)
+        samples = ", ".join(
+            part
+            for part in (
+                f"{f.n_streams} streams" if f.n_streams is not None else "",
+                f"{f.n_frames} frames" if f.n_frames is not None else "",
+            )
+            if part
+        )
+        table.add_row(escape(f.label) + unit, value, interval, samples)
+    out.print(table)
+    for warning in head.warnings:
+        out.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+
+
+def show(
+    run: RunRef,
+    results_dir: ResultsDir = Path("results"),
+    as_json: JsonFlag = False,
+    markdown: MarkdownFlag = False,
+) -> None:
+    """Print one run's headline figures with their bootstrap intervals."""
+    try:
+        head = get_run(run, results_dir)
+    except (StoreError, ResultFileError) as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        out.print_json(head.model_dump_json())
+    elif markdown:
+        typer.echo(run_markdown(head), nl=False)
+    else:
+        _print_run(head)
+
+
+def reindex_command(results_dir: ResultsDir = Path("results")) -> None:
+    """Rebuild the run index from the run directories."""
+    try:
+        report = reindex(results_dir)
+    except StoreError as exc:
+        raise fail(str(exc)) from None
+    out.print(
+        f"indexed {len(report.indexed)} run(s) into {escape(str(database_path(results_dir)))}",
+        highlight=False,
+    )
+    for name, why in report.skipped.items():
+        err.print(f"[yellow]skipped[/] {escape(name)}: {escape(why)}", highlight=False, soft_wrap=True)
+
+
+def _latencies(run_dir: Path, head: RunHeadline) -> np.ndarray | None:
+    """Per-frame latencies (ns) of the run, from the first of its protocols that records them."""
+    for name in head.protocols:
+        latencies = registry.get(name).frame_latencies_ns(run_dir)
+        if latencies is not None:
+            return latencies
+    return None
+
+
+def _print_comparison(comparison: Comparison) -> None:
+    base, head = comparison.base, comparison.head
+    out.print(f"[bold]{escape(base.run)}[/] → [bold]{escape(head.run)}[/]", highlight=False)
+    if comparison.fingerprint_note:
+        out.print(f"[yellow]note:[/] {escape(comparison.fingerprint_note)}", highlight=False)
+    table = Table(caption=" ".join(dict.fromkeys(base.captions + head.captions)) or None)
+    for column, justify in (
+        ("figure", "left"),
+        ("base", "right"),
+        ("head", "right"),
+        ("change", "right"),
+        ("verdict", "left"),
+    ):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for change in comparison.changes:
+        sides = []
+        for fig in (change.base, change.head):
+            if fig is None or fig.value is None:
+                sides.append("[dim]null[/]" if fig is not None else "–")
+                continue
+            cell = format_value(fig.value, fig.unit)
+            if fig.low is not None and fig.high is not None:
+                cell += f" [{format_value(fig.low, fig.unit)}, {format_value(fig.high, fig.unit)}]"
+            sides.append(escape(cell))
+        delta = "–"
+        if change.change is not None:
+            delta = f"{change.change:+.4g}" + (
+                f" ({change.relative * 100:+.1f} %)" if change.relative is not None else ""
+            )
+        verdict = escape(change.verdict)
+        table.add_row(
+            escape(change.label) + (f" ({change.unit})" if change.unit in ("ms", "J") else ""),
+            *sides,
+            delta,
+            f"[bold red]{verdict}[/]" if change.regression else verdict,
+        )
+    out.print(table)
+    if comparison.regressions:
+        out.print(f"[bold red]regression:[/] {escape(', '.join(comparison.regressions))}", highlight=False)
+    elif comparison.rules:
+        out.print(
+            f"no regression against {escape(', '.join(r.describe() for r in comparison.rules))}",
+            highlight=False,
+        )
+
+
+def compare(
+    base: Annotated[str, typer.Argument(help="the base run (directory, id or unique prefix)")],
+    head: Annotated[str, typer.Argument(help="the head run (directory, id or unique prefix)")],
+    results_dir: ResultsDir = Path("results"),
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on", help='regression rules, e.g. "p95:+10%,f1@100ms:-0.01"; exit 1 when one is hit'
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="compare runs whose environment fingerprints differ")
+    ] = False,
+    alpha: Annotated[
+        float, typer.Option(help="level of the Mann-Whitney test gating latency regressions")
+    ] = 0.01,
+    as_json: JsonFlag = False,
+    markdown: MarkdownFlag = False,
+) -> None:
+    """The change in each headline figure between two runs; with --fail-on, a regression gate."""
+    try:
+        spec = FailOnSpec.parse(fail_on, figure_keys())
+        base_dir, head_dir = resolve_run(base, results_dir), resolve_run(head, results_dir)
+        base_head, head_head = load_headline(base_dir), load_headline(head_dir)
+        base_ns = head_ns = None
+        if any(r.key in LATENCY_KEYS for r in spec.rules):
+            base_ns, head_ns = _latencies(base_dir, base_head), _latencies(head_dir, head_head)
+            if base_ns is None or head_ns is None:
+                base_ns = head_ns = None
+        comparison = compare_runs(base_head, head_head, spec, base_ns, head_ns, alpha=alpha, force=force)
+    except (StoreError, ResultFileError, FailOnSpecError, FingerprintMismatchError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        out.print_json(comparison.model_dump_json())
+    elif markdown:
+        typer.echo(compare_markdown(comparison), nl=False)
+    else:
+        _print_comparison(comparison)
+    raise typer.Exit(code=1 if comparison.regressions else 0)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the run-store commands to the ``streambench`` app."""
+    app.command("runs")(runs)
+    app.command("show")(show)
+    app.command("reindex")(reindex_command)
+    app.command("compare")(compare)

@@ -1,0 +1,220 @@
+"""``streambench run``: one run of an adapter through any registered protocol (or ``--resume``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from adapters.registry import AdapterLoadError
+from harness.cli.common import err, fail, out
+from harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
+from harness.execution.engine import AdapterError
+from harness.execution.event_log import EventLogError
+from harness.execution.executor import ProgressHook
+from harness.execution.isolation import WorkerError
+from harness.results.files import ResultFileError
+from harness.runs import registry
+from harness.runs.catalog import write_report
+from harness.runs.interface import Outcome, RunProtocol
+
+
+def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; a VALUE that parses as JSON is taken as such (numbers, lists, true)."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise fail(f"--option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+def run(
+    ctx: typer.Context,
+    adapter: Annotated[
+        str, typer.Option("--adapter", "-a", help="registry name or module:Class")
+    ] = "reference",
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="adapter option KEY=VALUE (repeatable)")
+    ] = None,
+    dataset: Annotated[
+        str, typer.Option(help="synthetic (embedded) | audio_files | ave | llp (their files: --config)")
+    ] = "synthetic",
+    seed: Annotated[int, typer.Option(help="data set seed")] = 0,
+    streams: Annotated[int, typer.Option("--streams", "-n", help="number of streams")] = 60,
+    warmup_frames: Annotated[int, typer.Option(help="warm-up frames before the first scored stream")] = 100,
+    pacing: Annotated[
+        str, typer.Option(help="unpaced | paced (frames released on the wall clock)")
+    ] = "unpaced",
+    paced_policy: Annotated[
+        str, typer.Option(help="paced, when behind: queue | drop (to the newest)")
+    ] = "queue",
+    duration: Annotated[float, typer.Option(help="seconds per synthetic stream")] = 10.0,
+    decision: Annotated[str, typer.Option(help="threshold | per_class | top_k")] = "threshold",
+    threshold: Annotated[float, typer.Option(help="fixed decision threshold")] = 0.5,
+    top_k: Annotated[int, typer.Option(help="labels per unit for --decision top_k")] = 1,
+    output_dir: Annotated[Path, typer.Option("--output-dir", help="where run directories go")] = Path(
+        "results"
+    ),
+    run_id: Annotated[str | None, typer.Option(help="name of the run directory (default: generated)")] = None,
+    baseline: Annotated[
+        Path | None, typer.Option(help="baseline run directory: speed-up and FLOPs-normalised latency")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    protocol: Annotated[
+        str, typer.Option(help="a registered protocol: " + " | ".join(registry.names()))
+    ] = registry.DEFAULT,
+    protocol_config: Annotated[
+        Path | None,
+        typer.Option(help="the protocol's own configuration (.json or .toml): detection, stability, ..."),
+    ] = None,
+    on_error: Annotated[
+        str, typer.Option(help="adapter failure: continue (skip the rest of that stream) | stop")
+    ] = "continue",
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="run configuration (.json or .toml); options override it")
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="finish an interrupted run (its directory): same configuration")
+    ] = None,
+    report: Annotated[bool, typer.Option(help="write <run dir>/report.html (streambench report)")] = True,
+    isolate: Annotated[
+        bool, typer.Option(help="run the adapter in a worker process: timeouts, survives crashes")
+    ] = False,
+    frame_timeout: Annotated[float, typer.Option(help="--isolate: seconds one frame may take")] = 30.0,
+    stream_timeout: Annotated[float, typer.Option(help="--isolate: seconds one stream may take")] = 600.0,
+    memory_limit_mb: Annotated[
+        int | None, typer.Option(help="--isolate: MiB the adapter may add to the worker (RLIMIT_AS)")
+    ] = None,
+) -> None:
+    """Run an adapter through a protocol (--protocol; default online) and write results/<run_id>/."""
+    given = {name for name in [*CLI_FIELDS, "protocol"] if _typed(ctx, name)}
+    if resume is not None:
+        if given or config_file is not None:
+            raise fail("--resume takes no other run options: the run's own configuration is used")
+        _resume(resume, progress=progress, report=report)
+        return
+    options = RunOptions(
+        adapter=adapter,
+        option=_parse_options(option or []),
+        dataset=dataset,
+        seed=seed,
+        streams=streams,
+        duration=duration,
+        warmup_frames=warmup_frames,
+        pacing=pacing,
+        paced_policy=paced_policy,
+        decision=decision,
+        threshold=threshold,
+        top_k=top_k,
+        output_dir=output_dir,
+        run_id=run_id,
+        baseline=baseline,
+        on_error=on_error,
+        isolate=isolate,
+        frame_timeout=frame_timeout,
+        stream_timeout=stream_timeout,
+        memory_limit_mb=memory_limit_mb,
+    )
+    given.discard("protocol")
+    try:
+        config = build_run_config(options, given, config_file)
+        chosen = registry.get(protocol)
+    except ValueError as exc:  # ConfigError, UnknownProtocolError
+        raise fail(str(exc)) from None
+    if protocol_config is not None and not chosen.config_file:
+        takers = ", ".join(p.name for p in registry.protocols() if p.config_file)
+        raise fail(f"--protocol-config applies to {takers}, not to --protocol {protocol}")
+    try:
+        chosen.check_options(config, frozenset(given))
+        protocol_settings = chosen.load_config(protocol_config)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    outcome = _run_with_progress(
+        progress, f"{adapter} · {protocol}", lambda hook: chosen.execute(config, protocol_settings, hook)
+    )
+    _finish(chosen, outcome, report)
+
+
+def _typed(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was typed on the command line (click's ParameterSource, compared by name:
+    typer vendors click)."""
+    return getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def _resume(run_dir: Path, progress: bool, report: bool) -> None:
+    """``--resume DIR``: the protocol that can finish the run directory finishes it (without one, the
+    default protocol says what is missing there)."""
+    able = [p for p in registry.protocols() if p.can_resume(run_dir)]
+    chosen = able[0] if able else registry.get(registry.DEFAULT)
+    outcome = _run_with_progress(
+        progress, f"resume {run_dir.name}", lambda hook: chosen.resume(run_dir, hook)
+    )
+    _finish(chosen, outcome, report)
+
+
+def _finish(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
+    """Print the result, the file written and the report; exit with the protocol's code."""
+    code = protocol.print_result(out, outcome)
+    out.print(f"\nwrote [bold]{escape(str(outcome.run_dir / protocol.result_file))}[/]", highlight=False)
+    _write_report(outcome.run_dir, report)
+    note = protocol.closing_note(outcome)
+    if note is not None:
+        err.print(note, highlight=False)
+    if code:
+        raise typer.Exit(code=code)
+
+
+_T = TypeVar("_T")
+_CLEAR_ERRORS = (AdapterLoadError, AdapterError, ValueError, ResultFileError, EventLogError, WorkerError)
+"""Errors whose message says what went wrong and where: printed, exit code 2, no traceback."""
+
+
+def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook], _T]) -> _T:
+    """Run ``job`` with a progress bar on stderr; turn the harness's clear errors into exit code 2."""
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[stream]}"),
+        console=err,
+        transient=True,
+        disable=not progress,
+    )
+    with bar:
+        task = bar.add_task(title, total=None, stream="")
+
+        def hook(done: int, total: int, stream_id: str) -> None:
+            bar.update(task, completed=done, total=total, stream=stream_id)
+
+        try:
+            return job(hook)
+        except _CLEAR_ERRORS as exc:
+            raise fail(str(exc)) from None
+
+
+def _write_report(run_dir: Path, enabled: bool) -> None:
+    """The run's HTML report next to its results; a report that cannot be built costs a warning, never
+    the run."""
+    if not enabled:
+        return
+    try:
+        path = write_report([str(run_dir)], run_dir / "report.html", run_dir.parent)
+    except (ValueError, OSError) as exc:
+        err.print(f"[yellow]warning:[/] no report written ({escape(str(exc))})", highlight=False)
+        return
+    out.print(f"wrote [bold]{escape(str(path))}[/]", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(run)

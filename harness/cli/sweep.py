@@ -1,0 +1,175 @@
+"""``streambench sweep FILE``: expand a sweep file, run what the store lacks, report (issue 10).
+
+This module is the sweep's driver: :func:`run_sweep` expands the sweep (:mod:`harness.sweep.spec`), skips
+every run already in the store (resuming is the default: a finished sweep runs nothing), hands the
+rest to an executor (:mod:`harness.sweep.executors`) and returns what happened; the command adds a live
+progress line (done / running / failed / remaining, time left) and the sweep report
+(:mod:`harness.sweep.report`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.markup import escape
+
+from harness.sweep.executors import Executor, LocalExecutor, SweepRecord
+from harness.sweep.ray_executor import RayExecutor
+from harness.sweep.spec import (
+    SweepError,
+    SweepFile,
+    expand,
+    load_sweep,
+)
+from harness.sweep.state import ProgressSnapshot, SweepProgress, split_done
+
+__all__ = ["SweepOutcome", "make_executor", "register", "run_sweep", "sweep"]
+
+
+class SweepOutcome(BaseModel):
+    """One invocation of a sweep: what was run now, what the store held already, how long it took."""
+
+    total: int
+    skipped: list[str] = Field(description="run ids already in the store, not run again")
+    records: list[SweepRecord] = Field(description="the runs of this invocation, done or failed")
+    wall_s: float
+
+    @property
+    def failed(self) -> list[SweepRecord]:
+        """The runs recorded as failed (every attempt failed)."""
+        return [r for r in self.records if r.status == "failed"]
+
+
+def run_sweep(
+    sweep: SweepFile,
+    executor: Executor,
+    results_dir: Path | None = None,
+    listener: Callable[[ProgressSnapshot, str], None] | None = None,
+    source: str = "sweep file",
+) -> SweepOutcome:
+    """Expand the sweep, skip the runs already in the store (resume is the default), run the rest."""
+    results_dir = results_dir if results_dir is not None else sweep.sweep.output_dir
+    results_dir.mkdir(parents=True, exist_ok=True)
+    specs = expand(sweep, source)
+    todo, done = split_done(specs, results_dir)
+    progress = SweepProgress(len(specs), skipped=len(done), listener=listener)
+    started = time.perf_counter()
+    records = executor.run(todo, results_dir, progress) if todo else []
+    return SweepOutcome(
+        total=len(specs),
+        skipped=[s.run_id for s in done],
+        records=records,
+        wall_s=time.perf_counter() - started,
+    )
+
+
+def make_executor(name: str, retries: int, address: str | None = None, isolate: bool = False) -> Executor:
+    """``local`` or ``ray``; errors name the option."""
+    if name == "local":
+        if address is not None:
+            raise SweepError("--address applies to --executor ray, not local")
+        return LocalExecutor(retries=retries, isolate=isolate)
+    if name == "ray":
+        return RayExecutor(retries=retries, address=address)
+    raise SweepError(f"--executor {name!r}: expected local or ray")
+
+
+def _format(snapshot: ProgressSnapshot) -> str:
+    eta = "?" if snapshot.eta_s is None else f"{snapshot.eta_s:.0f} s"
+    return (
+        f"{snapshot.done}/{snapshot.total} done ({snapshot.skipped} already in the store), "
+        f"{snapshot.running} running, {snapshot.failed} failed, {snapshot.remaining} remaining; "
+        f"{snapshot.elapsed_s:.0f} s elapsed, about {eta} left"
+    )
+
+
+def _startup(executor: Executor) -> str:
+    startup = getattr(executor, "startup_s", None)
+    return f"; {startup:.1f} s of it starting Ray" if startup is not None else ""
+
+
+def sweep(
+    file: Annotated[Path, typer.Argument(help="the sweep file (.toml, or .json)")],
+    executor: Annotated[str, typer.Option(help="local (one run at a time) | ray")] = "local",
+    address: Annotated[
+        str | None, typer.Option(help="--executor ray: an existing cluster (default: start a local instance)")
+    ] = None,
+    retries: Annotated[
+        int | None, typer.Option(min=0, help="attempts after the first per run (default: the file's)")
+    ] = None,
+    isolate: Annotated[bool, typer.Option(help="local: each attempt in a fresh worker process")] = False,
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", help="the run store (default: the file's sweep.output_dir)")
+    ] = None,
+    report: Annotated[
+        bool, typer.Option(help="print the sweep report and write <store>/sweep-<name>.html")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option(help="list the runs (and which are in the store); run none")
+    ] = False,
+    progress: Annotated[bool, typer.Option(help="print progress lines")] = True,
+) -> None:
+    """Run a sweep (adapters × protocols × points × grid × seeds × repeats); finished runs are skipped."""
+    from harness.sweep.report import build_sweep_report, sweep_markdown, write_sweep_html
+
+    out, err = Console(), Console(stderr=True)
+
+    def fail(message: str) -> typer.Exit:
+        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+        return typer.Exit(code=2)
+
+    try:
+        loaded = load_sweep(file)
+        results_dir = output_dir if output_dir is not None else loaded.sweep.output_dir
+        specs = expand(loaded, str(file))
+        chosen = make_executor(
+            executor, loaded.sweep.retries if retries is None else retries, address, isolate
+        )
+    except SweepError as exc:
+        raise fail(str(exc)) from None
+    if dry_run:
+        todo, done = split_done(specs, results_dir) if results_dir.is_dir() else (specs, [])
+        for spec in specs:
+            mark = "in store" if spec in done else "to run"
+            out.print(f"{spec.run_id}  {mark:<8}  {escape(spec.describe())}", highlight=False)
+        out.print(f"{len(specs)} runs, {len(todo)} to run", highlight=False)
+        return
+
+    def listener(snapshot: ProgressSnapshot, message: str) -> None:
+        if progress:
+            err.print(f"[dim]{escape(_format(snapshot))}[/] · {escape(message)}", highlight=False)
+
+    try:
+        outcome = run_sweep(loaded, chosen, results_dir, listener, str(file))
+    except (RuntimeError, ValueError, OSError) as exc:
+        raise fail(str(exc)) from None
+    out.print(
+        f"sweep {escape(loaded.sweep.name)}: {outcome.total} runs, "
+        f"{len(outcome.skipped)} already in the store, "
+        f"{len(outcome.records) - len(outcome.failed)} run now, {len(outcome.failed)} failed; "
+        f"{outcome.wall_s:.1f} s ({chosen.name}{_startup(chosen)})",
+        highlight=False,
+    )
+    for record in outcome.failed:
+        last = record.attempts[-1].error if record.attempts else "no attempt"
+        err.print(
+            f"[red]failed[/] {record.run_id} after {len(record.attempts)} attempts: {escape(str(last))}"
+        )
+    if report:
+        built = build_sweep_report(loaded, results_dir, str(file))
+        typer.echo(sweep_markdown(built))  # verbatim: markdown must not be wrapped
+        for path in write_sweep_html(built, results_dir / f"sweep-{loaded.sweep.name}.html", results_dir):
+            out.print(f"wrote [bold]{escape(str(path))}[/]", highlight=False)
+    if outcome.failed:
+        raise typer.Exit(code=1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep`` to the ``streambench`` application."""
+    app.command("sweep")(sweep)

@@ -1,0 +1,73 @@
+"""``streambench adapters``, ``selftest``, ``env`` and ``schema``: what the harness, the machine and the
+result format are, without running a model."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from adapters.registry import REGISTRY
+from harness.cli.common import out
+from harness.results.files import RunResult
+
+__all__ = ["register"]
+
+
+def adapters() -> None:
+    """List the registered adapters (any importable module:Class works too)."""
+    width = max(len(name) for name in REGISTRY)
+    for name, target in sorted(REGISTRY.items()):
+        out.print(f"{name:<{width}}  {target}", highlight=False)
+
+
+def selftest(
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """The harness measuring itself: overhead floor (null adapter) and timing error (busy-waits)."""
+    from harness.execution.selftest import SelfTestConfig, print_selftest, run_selftest
+
+    report = run_selftest(SelfTestConfig())
+    if as_json:
+        out.print_json(report.model_dump_json())
+    else:
+        print_selftest(out, report)
+    raise typer.Exit(code=0 if report.passed else 1)
+
+
+def env(
+    as_json: Annotated[bool, typer.Option("--json", help="print the manifest as JSON")] = False,
+) -> None:
+    """The environment lock manifest (seed 004 §6.2.2) and its timing fingerprint."""
+    from rich.table import Table
+
+    from harness.instruments.manifest import collect_manifest, fingerprint
+
+    manifest = collect_manifest({})
+    if as_json:
+        out.print_json(json.dumps({"fingerprint": fingerprint(manifest), **manifest.model_dump(mode="json")}))
+        return
+    table = Table(title=f"Environment (fingerprint {fingerprint(manifest)})", title_justify="left")
+    table.add_column("item")
+    table.add_column("value")
+    for name, item in manifest:
+        if hasattr(item, "value"):
+            shown = (
+                escape(str(item.value))
+                if item.value is not None
+                else f"[dim]null: {escape(str(item.reason))}[/]"
+            )
+            table.add_row(name, shown)
+    out.print(table)
+
+
+def schema() -> None:
+    """Print the JSON Schema of result.json."""
+    out.print_json(json.dumps(RunResult.model_json_schema()))
+
+
+def register(app: typer.Typer) -> None:
+    for command in (adapters, selftest, env, schema):
+        app.command()(command)

@@ -1,0 +1,81 @@
+"""What goes wrong in or with an adapter, named with the adapter, the stream and the frame.
+
+Raised by the engine (harness/execution/engine.py) and, for an adapter run in a worker process, by the
+isolated engine (harness/execution/isolation.py), which adds the two failures only isolation can survive: the
+worker died (:class:`AdapterCrashError`) or stopped answering (:class:`AdapterTimeoutError`). The CLI reports
+them without a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "AdapterCallError",
+    "AdapterCrashError",
+    "AdapterError",
+    "AdapterOutputError",
+    "AdapterTimeoutError",
+]
+
+
+class AdapterError(Exception):
+    """Something went wrong in or with an adapter; names the adapter, the stream and the frame."""
+
+    def __init__(self, adapter: str, stream_id: str, frame: int, problem: str) -> None:
+        super().__init__(f"adapter {adapter!r}, stream {stream_id!r}, frame {frame}: {problem}")
+        self.adapter = adapter
+        self.stream_id = stream_id
+        self.frame = frame
+        self.problem = problem
+
+
+class AdapterOutputError(AdapterError, ValueError):
+    """An adapter broke the data contract (its output failed validation)."""
+
+
+class AdapterCallError(AdapterError, RuntimeError):
+    """An adapter's ``predict()`` or ``reset_state()`` raised; the original exception is the cause."""
+
+
+class AdapterCrashError(AdapterError, RuntimeError):
+    """The worker process running the adapter died (``--isolate``): a segfault, ``os._exit``, the
+    kernel's out-of-memory killer. ``frame`` is the last frame whose ``predict()`` had started (0 when
+    the worker died before the stream's first frame); ``exitcode`` is the process's exit status
+    (negative: killed by a signal) and ``signal`` that signal's name (``"SIGSEGV"``), else ``None``."""
+
+    def __init__(
+        self,
+        adapter: str,
+        stream_id: str,
+        frame: int,
+        problem: str,
+        exitcode: int | None = None,
+        signal: str | None = None,
+    ) -> None:
+        super().__init__(adapter, stream_id, frame, problem)
+        self.exitcode = exitcode
+        self.signal = signal
+
+
+class AdapterTimeoutError(AdapterError, TimeoutError):
+    """The adapter stopped answering and its worker was ended (``--isolate``).
+
+    ``scope`` says which limit ran out: ``"frame"`` (one ``predict()`` or ``reset_state()`` took longer
+    than the per-frame timeout; ``frame`` is the frame it hung at), ``"stream"`` (the whole stream took
+    longer than the per-stream timeout; ``frame`` is the frame it was on) or ``"start"`` (starting the
+    worker, building the adapter and warming it up took longer than the start timeout).
+    """
+
+    def __init__(
+        self,
+        adapter: str,
+        stream_id: str,
+        frame: int,
+        problem: str,
+        scope: Literal["frame", "stream", "start"] = "frame",
+        timeout_s: float = 0.0,
+    ) -> None:
+        super().__init__(adapter, stream_id, frame, problem)
+        self.scope = scope
+        self.timeout_s = timeout_s

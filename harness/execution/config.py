@@ -1,0 +1,86 @@
+"""What one run is: :class:`RunConfig` (adapter, data, protocol, engine, instruments, isolation) and the
+limits of an isolated run. Every room that runs or records a run imports this module; it imports none of
+them (DESIGN.md "Layout": the run configuration sits below the runner and the isolation worker alike).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.datasets.catalog import DataConfig
+from harness.datasets.synthetic import SyntheticConfig
+from harness.execution.engine import EngineConfig
+from harness.execution.executor import OnError
+from harness.instruments.power import PowerConfig
+from harness.instruments.threads import ThreadConfig
+from protocols import online
+
+__all__ = ["IsolationConfig", "RunConfig", "run_id_for", "user_field_path"]
+
+_DATA_KINDS = frozenset({"synthetic", "audio_files", "ave", "llp", "synthetic_spoof"})
+
+
+class IsolationConfig(BaseModel):
+    """Limits of an isolated run (``--isolate``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    frame_timeout_s: float = Field(30.0, gt=0, description="longest one predict() or reset_state() may take")
+    stream_timeout_s: float = Field(600.0, gt=0, description="longest one stream may take, decoding included")
+    start_timeout_s: float = Field(
+        300.0, gt=0, description="longest starting a worker may take: imports, adapter, warm-up"
+    )
+    memory_limit_mb: int | None = Field(
+        None, gt=0, description="address space the adapter may add once built (RLIMIT_AS); None: no limit"
+    )
+
+
+class RunConfig(BaseModel):
+    """One run: which adapter, on which data, under which protocol and engine settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    adapter: str = Field("reference", description="registry name or importable module:Class")
+    adapter_options: dict[str, Any] = Field(
+        default_factory=dict, description="validated by the adapter's own Options model"
+    )
+    data: DataConfig = Field(
+        default_factory=SyntheticConfig, description="the data set; `kind` selects it (default synthetic)"
+    )
+    protocol: online.OnlineConfig = Field(default_factory=online.OnlineConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    threads: ThreadConfig = Field(default_factory=ThreadConfig)
+    power: PowerConfig = Field(default_factory=PowerConfig)
+    torch_seed: int = 0
+    output_dir: Path = Path("results")
+    run_id: str | None = None
+    baseline: Path | None = Field(
+        None, description="a baseline run directory for speed-up and FLOPs normalisation"
+    )
+    isolate: bool = Field(False, description="run the adapter in a worker process (timeouts, crash recovery)")
+    isolation: IsolationConfig = Field(default_factory=IsolationConfig)
+    on_error: OnError = Field(
+        "continue",
+        description="on an adapter failure: skip the rest of that stream and go on, or end the run",
+    )
+
+
+def run_id_for(adapter: str, protocol: str = "") -> str:
+    """A new run id: UTC time, the adapter's name, the protocol (if not online), a random suffix."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", adapter.rsplit(":", 1)[-1]).strip("-").lower() or "adapter"
+    middle = f"{slug}-{protocol}" if protocol else slug
+    return f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{middle}-{secrets.token_hex(3)}"
+
+
+def user_field_path(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """The field as the user writes it: ``data.num_streams``, not pydantic's ``data.synthetic.num_streams``
+    (the tag of the data set union)."""
+    if len(loc) > 1 and loc[0] == "data" and loc[1] in _DATA_KINDS:
+        return (loc[0], *loc[2:])
+    return loc

@@ -1,0 +1,414 @@
+"""The frame loop: the only code in streambench that calls a model (``../shared/DESIGN.md``, "The engine").
+
+Per stream: ``reset_state()``, then the frames one at a time at batch 1, each ``predict()`` timed at its
+boundary with ``time.perf_counter_ns()`` (seed 004 §6.2.3 "计时点": model pre/post-processing
+included, decoding and I/O excluded: a stream's frames are decoded before its first frame is timed).
+Before the first scored stream the engine warms the model up on a stream that is not scored and then
+resets it (seed 004 §6.2.2 "评测前进行 ≥100 帧预热").
+
+The loop is kept lean because its own cost is part of every latency it reports: outputs go into
+preallocated buffers, and only the checks that must stop a bad run at once (type, shape, ``refers_to``
+range) run per frame; finiteness is checked vectorised after the stream, still naming the frame.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from itertools import islice
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters.contract import Adapter, Frame, Prediction, PredictOutput, StageTimer, Stream
+from harness.execution.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
+from harness.execution.recorded_extras import Extras, gather_extras
+from harness.execution.recorded_extras import extras_of as _extras_of
+from harness.instruments.clock import ClockInfo, clock_info, wait_until
+from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer, marked
+from protocols.recording import StreamRecording, StreamRole
+
+__all__ = [
+    "AdapterCallError",
+    "AdapterError",
+    "AdapterOutputError",
+    "ClockInfo",
+    "Engine",
+    "EngineConfig",
+    "clock_info",
+]
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+class EngineConfig(BaseModel):
+    """How the engine feeds a model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    warmup_frames: int = Field(
+        100, ge=0, description="frames fed before the first scored stream (seed 004: at least 100)"
+    )
+    pacing: Literal["unpaced", "paced"] = Field(
+        "unpaced", description="unpaced: frames as fast as the model takes them; paced: on the wall clock"
+    )
+    device_timing: bool = Field(
+        True, description="CUDA adapters: CUDA event pairs around predict() give the device share"
+    )
+    paced_policy: Literal["queue", "drop"] = Field(
+        "queue", description="paced, when the model falls behind: queue every frame, or drop to the newest"
+    )
+    record: tuple[Literal["features", "weights"], ...] = Field(
+        (), description="also record Prediction.features / .weights (stability, router protocols; unpaced)"
+    )
+
+
+class Engine:
+    """Feeds streams to one adapter and records its outputs and latencies."""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        config: EngineConfig | None = None,
+        device_timer: Callable[[int], DeviceTimer] | None = None,
+    ) -> None:
+        self.adapter = adapter
+        self.config = config or EngineConfig()
+        info = adapter.info
+        if device_timer is None and self.config.device_timing and info.device.startswith("cuda"):
+            device_timer = CudaEventTimer
+        self.device_timer = device_timer
+        self.name = info.name
+        self.num_classes = info.num_classes
+        self.warmup_frames_run = 0
+        stages = getattr(adapter, "stages", None)
+        self.stages: StageTimer | None = stages if isinstance(stages, StageTimer) else None
+
+    def warm_up(self, stream: Stream) -> int:
+        """Feed up to ``warmup_frames`` frames of an unscored stream, then reset. Returns frames fed."""
+        n = self.config.warmup_frames
+        if n == 0:
+            return 0
+        if stream.num_frames < n:
+            raise ValueError(
+                f"warm-up stream {stream.stream_id!r} has {stream.num_frames} frames, {n} are needed"
+            )
+        frames = list(islice(stream.frames(), n))
+        self._reset(stream.stream_id)
+        self._feed(frames, stream.stream_id, stream.num_frames)
+        self._reset(stream.stream_id)
+        self.warmup_frames_run = len(frames)
+        return len(frames)
+
+    def run_stream(self, stream: Stream, role: StreamRole = "test") -> StreamRecording:
+        """Reset the adapter, feed the stream frame by frame, return what was recorded."""
+        frames = list(stream.frames())
+        if len(frames) != stream.num_frames:
+            raise ValueError(
+                f"stream {stream.stream_id!r}: frame_source gave {len(frames)} frames, "
+                f"frame_times has {stream.num_frames}"
+            )
+        if len(stream.classes) != self.num_classes:
+            raise ValueError(
+                f"adapter {self.name!r} declares {self.num_classes} classes, stream "
+                f"{stream.stream_id!r} has {len(stream.classes)}"
+            )
+        self._reset(stream.stream_id)
+        if self.stages is not None:
+            self.stages.drain()  # stage time of warm-up or reset belongs to no stream
+        times_ns = np.round(stream.frame_times * 1e9).astype(np.int64)
+        t0_ns = round(stream.t0 * 1e9)
+        paced_start: np.ndarray | None = None
+        timer = self.device_timer(len(frames)) if self.device_timer is not None else None
+        predict = self.adapter.predict if timer is None else marked(self.adapter.predict, timer)
+        outputs: list[Extras] | None = [] if self.config.record else None
+        if self.config.pacing == "paced":
+            if outputs is not None:
+                raise ValueError("recording features or weights needs an unpaced run")
+            latency_ns, emitted_at, refers_to, scores, paced_start = self._feed_paced(
+                frames, stream.stream_id, times_ns - t0_ns, predict
+            )
+        else:
+            latency_ns, emitted_at, refers_to, scores = self._feed(
+                frames, stream.stream_id, len(frames), predict, outputs
+            )
+        extras = gather_extras(outputs, self.config.record, emitted_at, self._error, stream.stream_id)
+        device_ns = None
+        if timer is not None:  # read after the stream: the loop never waited on the device
+            device_ns = np.zeros(len(frames), dtype=np.int64)
+            fed = np.flatnonzero(paced_start >= 0) if paced_start is not None else np.arange(len(frames))
+            device_ns[fed] = timer.read_ns()
+        stage_ns = self.stages.drain() if self.stages is not None else {}
+        segment_ns = round(stream.segment_length_s * 1e9) if stream.segment_length_s else None
+        return StreamRecording(
+            stream_id=stream.stream_id,
+            role=role,
+            t0_ns=t0_ns,
+            segment_length_ns=segment_ns,
+            frame_times_ns=times_ns,
+            labels=stream.labels,
+            latency_ns=latency_ns,
+            emitted_at=emitted_at,
+            refers_to=refers_to,
+            scores=scores,
+            stage_ns=stage_ns,
+            paced_start_ns=paced_start,
+            paced_policy=self.config.paced_policy if paced_start is not None else None,
+            device_ns=device_ns,
+            **extras,
+        )
+
+    def run_untimed(self, stream: Stream, max_frames: int | None = None) -> StreamRecording:
+        """Audit run (DESIGN.md "Audits"): reset, then the frames (the first ``max_frames`` if given:
+        an untimed warm-up) through ``predict()`` with no clock read, no device timer and no pacing —
+        what the model answers when nothing measures it. The outputs are validated as in a timed run;
+        ``latency_ns`` is all zeros (compared, never reported)."""
+        frames = list(islice(stream.frames(), max_frames))
+        if max_frames is not None:
+            stream = dataclasses.replace(
+                stream, labels=stream.labels[: len(frames)], frame_times=stream.frame_times[: len(frames)]
+            )
+        self._reset(stream.stream_id)
+        scores: list[np.ndarray] = []
+        emitted_at: list[int] = []
+        refers_to: list[int] = []
+        predict = self.adapter.predict
+        for i, frame in enumerate(frames):
+            try:
+                out = predict(frame)
+            except Exception as exc:
+                raise AdapterCallError(
+                    self.name, stream.stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
+                ) from exc
+            if out is None:
+                continue
+            for pred_scores, ref, _ in self._slow_path(out, stream.stream_id, i, len(frames)):
+                scores.append(np.array(pred_scores, dtype=np.float32))  # a copy: buffers may be reused
+                emitted_at.append(i)
+                refers_to.append(ref)
+        if self.stages is not None:
+            self.stages.drain()
+        stacked = np.stack(scores) if scores else np.zeros((0, self.num_classes), dtype=np.float32)
+        bad = ~np.isfinite(stacked).all(axis=1)
+        if bad.any():
+            raise self._error(stream.stream_id, emitted_at[int(np.argmax(bad))], "scores contain NaN or Inf")
+        return StreamRecording(
+            stream_id=stream.stream_id,
+            role="test",
+            t0_ns=round(stream.t0 * 1e9),
+            segment_length_ns=round(stream.segment_length_s * 1e9) if stream.segment_length_s else None,
+            frame_times_ns=np.round(stream.frame_times * 1e9).astype(np.int64),
+            labels=stream.labels,
+            latency_ns=np.zeros(len(frames), dtype=np.int64),
+            emitted_at=np.asarray(emitted_at, dtype=np.int64),
+            refers_to=np.asarray(refers_to, dtype=np.int64),
+            scores=stacked,
+        )
+
+    def count_flops(self, stream: Stream) -> tuple[int | None, str | None]:
+        """FLOPs of one ``predict()`` on the stream's first frame, by torch's own flop counter.
+
+        Run outside any timed region and followed by a reset. Returns ``(flops, None)``, or
+        ``(None, reason)`` when nothing was counted (not a torch model, or only operations the counter
+        does not know: it counts matrix products and convolutions).
+        """
+        try:
+            from torch.utils.flop_counter import FlopCounterMode
+        except ImportError as exc:  # pragma: no cover - torch is a core dependency
+            return None, f"torch flop counter unavailable: {exc}"
+        frame = next(iter(stream.frames()))
+        self.adapter.reset_state()
+        with FlopCounterMode(display=False) as counter:
+            self.adapter.predict(frame)
+        self.adapter.reset_state()
+        if self.stages is not None:
+            self.stages.drain()
+        flops = int(counter.get_total_flops())
+        if flops == 0:
+            return None, "torch's flop counter saw no matrix product or convolution in predict()"
+        return flops, None
+
+    def _feed(
+        self,
+        frames: Sequence[Frame],
+        stream_id: str,
+        stream_length: int,
+        predict: Callable[[Frame], PredictOutput] | None = None,
+        outputs: list[Extras] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The timed loop. Everything it does per frame beyond ``predict()`` is harness overhead.
+
+        Scores are copied out as raw float32 bytes (an adapter may reuse its output buffer) and
+        joined into one ``[P, C]`` array after the stream. ``outputs`` (when features or weights are
+        recorded) collects copies of each kept prediction's features and weights.
+        """
+        n = len(frames)
+        shape = (self.num_classes,)
+        latency = [0] * n
+        score_bytes: list[bytes] = []
+        emitted_at: list[int] = []
+        refers_to: list[int] = []
+        keep_scores, keep_emitted, keep_ref = score_bytes.append, emitted_at.append, refers_to.append
+        predict = predict or self.adapter.predict
+        clock = time.perf_counter_ns
+        prediction_type, ndarray, float32 = Prediction, np.ndarray, np.dtype(np.float32)
+        i = -1
+        try:
+            for i, frame in enumerate(frames):
+                start = clock()
+                out = predict(frame)
+                latency[i] = clock() - start
+                if out is None:
+                    continue
+                # fast path: one Prediction with float32 scores of the right shape and an int refers_to
+                if type(out) is prediction_type:
+                    sc = out.scores
+                    ref = out.refers_to
+                    if (
+                        type(sc) is ndarray
+                        and sc.dtype is float32
+                        and sc.shape == shape
+                        and (ref is None or type(ref) is int)
+                    ):
+                        if ref is None:
+                            ref = i
+                        elif not 0 <= ref < stream_length:
+                            self._check_ref(ref, stream_id, i, stream_length)
+                        keep_scores(sc.tobytes())
+                        keep_emitted(i)
+                        keep_ref(ref)
+                        if outputs is not None:
+                            outputs.append(_extras_of(out))
+                        continue
+                for pred_scores, pred_ref, pred in self._slow_path(out, stream_id, i, stream_length):
+                    keep_scores(pred_scores.astype(np.float32).tobytes())
+                    keep_emitted(i)
+                    keep_ref(pred_ref)
+                    if outputs is not None:
+                        outputs.append(_extras_of(pred))
+        except AdapterOutputError:
+            raise
+        except Exception as exc:  # the adapter's own failure: say where it happened, keep the cause
+            raise AdapterCallError(
+                self.name, stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
+            ) from exc
+        k = len(emitted_at)
+        scores = np.frombuffer(b"".join(score_bytes), dtype=np.float32).reshape(k, self.num_classes).copy()
+        emitted = np.asarray(emitted_at, dtype=np.int64)
+        bad = ~np.isfinite(scores).all(axis=1)
+        if bad.any():
+            first = int(np.argmax(bad))
+            raise self._error(stream_id, int(emitted[first]), "scores contain NaN or Inf")
+        return np.asarray(latency, dtype=np.int64), emitted, np.asarray(refers_to, dtype=np.int64), scores
+
+    def _feed_paced(
+        self,
+        frames: Sequence[Frame],
+        stream_id: str,
+        arrival_ns: np.ndarray,
+        predict: Callable[[Frame], PredictOutput],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Frames released on the wall clock at their stream time (DESIGN.md "The engine": paced).
+
+        One worker: a frame is fed when it has arrived and the model is free. Under ``queue`` every
+        frame is fed, late if the model fell behind; under ``drop`` a frame whose successor has already
+        arrived is skipped (drop to the newest). Returns the unpaced outputs plus when each
+        ``predict()`` started (stream clock relative to t0; -1 = dropped), so latency can be counted
+        from arrival (no coordinated omission). Outputs go through the full validation path: a paced
+        frame waits anyway, so the fast path buys nothing here.
+        """
+        n = len(frames)
+        latency = np.zeros(n, dtype=np.int64)
+        started = np.full(n, -1, dtype=np.int64)
+        kept: list[tuple[np.ndarray, int, int]] = []
+        clock = time.perf_counter_ns
+        drop = self.config.paced_policy == "drop"
+        base = clock() + _PACED_LEAD_NS  # the stream clock's t0 on the wall clock
+        i = -1
+        try:
+            for i, frame in enumerate(frames):
+                wait_until(base + int(arrival_ns[i]), clock)
+                if drop and i + 1 < n and clock() >= base + int(arrival_ns[i + 1]):
+                    continue  # a newer frame is already there: drop this one
+                start = clock()
+                out = predict(frame)
+                end = clock()
+                latency[i] = end - start
+                started[i] = start - base
+                if out is not None:
+                    kept.extend((sc.copy(), i, ref) for sc, ref, _ in self._slow_path(out, stream_id, i, n))
+        except AdapterOutputError:
+            raise
+        except Exception as exc:
+            raise AdapterCallError(
+                self.name, stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
+            ) from exc
+        scores = np.array([sc for sc, _, _ in kept], dtype=np.float32).reshape(len(kept), self.num_classes)
+        emitted = np.array([e for _, e, _ in kept], dtype=np.int64)
+        bad = ~np.isfinite(scores).all(axis=1)
+        if bad.any():
+            raise self._error(stream_id, int(emitted[int(np.argmax(bad))]), "scores contain NaN or Inf")
+        return latency, emitted, np.array([r for _, _, r in kept], dtype=np.int64), scores, started
+
+    def _slow_path(
+        self, out: object, stream_id: str, index: int, stream_length: int
+    ) -> list[tuple[np.ndarray, int, Prediction]]:
+        """Validate an output that is not a single well-formed Prediction; raise with a precise message."""
+        checked = []
+        for pred in out if isinstance(out, list) else [out]:
+            if not isinstance(pred, Prediction):
+                raise self._error(
+                    stream_id,
+                    index,
+                    f"predict() returned {type(pred).__name__}; "
+                    "expected Prediction, list[Prediction] or None",
+                )
+            if not isinstance(pred.scores, np.ndarray):
+                raise self._error(
+                    stream_id,
+                    index,
+                    f"scores are a {type(pred.scores).__name__}; expected a numpy.ndarray "
+                    "(convert tensors with .numpy() inside predict())",
+                )
+            kind = pred.scores.dtype.kind
+            if kind not in "fiu":
+                raise self._error(
+                    stream_id, index, f"scores have dtype {pred.scores.dtype}; expected real numbers"
+                )
+            if pred.scores.shape != (self.num_classes,):
+                raise self._error(
+                    stream_id, index, f"scores have shape {pred.scores.shape}, expected ({self.num_classes},)"
+                )
+            if kind == "f" and np.any(np.abs(pred.scores[np.isfinite(pred.scores)]) > _FLOAT32_MAX):
+                raise self._error(stream_id, index, "scores exceed the float32 range they are recorded in")
+            ref = (
+                index
+                if pred.refers_to is None
+                else self._check_ref(pred.refers_to, stream_id, index, stream_length)
+            )
+            checked.append((pred.scores, ref, pred))
+        return checked
+
+    def _check_ref(self, ref: object, stream_id: str, index: int, stream_length: int) -> int:
+        if isinstance(ref, bool) or not isinstance(ref, (int, np.integer)):
+            raise self._error(stream_id, index, f"refers_to={ref!r} is not a frame index (int)")
+        if not 0 <= ref < stream_length:
+            raise self._error(stream_id, index, f"refers_to={ref} is outside the stream [0, {stream_length})")
+        return int(ref)
+
+    def _reset(self, stream_id: str) -> None:
+        try:
+            self.adapter.reset_state()
+        except Exception as exc:
+            raise AdapterCallError(
+                self.name, stream_id, 0, f"reset_state() before the stream raised {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _error(self, stream_id: str, frame: int, problem: str) -> AdapterOutputError:
+        return AdapterOutputError(self.name, stream_id, frame, problem)
+
+
+_PACED_LEAD_NS = 2_000_000  # the first frame of a paced stream arrives 2 ms after the pacer starts

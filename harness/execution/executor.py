@@ -1,0 +1,194 @@
+"""The harness side of a protocol: runs a plan's streams through the engine, one at a time, and keeps
+everything it measured whatever the adapter does (issue 7, "Failure policy" and "Incremental results").
+
+* Warm-up once before the first stream (:meth:`EngineExecutor.warm_up`).
+* Each finished stream is appended to the run's event log (:mod:`harness.execution.event_log`) before the next
+  starts, so an interrupted run loses at most the stream it was in.
+* An adapter failure (an exception in ``reset_state``/``predict``, an output that fails validation, a
+  crash or a timeout of an isolated worker) is recorded with the stream, the frame and the traceback;
+  ``on_error="continue"`` skips the rest of that stream and goes on, ``"stop"`` ends the run
+  (:class:`RunStopped`) after recording it. Failed streams are not scored.
+* Streams already done (a resumed run) are taken from ``done`` instead of being run again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Literal, Protocol
+
+from adapters.contract import Stream
+from harness.execution.adapter_errors import AdapterError
+from harness.execution.engine import Engine
+from harness.execution.event_log import EVENTS_FILE, EventLog, FailureEvent, StreamEvent, encode_recording
+from protocols.base import Plan, PlannedStream
+from protocols.recording import StreamRecording, StreamRole
+
+__all__ = [
+    "EngineExecutor",
+    "InProcess",
+    "NothingScoredError",
+    "OnError",
+    "ProgressHook",
+    "RunInterrupted",
+    "RunStopped",
+    "StreamRunner",
+    "failure_event",
+    "interrupt_on_sigterm",
+]
+
+OnError = Literal["continue", "stop"]
+
+ProgressHook = Callable[[int, int, str], None]
+"""Called after each stream: (streams done, streams planned, id of the stream just finished)."""
+
+
+class StreamRunner(Protocol):
+    """What the executor drives: the in-process :class:`~harness.engine.Engine` (through
+    :class:`InProcess`) or an isolated worker (:class:`harness.isolation.IsolatedEngine`)."""
+
+    def warm_up(self) -> int: ...
+
+    def run_stream(self, stream_id: str, role: StreamRole) -> StreamRecording: ...
+
+
+class RunStopped(Exception):
+    """``on_error="stop"``: the run ended at an adapter failure (recorded before this is raised)."""
+
+    def __init__(self, failure: FailureEvent) -> None:
+        super().__init__(f"stream {failure.stream_id!r}, frame {failure.frame}: {failure.message}")
+        self.failure = failure
+
+
+def failure_event(exc: AdapterError, role: StreamRole) -> FailureEvent:
+    """The record of an adapter failure: where, what, and the traceback of the adapter's own exception."""
+    cause = exc.__cause__ or exc
+    return FailureEvent(
+        stream_id=exc.stream_id,
+        role=role,
+        frame=exc.frame,
+        error_type=type(exc).__name__,
+        message=str(exc),
+        traceback="".join(traceback.format_exception(type(cause), cause, cause.__traceback__)),
+    )
+
+
+class EngineExecutor:
+    """Runs plans stream by stream; ``recordings``/``failures`` hold everything done so far, in order."""
+
+    def __init__(
+        self,
+        runner: StreamRunner,
+        progress: ProgressHook | None = None,
+        log: EventLog | None = None,
+        on_error: OnError = "continue",
+        done: Sequence[StreamRecording] = (),
+        failed: Sequence[FailureEvent] = (),
+    ) -> None:
+        self.runner = runner
+        self.progress = progress
+        self.log = log
+        self.on_error = on_error
+        self.recordings: list[StreamRecording] = list(done)
+        self.failures: list[FailureEvent] = list(failed)
+        self.warmup_frames: int | None = None
+
+    def warm_up(self) -> None:
+        """Warm the model up once (also done by the first ``execute`` if not called before)."""
+        if self.warmup_frames is None:
+            self.warmup_frames = self.runner.warm_up()
+
+    def execute(self, plan: Plan) -> Sequence[StreamRecording]:
+        """Run every planned stream not done yet; the recordings of every stream that finished (this
+        session's and earlier ones'), in plan order. Failed streams are in :attr:`failures`."""
+        finished = {r.stream_id for r in self.recordings} | {f.stream_id for f in self.failures}
+        todo = [s for s in plan.streams if s.stream_id not in finished]
+        if todo:
+            self.warm_up()
+        for planned in todo:
+            self._run_one(planned)
+            if self.progress is not None:
+                done = len(self.recordings) + len(self.failures)
+                self.progress(done, len(plan.streams), planned.stream_id)
+        return self.ordered(plan)
+
+    def ordered(self, plan: Plan) -> list[StreamRecording]:
+        """The recordings of every finished stream, in plan order."""
+        order = {s.stream_id: k for k, s in enumerate(plan.streams)}
+        return sorted(self.recordings, key=lambda r: order.get(r.stream_id, len(order)))
+
+    def _run_one(self, planned: PlannedStream) -> None:
+        try:
+            recording = self.runner.run_stream(planned.stream_id, planned.role)
+        except AdapterError as exc:
+            failure = failure_event(exc, planned.role)
+            self.failures.append(failure)
+            if self.log is not None:
+                self.log.append(failure)
+            if self.on_error == "stop":
+                raise RunStopped(failure) from exc
+            return
+        self.recordings.append(recording)
+        if self.log is not None:
+            self.log.append(
+                StreamEvent(
+                    stream_id=recording.stream_id,
+                    role=recording.role,
+                    recording_npz_b64=encode_recording(recording),
+                )
+            )
+
+
+class InProcess:
+    """The in-process engine behind the :class:`StreamRunner` interface."""
+
+    def __init__(self, engine: Engine, streams: Mapping[str, Stream], warmup: Stream | None) -> None:
+        self.engine = engine
+        self.streams = streams
+        self.warmup = warmup
+
+    def warm_up(self) -> int:
+        return self.engine.warm_up(self.warmup) if self.warmup is not None else 0
+
+    def run_stream(self, stream_id: str, role: StreamRole) -> StreamRecording:
+        try:
+            stream = self.streams[stream_id]
+        except KeyError:
+            raise KeyError(f"plan names an unknown stream {stream_id!r}") from None
+        return self.engine.run_stream(stream, role)
+
+
+class RunInterrupted(BaseException):
+    """SIGTERM arrived; raised by the signal handler inside the run. A BaseException, like
+    KeyboardInterrupt, so that no ``except Exception`` (the engine's, an adapter's) takes it for an
+    adapter failure."""
+
+
+class NothingScoredError(ValueError):
+    """No test stream finished: there is nothing to score (the failures are in the event log)."""
+
+    def __init__(self, run_dir: Path, failures: Sequence[FailureEvent], stopped: str | None) -> None:
+        first = f"; first: stream {failures[0].stream_id!r}, frame {failures[0].frame}: {failures[0].message}"
+        why = stopped or f"{len(failures)} stream(s) failed{first if failures else ''}"
+        super().__init__(f"{run_dir}: no test stream was scored ({why}); see {run_dir / EVENTS_FILE}")
+
+
+@contextlib.contextmanager
+def interrupt_on_sigterm() -> Iterator[None]:
+    """SIGTERM raises :class:`RunInterrupted` in the run (Ctrl-C raises KeyboardInterrupt already)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise RunInterrupted(f"signal {signal.Signals(signum).name}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)

@@ -1,0 +1,326 @@
+"""``--isolate``: the adapter runs in a worker process, so a hang or a crash costs one stream, not the run.
+
+The worker (harness/execution/isolation_worker.py; a ``multiprocessing`` "spawn" child, so it inherits no
+state of the parent) rebuilds the streams and the adapter from the :class:`~harness.runner.RunConfig` (streams
+hold closures and are never sent), applies the thread settings and the torch seed as ``execute_run``
+does, warms the adapter up and then serves one request per stream. It runs
+:class:`harness.engine.Engine` itself, so every latency is taken inside the worker, at the same boundary
+as in-process; a recording travels back as the bytes of
+``numpy.savez(to_arrays([recording]))``, loaded with ``allow_pickle=False`` (no pickle of results).
+
+Progress: the worker's adapter is wrapped in a thin proxy whose ``predict`` stores ``frame.index`` in one
+shared-memory slot (a ``RawArray``) before calling the model; that one store is all isolation adds to the
+timed loop (``benchmarks/test_isolation_overhead.py`` measures it). ``reset_state`` stores -1, and the
+parent stores -2 ("not in the adapter") before each request. The parent waits on the pipe and watches
+the slot:
+
+- per-frame timeout: the slot has not changed for ``frame_timeout_s`` while in the adapter (a
+  ``predict()`` or ``reset_state()`` hangs) -> the worker is terminated, then killed, and
+  :class:`AdapterTimeoutError` (scope ``"frame"``) names the stream and the frame it hung at;
+- per-stream timeout: the request has not been answered in ``stream_timeout_s`` -> the same, scope
+  ``"stream"``, naming the frame it was on;
+- crash: the pipe reaches EOF or the process is gone (segfault, ``os._exit``, the OOM killer) ->
+  :class:`AdapterCrashError` with the exit code, the signal's name and the last frame started.
+
+After a hang or a crash (and after a ``MemoryError`` inside the adapter, which leaves the worker's
+memory in an unknown state) the next request starts a fresh worker, which warms up again. Errors the
+engine raises in the worker (:class:`AdapterCallError`, :class:`AdapterOutputError`) come back with
+their stream, frame and the worker's traceback as the cause; the worker keeps running.
+
+Memory limit: with ``memory_limit_mb`` set, the worker, once it has imported everything and built the
+streams and the adapter, caps its address space (``RLIMIT_AS``) at its current virtual size plus the
+limit, so a leaking adapter gets ``MemoryError`` (recorded as an :class:`AdapterCallError` at that frame)
+or dies (recorded as a crash). Linux/Unix only; ignored (with the reason in ``memory_limit_note``)
+where ``resource`` is unavailable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import multiprocessing
+import signal
+import time
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from types import TracebackType
+from typing import Any, Literal, NoReturn
+
+import numpy as np
+
+from adapters.contract import AdapterInfo
+from harness.execution.adapter_errors import (
+    AdapterCallError,
+    AdapterCrashError,
+    AdapterError,
+    AdapterOutputError,
+    AdapterTimeoutError,
+)
+from harness.execution.config import IsolationConfig, RunConfig
+from harness.execution.isolation_worker import IDLE, RESETTING, worker_main
+from protocols.recording import StreamRecording, StreamRole, from_arrays
+
+__all__ = ["IsolatedEngine", "WorkerError"]
+
+_WARMUP_ID = "syn-warmup"  # harness.datasets.synthetic.make_warmup_stream's id, for errors before "ready"
+
+
+
+class WorkerError(RuntimeError):
+    """The worker failed outside the adapter's frames (bad configuration, unknown stream, a harness bug);
+    carries the worker's exception type and traceback text."""
+
+    def __init__(self, message: str, kind: str = "", remote_traceback: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.remote_traceback = remote_traceback
+
+
+class _RemoteTraceback(Exception):
+    """The worker's traceback, attached as the cause of an error re-raised in the parent."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class IsolatedEngine:
+    """The engine's role for the runner, with the adapter in a worker process.
+
+    ``warm_up()`` starts the worker (which warms up) and returns the warm-up frames; ``run_stream`` runs
+    one scored stream by id and returns its recording or raises an :class:`AdapterError` subclass naming
+    the stream and the frame. ``info`` is the adapter's :class:`AdapterInfo` as the worker reported it.
+    Use as a context manager, or call ``close()``.
+    """
+
+    mode: Literal["isolated"] = "isolated"
+
+    def __init__(self, run_config: RunConfig, isolation: IsolationConfig | None = None) -> None:
+        self.run_config = run_config
+        self.isolation = isolation or IsolationConfig()
+        self._config_json = run_config.model_dump_json()
+        self._ctx = multiprocessing.get_context("spawn")
+        self._progress: Any = self._ctx.RawArray("q", 1)  # ctypes c_longlong[1]: the frame being run
+        self._process: BaseProcess | None = None
+        self._conn: Connection | None = None
+        self._info: AdapterInfo | None = None
+        self.stream_ids: tuple[str, ...] = ()
+        self.warmup_frames_run = 0
+        self.warmup_stream_id: str | None = None
+        self.memory_limit_note: str | None = None
+        self.starts = 0  # workers started so far (1 + restarts)
+
+    # -- public interface -------------------------------------------------------------------------------
+
+    @property
+    def info(self) -> AdapterInfo:
+        """The adapter's info, as reported by the (first) worker; starts a worker if none has run yet."""
+        if self._info is None:
+            self._ensure_worker()
+        assert self._info is not None
+        return self._info
+
+    @property
+    def worker_pid(self) -> int | None:
+        """Process id of the live worker, or ``None``."""
+        return self._process.pid if self._process is not None else None
+
+    def warm_up(self) -> int:
+        """Start a worker if none is running (it warms up before it serves); the warm-up frames fed."""
+        self._ensure_worker()
+        return self.warmup_frames_run
+
+    def run_stream(self, stream_id: str, role: StreamRole = "test") -> StreamRecording:
+        """Run one stream of the run's data set in the worker; restart the worker first if it is gone."""
+        header = self._request({"kind": "run", "stream_id": stream_id, "role": role})
+        if header["kind"] != "ok":
+            self._raise_reply(header)
+        payload = self._recv(stream_id)
+        with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
+            (recording,) = from_arrays({key: arrays[key] for key in arrays.files})
+        return recording
+
+    def count_flops(self, stream_id: str) -> tuple[int | None, str | None]:
+        """:meth:`harness.engine.Engine.count_flops` on a stream's first frame, in the worker."""
+        header = self._request({"kind": "flops", "stream_id": stream_id})
+        if header["kind"] != "flops":
+            self._raise_reply(header)
+        return header["flops"], header["reason"]
+
+    def close(self) -> None:
+        """Ask the worker to stop; terminate it if it does not within a few seconds."""
+        process, conn = self._process, self._conn
+        self._process, self._conn = None, None
+        if conn is not None:
+            with contextlib.suppress(OSError):  # a dead worker's pipe is broken
+                conn.send_bytes(json.dumps({"kind": "close"}).encode())
+        if process is not None:
+            process.join(5.0)
+            if process.is_alive():
+                _end(process)
+        if conn is not None:
+            conn.close()
+
+    def __enter__(self) -> IsolatedEngine:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- worker management ------------------------------------------------------------------------------
+
+    def _ensure_worker(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            return
+        if self._process is not None:
+            self.close()  # a worker that died while idle: collect it, start afresh
+        parent, child = self._ctx.Pipe(duplex=True)
+        self._progress[0] = IDLE
+        process = self._ctx.Process(
+            target=worker_main,
+            args=(self._config_json, self.isolation.memory_limit_mb, child, self._progress),
+            name="streambench-adapter",
+            daemon=True,
+        )
+        process.start()
+        child.close()  # the worker holds the only write end: its death is an EOF here
+        self._process, self._conn = process, parent
+        self.starts += 1
+        header = self._await(_WARMUP_ID, self.isolation.start_timeout_s, "start")
+        if header["kind"] != "ready":
+            self.close()
+            self._raise_reply(header)
+        self._info = AdapterInfo.model_validate(header["info"])
+        self.stream_ids = tuple(header["stream_ids"])
+        self.warmup_frames_run = int(header["warmup_frames"])
+        self.warmup_stream_id = header["warmup_stream_id"]
+        self.memory_limit_note = header["memory_limit_note"]
+
+    def _request(self, message: dict[str, str]) -> dict[str, Any]:
+        """Send a request about one stream (starting a worker if needed); the reply's header."""
+        self._ensure_worker()
+        stream_id = message["stream_id"]
+        if stream_id not in self.stream_ids:
+            raise KeyError(f"unknown stream {stream_id!r}; the data set has {list(self.stream_ids)[:5]}...")
+        assert self._conn is not None
+        self._progress[0] = IDLE
+        self._conn.send_bytes(json.dumps(message).encode())
+        return self._await(stream_id, self.isolation.stream_timeout_s, "stream")
+
+    def _adapter_name(self) -> str:
+        return self._info.name if self._info is not None else self.run_config.adapter
+
+    def _await(self, stream_id: str, limit_s: float, scope: Literal["stream", "start"]) -> dict[str, Any]:
+        """The worker's next reply header; ends the worker and raises on a hang, a timeout or a crash."""
+        conn, process = self._conn, self._process
+        assert conn is not None and process is not None
+        frame_limit = self.isolation.frame_timeout_s
+        tick = min(0.25, max(0.005, frame_limit / 20))
+        started = time.monotonic()
+        last = int(self._progress[0])
+        changed = started
+        while not conn.poll(tick):
+            now = time.monotonic()
+            if not process.is_alive():
+                if conn.poll(0):  # it answered, then exited: take the answer
+                    break
+                raise self._crashed(stream_id)
+            current = int(self._progress[0])
+            if current != last:
+                last, changed = current, now
+            elif current != IDLE and now - changed > frame_limit:
+                raise self._timed_out(stream_id, "frame", frame_limit, current)
+            if now - started > limit_s:
+                raise self._timed_out(stream_id, scope, limit_s, current)
+        try:
+            return dict(json.loads(conn.recv_bytes()))
+        except (EOFError, OSError):
+            raise self._crashed(stream_id) from None
+
+    def _recv(self, stream_id: str) -> bytes:
+        assert self._conn is not None
+        try:
+            return self._conn.recv_bytes()
+        except (EOFError, OSError):
+            raise self._crashed(stream_id) from None
+
+    def _timed_out(
+        self, stream_id: str, scope: Literal["frame", "stream", "start"], limit_s: float, slot: int
+    ) -> AdapterTimeoutError:
+        assert self._process is not None
+        _end(self._process)
+        self.close()
+        frame = max(slot, 0)
+        if scope == "frame":
+            where = "reset_state()" if slot == RESETTING else f"predict() of frame {frame}"
+            problem = f"{where} did not return within the per-frame timeout of {limit_s:g} s"
+        elif scope == "stream":
+            problem = f"the stream did not finish within the per-stream timeout of {limit_s:g} s"
+        else:
+            problem = f"the worker did not start and warm up within the start timeout of {limit_s:g} s"
+        return AdapterTimeoutError(
+            self._adapter_name(),
+            stream_id,
+            frame,
+            problem + "; the worker was ended",
+            scope=scope,
+            timeout_s=limit_s,
+        )
+
+    def _crashed(self, stream_id: str) -> AdapterCrashError:
+        process = self._process
+        assert process is not None
+        process.join(5.0)
+        if process.is_alive():  # the pipe broke but the process lingers: end it
+            _end(process)
+        code = process.exitcode
+        self.close()
+        slot = int(self._progress[0])
+        name = None
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+        how = f"killed by {name}" if name else f"exited with status {code}"
+        where = {IDLE: "before the stream's first frame", RESETTING: "in reset_state() before frame 0"}.get(
+            slot, f"during frame {slot}"
+        )
+        return AdapterCrashError(
+            self._adapter_name(),
+            stream_id,
+            max(slot, 0),
+            f"the worker process died ({how}) {where}",
+            exitcode=code,
+            signal=name,
+        )
+
+    def _raise_reply(self, header: dict[str, Any]) -> NoReturn:
+        """Re-raise an error the worker reported (the parent's exception types, the worker's traceback)."""
+        cause = _RemoteTraceback(header.get("traceback", ""))
+        kind = header.get("kind")
+        if kind == "adapter_error":
+            cls = {"AdapterCallError": AdapterCallError, "AdapterOutputError": AdapterOutputError}.get(
+                header["type"], AdapterError
+            )
+            if header.get("restart"):  # MemoryError: the worker's memory is in an unknown state
+                self.close()
+            frame = int(header["frame"])
+            raise cls(header["adapter"], header["stream_id"], frame, header["problem"]) from cause
+        self.close()
+        raise WorkerError(
+            f"isolated worker failed: {header.get('type')}: {header.get('message')}",
+            kind=str(header.get("type", "")),
+            remote_traceback=str(header.get("traceback", "")),
+        ) from cause
+
+
+def _end(process: BaseProcess) -> None:
+    """Terminate (SIGTERM), then kill (SIGKILL) a worker that does not stop within a second."""
+    process.terminate()
+    process.join(1.0)
+    if process.is_alive():
+        process.kill()
+        process.join(5.0)

@@ -1,0 +1,177 @@
+"""The worker side of ``--isolate`` (harness/execution/isolation.py): runs in the spawned process.
+
+It rebuilds the streams and the adapter from the run's configuration, wraps the adapter in the progress
+proxy, runs :class:`harness.engine.Engine` (so latencies are taken here, at the engine's boundary),
+warms up, and answers requests on its pipe. Every message is bytes: a JSON header, and for a recording
+the bytes of ``numpy.savez(to_arrays([recording]))`` — nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from adapters.contract import Adapter, Frame, PredictOutput
+from harness.execution.adapter_errors import AdapterError
+from protocols.recording import to_arrays
+
+__all__ = ["IDLE", "RESETTING", "worker_main"]
+
+IDLE = -2
+"""Progress slot: the worker is not inside the adapter (the parent's mark before each request)."""
+RESETTING = -1
+"""Progress slot: inside ``reset_state()``."""
+
+
+class _Progress:
+    """The worker's adapter as the engine sees it: ``predict`` stores the frame's index in the shared
+    progress slot, then forwards to the adapter; ``reset_state`` stores -1, then forwards; ``info`` and
+    ``stages`` are the adapter's own.
+
+    ``predict`` is a closure set per instance (its call costs one frame less than a method's: no
+    ``self`` to look attributes up on). Only the engine calls it, inside its timed loop; this proxy
+    merely passes the adapter's ``predict`` on, which is why it reaches it by name (the layering test,
+    tests/test_layering.py, lets only harness/execution/engine.py name it as an attribute).
+    """
+
+    __slots__ = ("_reset", "_slot", "info", "predict", "stages")
+
+    predict: Callable[[Frame], PredictOutput]
+
+    def __init__(self, adapter: Adapter, slot: Any) -> None:
+        forward: Callable[[Frame], PredictOutput] = getattr(adapter, "predict")  # noqa: B009
+
+        def predict(frame: Frame) -> PredictOutput:
+            slot[0] = frame.index
+            return forward(frame)
+
+        setattr(self, "predict", predict)  # noqa: B010
+        self._reset = adapter.reset_state
+        self._slot = slot
+        self.info = adapter.info
+        self.stages = getattr(adapter, "stages", None)
+
+    def reset_state(self) -> None:
+        self._slot[0] = RESETTING
+        self._reset()
+
+
+def _limit_memory(limit_mb: int) -> str | None:
+    """Cap the address space at the current virtual size plus ``limit_mb``; a note if it cannot be."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Linux/macOS
+        return "memory_limit_mb ignored: the resource module is unavailable on this platform"
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[0])
+        current = pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):  # pragma: no cover - no /proc
+        return "memory_limit_mb ignored: the current virtual size could not be read (/proc/self/statm)"
+    limit = current + limit_mb * 2**20
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    return None
+
+
+def _send(conn: Connection, message: dict[str, Any]) -> None:
+    conn.send_bytes(json.dumps(message).encode())
+
+
+def _describe(exc: BaseException) -> dict[str, Any]:
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+    }
+
+
+def _adapter_error(exc: AdapterError) -> dict[str, Any]:
+    memory = isinstance(exc.__cause__, MemoryError)
+    return {
+        "kind": "adapter_error",
+        **_describe(exc),
+        "adapter": exc.adapter,
+        "stream_id": exc.stream_id,
+        "frame": exc.frame,
+        "problem": exc.problem,
+        "restart": memory,
+    }
+
+
+def worker_main(config_json: str, memory_limit_mb: int | None, conn: Connection, slot: Any) -> None:
+    """Entry point of the worker process: build, warm up, then serve ``run`` requests until ``close``."""
+    try:
+        import torch
+
+        from harness.datasets.catalog import make_streams, make_warmup_stream
+        from harness.execution.config import RunConfig
+        from harness.execution.engine import Engine
+        from harness.execution.setup import build_adapter
+        from harness.instruments.threads import apply as apply_threads
+
+        config = RunConfig.model_validate_json(config_json)
+        apply_threads(config.threads)
+        torch.manual_seed(config.torch_seed)
+        streams = {s.stream_id: s for s in make_streams(config.data)}
+        n_warmup = config.engine.warmup_frames
+        warmup = make_warmup_stream(config.data, n_warmup) if n_warmup else None
+        adapter = build_adapter(config, next(iter(streams.values())))
+        note = _limit_memory(memory_limit_mb) if memory_limit_mb is not None else None
+        engine = Engine(_Progress(adapter, slot), config.engine)
+        frames = engine.warm_up(warmup) if warmup is not None else 0
+        slot[0] = IDLE
+    except AdapterError as exc:
+        _send(conn, _adapter_error(exc))
+        return
+    except Exception as exc:
+        _send(conn, {"kind": "failed", **_describe(exc)})
+        return
+    _send(
+        conn,
+        {
+            "kind": "ready",
+            "info": adapter.info.model_dump(mode="json"),
+            "stream_ids": list(streams),
+            "warmup_frames": frames,
+            "warmup_stream_id": warmup.stream_id if warmup is not None else None,
+            "memory_limit_note": note,
+        },
+    )
+    while True:
+        try:
+            request = json.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return  # the parent is gone
+        kind = request.get("kind")
+        if kind not in ("run", "flops"):
+            return
+        try:
+            if kind == "flops":
+                flops, reason = engine.count_flops(streams[request["stream_id"]])
+                slot[0] = IDLE
+                _send(conn, {"kind": "flops", "flops": flops, "reason": reason})
+                continue
+            try:
+                recording = engine.run_stream(streams[request["stream_id"]], request["role"])
+            finally:
+                slot[0] = IDLE  # out of predict(): serialising the stream is not a frame's time
+            buffer = io.BytesIO()
+            np.savez(buffer, **to_arrays([recording]))  # type: ignore[arg-type]
+        except AdapterError as exc:
+            _send(conn, _adapter_error(exc))
+            continue
+        except Exception as exc:
+            _send(conn, {"kind": "failed", **_describe(exc)})
+            return
+        _send(conn, {"kind": "ok"})
+        conn.send_bytes(buffer.getvalue())

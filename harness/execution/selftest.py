@@ -1,0 +1,308 @@
+"""``streambench selftest``: the floor of every measurement, and a check that the clock measures right.
+
+``../shared/DESIGN.md``, "The engine": "A null adapter run (``streambench selftest``) publishes that
+overhead and the clock's resolution as the floor of every measurement." The timing point is the one
+of seed 004 §6.2.3 ("计时点"): ``time.perf_counter_ns()`` around ``predict()``. The report holds
+
+- the clock (:func:`harness.engine.clock_info`) and its resolution, declared and measured: the
+  smallest non-zero step between consecutive ``perf_counter_ns()`` reads. A Python-level read costs
+  tens of nanoseconds, so the measured figure is an upper bound of the true tick;
+- the overhead floor: the latency the engine records for the null adapter (median, p99), i.e. what
+  a model that does nothing is measured at; and the loop overhead per frame, the engine's frame loop
+  (``Engine._feed``) against a bare loop over the same frames, interleaved repeats, medians compared
+  (as ``benchmarks/test_engine_overhead.py`` does). The bare loop calls a stand-in with the null
+  adapter's call shape (a bound method returning a stored object), not the adapter's ``predict``:
+  only the engine calls ``predict()`` (``tests/test_layering.py``);
+- for each busy-wait duration (:class:`adapters.null.BusyWaitAdapter`): the median latency the
+  engine measured, its relative error ``(median - nominal) / nominal``, p99, and pass/fail against
+  the duration's tolerance. The busy-wait spins on the engine's own clock, so every frame must be
+  measured at least at its duration; a frame below it fails the check whatever the median.
+
+Seconds-level busy waits on a loaded machine can be pre-empted; the median is robust to that, the
+p99 shows it. The report passes when every busy-wait duration passes.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+from rich.console import Console
+from rich.table import Table
+
+from adapters.contract import Adapter, Frame, Stream
+from adapters.null import BusyWaitAdapter, BusyWaitOptions, NullAdapter
+from harness.execution.engine import ClockInfo, Engine, EngineConfig, clock_info
+
+__all__ = [
+    "BusyWaitFigures",
+    "OverheadFigures",
+    "ResolutionFigures",
+    "SelfTestConfig",
+    "SelfTestReport",
+    "judge_busy_wait",
+    "measure_resolution",
+    "print_selftest",
+    "run_selftest",
+]
+
+CLASSES = ("background", "event")
+
+
+class SelfTestConfig(BaseModel):
+    """What the selftest runs. Tolerances are relative errors of the median busy-wait latency."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    frames: int = Field(2000, ge=1, description="frames of the null-adapter stream")
+    busy_frames: int = Field(200, ge=1, description="frames of each busy-wait stream")
+    durations_us: tuple[float, ...] = Field((100.0, 1000.0, 10000.0), min_length=1)
+    default_tolerance: float = Field(
+        0.02, gt=0, description="relative tolerance of a duration without its own (the 1 ms and 10 ms bar)"
+    )
+    tolerances: dict[float, float] = Field(
+        default_factory=lambda: {100.0: 0.10},
+        description="per-duration tolerances (µs -> relative); 100 µs is looser: the overhead floor "
+        "and the scheduler weigh more at that scale",
+    )
+    warmup_frames: int = Field(100, ge=0, description="engine warm-up before the null-adapter stream")
+    busy_warmup_frames: int = Field(
+        10, ge=0, description="engine warm-up per busy-wait run (nothing to warm but the loop itself)"
+    )
+    overhead_repeats: int = Field(11, ge=1, description="interleaved bare/engine loop pairs")
+    resolution_samples: int = Field(100_000, ge=2, description="consecutive clock reads")
+
+    @field_validator("durations_us")
+    @classmethod
+    def _positive_durations(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if any(not d > 0 for d in value):
+            raise ValueError(f"durations must be > 0 µs, got {value}")
+        return value
+
+    @field_validator("tolerances")
+    @classmethod
+    def _positive_tolerances(cls, value: dict[float, float]) -> dict[float, float]:
+        if any(not t > 0 for t in value.values()):
+            raise ValueError(f"tolerances must be > 0, got {value}")
+        return value
+
+    def tolerance_for(self, duration_us: float) -> float:
+        return self.tolerances.get(duration_us, self.default_tolerance)
+
+
+class ResolutionFigures(BaseModel):
+    declared_ns: float = Field(description="time.get_clock_info('perf_counter').resolution")
+    measured_ns: int = Field(description="smallest non-zero step between consecutive reads (0: none seen)")
+    read_cost_ns: float = Field(description="mean time per perf_counter_ns() read in a Python loop")
+    samples: int
+
+
+class OverheadFigures(BaseModel):
+    """The null adapter as the engine measures it: the floor of every latency."""
+
+    frames: int
+    latency_median_ns: float
+    latency_p99_ns: float
+    latency_min_ns: int
+    bare_loop_ns_per_frame: float
+    engine_loop_ns_per_frame: float
+    loop_overhead_ns_per_frame: float = Field(description="engine loop minus bare loop, medians")
+    repeats: int
+
+
+class BusyWaitFigures(BaseModel):
+    duration_us: float
+    frames: int
+    median_ns: float
+    p99_ns: float
+    min_ns: int
+    max_ns: int
+    below_nominal: int = Field(description="frames measured below the busy-wait's duration (must be 0)")
+    relative_error: float = Field(description="(median - nominal) / nominal")
+    tolerance: float
+    passed: bool
+
+
+class SelfTestReport(BaseModel):
+    config: SelfTestConfig
+    clock: ClockInfo
+    resolution: ResolutionFigures
+    overhead: OverheadFigures
+    busy_wait: list[BusyWaitFigures]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def passed(self) -> bool:
+        return all(b.passed for b in self.busy_wait)
+
+
+def judge_busy_wait(duration_us: float, latency_ns: np.ndarray, tolerance: float) -> BusyWaitFigures:
+    """Figures of one busy-wait run and its verdict: ``|median - nominal| / nominal <= tolerance``,
+    no frame below nominal, and a finite error."""
+    lat = np.asarray(latency_ns, dtype=np.int64)
+    if lat.ndim != 1 or lat.size == 0:
+        raise ValueError("latency_ns must be a non-empty 1-D array")
+    nominal = duration_us * 1000.0
+    median = float(np.median(lat))
+    error = (median - nominal) / nominal
+    below = int(np.count_nonzero(lat < round(nominal)))
+    return BusyWaitFigures(
+        duration_us=duration_us,
+        frames=int(lat.size),
+        median_ns=median,
+        p99_ns=float(np.percentile(lat, 99)),
+        min_ns=int(lat.min()),
+        max_ns=int(lat.max()),
+        below_nominal=below,
+        relative_error=error,
+        tolerance=tolerance,
+        passed=bool(np.isfinite(error) and abs(error) <= tolerance and below == 0),
+    )
+
+
+def measure_resolution(samples: int) -> ResolutionFigures:
+    """Read ``perf_counter_ns()`` ``samples`` times back to back; the smallest non-zero step."""
+    clock = time.perf_counter_ns
+    reads = [0] * samples
+    for i in range(samples):
+        reads[i] = clock()
+    steps = np.diff(np.asarray(reads, dtype=np.int64))
+    nonzero = steps[steps > 0]
+    return ResolutionFigures(
+        declared_ns=time.get_clock_info("perf_counter").resolution * 1e9,
+        measured_ns=int(nonzero.min()) if nonzero.size else 0,
+        read_cost_ns=(reads[-1] - reads[0]) / (samples - 1),
+        samples=samples,
+    )
+
+
+def _frames(n: int) -> list[Frame]:
+    payload = {"audio": np.zeros(64, dtype=np.float32), "visual": np.zeros(128, dtype=np.float32)}
+    return [Frame(index=i, t=(i + 1) / 25, inputs=payload) for i in range(n)]
+
+
+def _stream(stream_id: str, frames: list[Frame]) -> Stream:
+    return Stream(
+        stream_id=stream_id,
+        classes=CLASSES,
+        labels=np.zeros((len(frames), len(CLASSES)), dtype=bool),
+        frame_times=np.array([f.t for f in frames]),
+        frame_source=lambda: frames,
+        modalities=("audio", "visual"),
+    )
+
+
+def _engine_latency(adapter: Adapter, frames: int, warmup_frames: int, name: str) -> np.ndarray:
+    """Per-frame latency (ns) the engine records for ``adapter`` on a ``frames``-frame stream."""
+    engine = Engine(adapter, EngineConfig(warmup_frames=warmup_frames))
+    if warmup_frames:
+        engine.warm_up(_stream(f"{name}-warmup", _frames(warmup_frames)))
+    return engine.run_stream(_stream(name, _frames(frames))).latency_ns
+
+
+class _Baseline:
+    """The null adapter's call shape: a bound method that returns a stored object."""
+
+    def __init__(self, out: object) -> None:
+        self._out = out
+
+    def step(self, frame: Frame) -> object:
+        return self._out
+
+
+def _bare_loop(step: Callable[[Frame], object], frames: Sequence[Frame]) -> None:
+    for frame in frames:
+        step(frame)
+
+
+def _loop_overhead(frames: int, repeats: int) -> tuple[float, float]:
+    """Median ns per frame of a bare loop and of the engine's frame loop, interleaved repeats."""
+    adapter = NullAdapter(NullAdapter.Options(classes=CLASSES))
+    engine = Engine(adapter, EngineConfig(warmup_frames=0))
+    step = _Baseline(object()).step
+    fed = _frames(frames)
+    bare, timed = [], []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        _bare_loop(step, fed)
+        bare.append(time.perf_counter_ns() - start)
+        start = time.perf_counter_ns()
+        engine._feed(fed, "selftest-loop", frames)
+        timed.append(time.perf_counter_ns() - start)
+    return statistics.median(bare) / frames, statistics.median(timed) / frames
+
+
+def run_selftest(config: SelfTestConfig | None = None) -> SelfTestReport:
+    """Run the null adapter and every busy-wait duration through the engine; nothing is written."""
+    config = config or SelfTestConfig()
+    resolution = measure_resolution(config.resolution_samples)
+    null = NullAdapter(NullAdapter.Options(classes=CLASSES))
+    lat = _engine_latency(null, config.frames, config.warmup_frames, "selftest-null")
+    bare_ns, engine_ns = _loop_overhead(config.frames, config.overhead_repeats)
+    overhead = OverheadFigures(
+        frames=config.frames,
+        latency_median_ns=float(np.median(lat)),
+        latency_p99_ns=float(np.percentile(lat, 99)),
+        latency_min_ns=int(lat.min()),
+        bare_loop_ns_per_frame=bare_ns,
+        engine_loop_ns_per_frame=engine_ns,
+        loop_overhead_ns_per_frame=engine_ns - bare_ns,
+        repeats=config.overhead_repeats,
+    )
+    busy = []
+    for duration in config.durations_us:
+        adapter = BusyWaitAdapter(BusyWaitOptions(duration_us=duration, classes=CLASSES))
+        measured = _engine_latency(adapter, config.busy_frames, config.busy_warmup_frames, "selftest-busy")
+        busy.append(judge_busy_wait(duration, measured, config.tolerance_for(duration)))
+    return SelfTestReport(
+        config=config, clock=clock_info("cpu"), resolution=resolution, overhead=overhead, busy_wait=busy
+    )
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:.3f}"
+
+
+def print_selftest(console: Console, report: SelfTestReport) -> None:
+    """The report as two rich tables and a verdict line."""
+    clock, res, ov = report.clock, report.resolution, report.overhead
+    console.print(
+        f"clock [bold]{clock.name}[/] ({clock.implementation}, monotonic={clock.monotonic}); "
+        f"resolution declared {res.declared_ns:g} ns, measured {res.measured_ns} ns "
+        f"(smallest step of {res.samples} reads; {res.read_cost_ns:.0f} ns per read)",
+        highlight=False,
+    )
+    floor = Table(title=f"Overhead floor: null adapter, {ov.frames} frames (µs)", title_justify="left")
+    columns = {
+        "latency p50": ov.latency_median_ns,
+        "latency p99": ov.latency_p99_ns,
+        "latency min": ov.latency_min_ns,
+        "bare loop/frame": ov.bare_loop_ns_per_frame,
+        "engine loop/frame": ov.engine_loop_ns_per_frame,
+        "loop overhead/frame": ov.loop_overhead_ns_per_frame,
+    }
+    for name in columns:
+        floor.add_column(name, justify="right")
+    floor.add_row(*(_us(v) for v in columns.values()))
+    console.print(floor)
+    busy = Table(title="Busy-wait adapter: measured against nominal (µs)", title_justify="left")
+    for name in ("nominal", "frames", "p50", "p99", "min", "error %", "tolerance %", "below nominal", ""):
+        busy.add_column(name, justify="right")
+    for b in report.busy_wait:
+        busy.add_row(
+            f"{b.duration_us:g}",
+            str(b.frames),
+            _us(b.median_ns),
+            _us(b.p99_ns),
+            _us(b.min_ns),
+            f"{100 * b.relative_error:+.3f}",
+            f"{100 * b.tolerance:g}",
+            str(b.below_nominal),
+            "[green]PASS[/]" if b.passed else "[bold red]FAIL[/]",
+        )
+    console.print(busy)
+    verdict = "[bold green]selftest passed[/]" if report.passed else "[bold red]selftest FAILED[/]"
+    console.print(verdict)

@@ -1,0 +1,1 @@
+"""Integrations with other tools: the pytest plugin (entry point ``pytest11``)."""

@@ -1,0 +1,55 @@
+"""What one report shows of one run: its result files, read once, and the sections that draw them
+(DESIGN.md "Results"). :func:`harness.runs.catalog.load_bundle` fills a bundle through the protocol
+registry; the report only draws it. A part that is missing or unreadable is absent with the reason,
+which the report shows in its place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from harness.results.files import RunResult
+from harness.results.headline import Figure
+from protocols.recording import StreamRecording
+
+__all__ = ["RunBundle", "SectionSpec"]
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    """One section of a run's report: its id (``run<i>-<key>``), its title and how it is drawn."""
+
+    key: str
+    title: str
+    render: Callable[[RunBundle], str]
+
+
+@dataclass
+class RunBundle:
+    """Everything the report reads of one run directory.
+
+    ``results``: each protocol's result, by protocol name; ``missing``: a part (a protocol's name, or
+    ``arrays``) -> why it is absent; ``recordings``: the online run's arrays; ``sections``: the sections
+    the protocols draw, in registry order; ``headlines``: the figures of the protocols present that draw
+    no section of their own; ``others``: every such protocol's result file, by name.
+    """
+
+    run_dir: Path
+    name: str
+    results: dict[str, BaseModel] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    recordings: list[StreamRecording] | None = None
+    sections: list[SectionSpec] = field(default_factory=list)
+    headlines: dict[str, list[Figure]] = field(default_factory=dict)
+    others: dict[str, str] = field(default_factory=dict)
+    result_reason: str = "no result.json in this run directory"
+    """Why :attr:`result` is None, set by the protocol that writes ``result.json``."""
+
+    @property
+    def result(self) -> RunResult | None:
+        """The run's ``result.json`` (most sections draw it), if it holds a readable one."""
+        return next((r for r in self.results.values() if isinstance(r, RunResult)), None)

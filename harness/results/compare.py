@@ -1,0 +1,333 @@
+"""Comparing two runs: the change in each headline figure, and the regression gate (DESIGN.md "Results").
+
+* Runs whose environment fingerprints differ (:func:`harness.instruments.manifest.fingerprint`) are not
+  compared unless forced: their latencies measure different machines.
+* ``--fail-on`` rules (:class:`FailOnSpec`), e.g. ``p95:+10%,f1@100ms:-0.01``: a figure *breaches* its rule
+  when it moved in the rule's direction by more than the floor (relative, ``%``, or absolute).
+* A latency figure (:data:`harness.headline.LATENCY_KEYS`) is called a regression only when it breaches
+  its floor **and** a one-sided Mann–Whitney U test (Mann & Whitney 1947; ``scipy.stats.mannwhitneyu``,
+  asymptotic normal approximation with continuity correction for large samples) over the two runs'
+  per-frame latencies agrees at level ``alpha`` — in the direction that makes the figure worse. The
+  effect floor keeps a tiny, significant shift from failing the gate; the rank test keeps a few outliers
+  moving a tail percentile from failing it.
+* Other figures (F1, accuracy, energy, causality checks) are regressions when they breach their floor.
+
+Pure but for scipy: the caller loads the runs and their per-frame samples.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from scipy.stats import mannwhitneyu
+
+from harness.results.headline import LATENCY_KEYS, Figure, RunHeadline
+
+__all__ = [
+    "Comparison",
+    "FailOnSpec",
+    "FailOnSpecError",
+    "FailRule",
+    "FigureChange",
+    "FigureKeys",
+    "FingerprintMismatchError",
+    "RankTest",
+    "compare_runs",
+]
+
+_KEY = re.compile(r"^[^\s,:]+$")
+_THRESHOLD = re.compile(r"^([+-])(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(%?)$")
+FigureKeys = Sequence[tuple[str, str]]
+"""The figures a rule may name: (regular expression of the keys, how to write them), one per protocol."""
+
+
+class FailOnSpecError(ValueError):
+    """A --fail-on specification that cannot be parsed; names the item."""
+
+
+class FingerprintMismatchError(ValueError):
+    """The two runs were measured in different environments."""
+
+
+class FailRule(BaseModel):
+    """``KEY:±FLOOR[%]``: fail when the figure moved in the direction of the sign by more than the floor."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    direction: Literal[1, -1] = Field(description="+1: rising is bad; -1: falling is bad")
+    floor: float = Field(gt=0, description="the effect that must be exceeded (a fraction when relative)")
+    relative: bool
+
+    @field_validator("key")
+    @classmethod
+    def _key_syntax(cls, key: str) -> str:
+        if not _KEY.match(key):
+            raise ValueError(f"figure {key!r}: a key has no blank, ',' or ':'")
+        return key
+
+    @field_validator("floor")
+    @classmethod
+    def _finite(cls, floor: float) -> float:
+        if not math.isfinite(floor):
+            raise ValueError("the floor must be a finite number")
+        return floor
+
+    def describe(self) -> str:
+        sign = "+" if self.direction > 0 else "-"
+        return (
+            f"{self.key}:{sign}{self.floor * 100:g}%" if self.relative else f"{self.key}:{sign}{self.floor:g}"
+        )
+
+
+class FailOnSpec(BaseModel):
+    """The parsed ``--fail-on`` option: comma-separated rules, at most one per figure."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rules: tuple[FailRule, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None, figures: FigureKeys = ()) -> FailOnSpec:
+        """Parse ``FIGURE:±FLOOR[,...]``; with ``figures`` (each protocol's key pattern and how to write
+        it: :func:`harness.runs.catalog.figure_keys`), a figure no protocol has is refused here."""
+        if text is None or not text.strip():
+            return cls()
+        rules: list[FailRule] = []
+        for position, raw in enumerate(text.split(","), start=1):
+            item = raw.strip()
+            where = f"--fail-on item {position} {item!r}"
+            key, sep, threshold = item.rpartition(":")
+            if not sep or not key:
+                raise FailOnSpecError(f"{where}: expected FIGURE:±FLOOR, e.g. p95:+10% or f1@100ms:-0.01")
+            match = _THRESHOLD.match(threshold.strip())
+            if match is None:
+                raise FailOnSpecError(
+                    f"{where}: the floor {threshold!r} must be a signed number, optionally a percentage "
+                    "(+ fails when the figure rises by more, - when it falls by more)"
+                )
+            sign, number, relative = match.group(1), threshold.strip()[1:].rstrip("%"), match.group(5) == "%"
+            value = float(number) / (100 if relative else 1)
+            if value <= 0:
+                raise FailOnSpecError(f"{where}: the floor must be greater than 0")
+            try:
+                rule = FailRule(
+                    key=key.strip(), direction=1 if sign == "+" else -1, floor=value, relative=relative
+                )
+            except ValidationError as exc:
+                message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+                raise FailOnSpecError(f"{where}: {message}") from None
+            if figures and not any(re.fullmatch(pattern, rule.key) for pattern, _ in figures):
+                known = ", ".join(how for _, how in figures)
+                raise FailOnSpecError(f"{where}: unknown figure {rule.key!r}; the figures are {known}")
+            if any(r.key == rule.key for r in rules):
+                raise FailOnSpecError(f"{where}: {rule.key} already has a rule")
+            rules.append(rule)
+        return cls(rules=tuple(rules))
+
+
+class RankTest(BaseModel):
+    """One-sided Mann–Whitney U test of the per-frame latencies (head against base)."""
+
+    method: str = "Mann-Whitney U, one-sided (scipy.stats.mannwhitneyu)"
+    alternative: Literal["greater", "less"] = Field(description="head latencies greater / less than base")
+    statistic: float
+    p_value: float
+    alpha: float
+    n_base: int
+    n_head: int
+    agrees: bool
+
+
+class FigureChange(BaseModel):
+    """A figure in both runs and how it changed; ``verdict`` says why it is (not) a regression."""
+
+    key: str
+    label: str
+    unit: str
+    better: Literal["higher", "lower"]
+    base: Figure | None
+    head: Figure | None
+    change: float | None = Field(description="head - base; null when either is missing")
+    relative: float | None = Field(description="(head - base) / |base|; null when base is 0 or missing")
+    rule: FailRule | None
+    breached: bool
+    rank_test: RankTest | None
+    regression: bool
+    verdict: str
+
+
+class Comparison(BaseModel):
+    base: RunHeadline
+    head: RunHeadline
+    forced: bool
+    fingerprint_note: str | None
+    alpha: float
+    rules: tuple[FailRule, ...]
+    changes: list[FigureChange]
+    regressions: list[str]
+
+
+def _rank_test(
+    base_ns: npt.NDArray[np.int64],
+    head_ns: npt.NDArray[np.int64],
+    alternative: Literal["greater", "less"],
+    alpha: float,
+) -> RankTest:
+    result = mannwhitneyu(head_ns, base_ns, alternative=alternative)
+    p_value = float(result.pvalue)
+    return RankTest(
+        alternative=alternative,
+        statistic=float(result.statistic),
+        p_value=p_value,
+        alpha=alpha,
+        n_base=int(base_ns.size),
+        n_head=int(head_ns.size),
+        agrees=p_value < alpha,
+    )
+
+
+def _change(
+    key: str,
+    base: Figure | None,
+    head: Figure | None,
+    rule: FailRule | None,
+    samples: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None,
+    alpha: float,
+) -> FigureChange:
+    shown = base or head
+    assert shown is not None
+    fields = {
+        "key": key,
+        "label": shown.label,
+        "unit": shown.unit,
+        "better": shown.better,
+        "base": base,
+        "head": head,
+    }
+    missing = [
+        f"{'null' if fig is not None else 'absent'} in {side}"
+        for side, fig in (("base", base), ("head", head))
+        if fig is None or fig.value is None
+    ]
+    if missing:
+        # A gated figure one run has and the other lacks fails the gate (a CI gate must not pass because
+        # the head stopped reporting it); null in both runs (e.g. energy on a machine without sensors) is
+        # not compared, and says so.
+        lost = rule is not None and len(missing) == 1
+        lead = "not compared: "
+        if lost and rule is not None:
+            lead = f"REGRESSION: gated by {rule.describe()} but "
+        return FigureChange(
+            **fields,
+            change=None,
+            relative=None,
+            rule=rule,
+            breached=lost,
+            rank_test=None,
+            regression=lost,
+            verdict=lead + ", ".join(missing),
+        )
+    assert base is not None and head is not None and base.value is not None and head.value is not None
+    change = head.value - base.value
+    relative = change / abs(base.value) if base.value != 0 else None
+    if rule is None:
+        return FigureChange(
+            **fields,
+            change=change,
+            relative=relative,
+            rule=None,
+            breached=False,
+            rank_test=None,
+            regression=False,
+            verdict="no rule",
+        )
+    effect = relative if rule.relative else change
+    if effect is None:
+        breached, verdict = False, "base is 0: a relative floor cannot be applied"
+    else:
+        breached = effect * rule.direction > rule.floor
+        verdict = f"breaches {rule.describe()}" if breached else f"within {rule.describe()}"
+    test = None
+    regression = breached
+    if breached and key in LATENCY_KEYS:
+        # the figure worsens with latency for lower-is-better keys (p95, rtf) and improves for fps
+        worse_latency = rule.direction if shown.better == "lower" else -rule.direction
+        if samples is None:
+            regression, verdict = False, verdict + "; no per-frame samples, so no rank test: not called"
+        else:
+            test = _rank_test(samples[0], samples[1], "greater" if worse_latency > 0 else "less", alpha)
+            regression = test.agrees
+            verdict += (
+                f"; rank test agrees (p = {test.p_value:.3g} < {alpha:g})"
+                if test.agrees
+                else f"; rank test disagrees (p = {test.p_value:.3g} ≥ {alpha:g}): not a regression"
+            )
+    return FigureChange(
+        **fields,
+        change=change,
+        relative=relative,
+        rule=rule,
+        breached=breached,
+        rank_test=test,
+        regression=regression,
+        verdict=("REGRESSION: " if regression else "") + verdict,
+    )
+
+
+def compare_runs(
+    base: RunHeadline,
+    head: RunHeadline,
+    spec: FailOnSpec | None = None,
+    base_latency_ns: npt.ArrayLike | None = None,
+    head_latency_ns: npt.ArrayLike | None = None,
+    alpha: float = 0.01,
+    force: bool = False,
+) -> Comparison:
+    """Every figure of either run, in the base's order then the head's new ones, judged by ``spec``."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    spec = spec or FailOnSpec()
+    note = None
+    if base.fingerprint is not None and head.fingerprint is not None and base.fingerprint != head.fingerprint:
+        if not force:
+            raise FingerprintMismatchError(
+                f"environment fingerprints differ: {base.run} has {base.fingerprint}, {head.run} has "
+                f"{head.fingerprint}; their latencies measure different environments "
+                "(`streambench env` shows what the fingerprint covers). Compare anyway with --force"
+            )
+        note = f"forced: environment fingerprints differ ({base.fingerprint} vs {head.fingerprint})"
+    elif base.fingerprint is None or head.fingerprint is None:
+        note = "; ".join(
+            f"{h.run}: {h.fingerprint_reason or 'no fingerprint'}"
+            for h in (base, head)
+            if h.fingerprint is None
+        )
+    keys = [f.key for f in base.figures] + [f.key for f in head.figures if base.figure(f.key) is None]
+    for rule in spec.rules:
+        if rule.key not in keys:
+            raise FailOnSpecError(
+                f"--fail-on {rule.describe()}: neither {base.run} nor {head.run} has the figure "
+                f"{rule.key!r}; their figures: {', '.join(keys)}"
+            )
+    rules = {r.key: r for r in spec.rules}
+    samples = None
+    if base_latency_ns is not None and head_latency_ns is not None:
+        samples = (np.asarray(base_latency_ns, dtype=np.int64), np.asarray(head_latency_ns, dtype=np.int64))
+    changes = [_change(k, base.figure(k), head.figure(k), rules.get(k), samples, alpha) for k in keys]
+    return Comparison(
+        base=base,
+        head=head,
+        forced=force,
+        fingerprint_note=note,
+        alpha=alpha,
+        rules=spec.rules,
+        changes=changes,
+        regressions=[c.key for c in changes if c.regression],
+    )

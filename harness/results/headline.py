@@ -1,0 +1,82 @@
+"""The headline figures of a run, whatever protocol produced it (DESIGN.md "Results"; seed 004 §6.3).
+
+One shape for every result kind (:class:`Figure`, :class:`RunHeadline`), so the run store, the markdown
+summary and the comparison need not know the protocols. Each protocol says what its figures are
+(:meth:`harness.runs.interface.RunProtocol.headline`): for example the online protocol's F1@Δt with
+their bootstrap intervals, latency percentiles with their sample count, FPS, RTF and energy; the
+robustness protocol's F1 at each perturbation point; the causality protocol's checks as 1 / 0.
+
+Nothing is derived that was not measured: a figure without a value carries ``reason``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from protocols.metrics.bootstrap import Interval
+
+__all__ = ["CAPTION", "LATENCY_KEYS", "Figure", "RunHeadline", "interval_fields"]
+
+CAPTION = (
+    "F1@Δt: Strict, frame units, micro, algorithmic clock (seed 004 §6.2.2); frame accuracy: offline view; "
+    "latency: host time of predict() per frame; intervals: percentile bootstrap over streams"
+)
+LATENCY_KEYS = frozenset({"mean", "p50", "p95", "p99", "fps", "rtf"})
+"""Figures computed from the per-frame latencies: a comparison gates them with a rank test."""
+
+
+class Figure(BaseModel):
+    """One headline figure: its value (``None`` with ``reason`` when not measured), its bootstrap
+    interval over ``n_streams`` streams where the result has one, and the sample count behind it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(description="stable name used by --fail-on: f1@100ms, p95, check[occlusion], ...")
+    label: str
+    unit: Literal["", "ms", "fps", "x", "J", "check"]
+    better: Literal["higher", "lower"]
+    value: float | None
+    reason: str | None = Field(None, description="why value is null")
+    low: float | None = None
+    high: float | None = None
+    confidence: float | None = None
+    n_streams: int | None = None
+    n_frames: int | None = None
+
+    @property
+    def latency(self) -> bool:
+        return self.key in LATENCY_KEYS
+
+
+class RunHeadline(BaseModel):
+    """The headline of one run directory: every result file in it, figures in a fixed order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run: str = Field(description="the run directory's name")
+    run_id: str
+    protocols: list[str] = Field(description="the protocols whose result files the run holds")
+    adapter: str
+    created_at: datetime
+    fingerprint: str | None
+    fingerprint_reason: str | None = None
+    figures: list[Figure]
+    warnings: list[str] = Field(default_factory=list)
+    captions: list[str] = Field(
+        default_factory=list, description="how the figures are defined, one line per protocol that says"
+    )
+
+    def figure(self, key: str) -> Figure | None:
+        return next((f for f in self.figures if f.key == key), None)
+
+
+def interval_fields(interval: Interval) -> dict[str, float | int]:
+    return {
+        "low": interval.low,
+        "high": interval.high,
+        "confidence": interval.confidence,
+        "n_streams": interval.n_streams,
+    }

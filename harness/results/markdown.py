@@ -1,0 +1,156 @@
+"""Markdown summaries of a run or a comparison, for a CI job summary (GitHub-flavoured tables).
+
+Every string taken from a result (run names, adapter names, reasons, warnings) is escaped, so a
+result cannot inject markup into the page (DESIGN.md "Results": "Reports escape every string they show").
+Figures are the headline of :mod:`harness.results.headline`; a figure that was not measured is shown as
+"null" with its reason, never as a number.
+"""
+
+from __future__ import annotations
+
+import re
+
+from harness.results.compare import Comparison, FigureChange
+from harness.results.headline import Figure, RunHeadline
+
+__all__ = ["compare_markdown", "escape_md", "format_interval", "format_value", "run_markdown"]
+
+_SPECIAL = re.compile(r"([\\`*_\[\]{}|#~!])")
+
+
+def escape_md(text: str) -> str:
+    """Escape Markdown and HTML specials; newlines become spaces (a table cell is one line)."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """How every figure is printed: F1 and accuracy to 4 decimals, ms to 3, FPS whole, RTF and J to 4
+    significant digits; a check as pass / FAIL."""
+    if value is None:
+        return "null"
+    if unit == "check":
+        return "pass" if value >= 1 else "FAIL"
+    if unit == "ms":
+        return f"{value:.3f}"
+    if unit == "fps":
+        return f"{value:.0f}"
+    if unit in ("x", "J"):
+        return f"{value:.4g}"
+    return f"{value:.4f}"
+
+
+def _unit(unit: str) -> str:
+    return f" ({unit})" if unit in ("ms", "J") else ""
+
+
+def format_interval(figure: Figure) -> str:
+    """``95 % [low, high]``, or empty when the figure has no bootstrap interval."""
+    if figure.low is None or figure.high is None:
+        return ""
+    level = f"{figure.confidence * 100:g} % " if figure.confidence is not None else ""
+    return f"{level}[{format_value(figure.low, figure.unit)}, {format_value(figure.high, figure.unit)}]"
+
+
+def _samples(figure: Figure) -> str:
+    parts = []
+    if figure.n_streams is not None:
+        parts.append(f"{figure.n_streams} streams")
+    if figure.n_frames is not None:
+        parts.append(f"{figure.n_frames} frames")
+    return ", ".join(parts)
+
+
+def _value_cell(figure: Figure | None) -> str:
+    if figure is None:
+        return "–"
+    if figure.value is None:
+        return f"null: {escape_md(figure.reason or 'not measured')}"
+    if figure.unit == "check" and figure.value < 1 and figure.reason:
+        return f"FAIL: {escape_md(figure.reason)}"
+    return format_value(figure.value, figure.unit)
+
+
+def _header(head: RunHeadline) -> str:
+    fingerprint = (
+        escape_md(head.fingerprint)
+        if head.fingerprint is not None
+        else f"null: {escape_md(head.fingerprint_reason or 'not recorded')}"
+    )
+    return (
+        f"adapter {escape_md(head.adapter)} · protocol {escape_md('+'.join(head.protocols))} · "
+        f"{head.created_at:%Y-%m-%d %H:%M:%S} UTC · environment fingerprint {fingerprint}"
+    )
+
+
+def run_markdown(head: RunHeadline) -> str:
+    """One run: its header line, a table of its headline figures and its warnings."""
+    lines = [
+        f"### streambench run {escape_md(head.run)}",
+        "",
+        _header(head),
+        "",
+        "| figure | value | bootstrap interval | samples |",
+        "| --- | ---: | --- | --- |",
+    ]
+    for figure in head.figures:
+        lines.append(
+            f"| {escape_md(figure.label)}{_unit(figure.unit)} | {_value_cell(figure)} "
+            f"| {format_interval(figure)} | {_samples(figure)} |"
+        )
+    for caption in head.captions:
+        lines += ["", escape_md(caption)]
+    lines.extend(f"\n> **warning:** {escape_md(w)}" for w in head.warnings)
+    return "\n".join(lines) + "\n"
+
+
+def _change_cell(change: FigureChange) -> str:
+    if change.change is None:
+        return "–"
+    if change.unit == "check":
+        return "unchanged" if change.change == 0 else ("now passes" if change.change > 0 else "now FAILS")
+    absolute = f"{change.change:+.4g}"
+    return absolute if change.relative is None else f"{absolute} ({change.relative * 100:+.1f} %)"
+
+
+def _side(figure: Figure | None) -> str:
+    cell = _value_cell(figure)
+    if figure is not None and figure.value is not None and format_interval(figure):
+        cell += f" {format_interval(figure)}"
+    return cell
+
+
+def compare_markdown(comparison: Comparison) -> str:
+    """A comparison: verdict first, then base and head with their intervals, the change and the verdict."""
+    base, head = comparison.base, comparison.head
+    if comparison.regressions:
+        status = f"**{len(comparison.regressions)} regression(s):** " + ", ".join(
+            escape_md(k) for k in comparison.regressions
+        )
+    elif comparison.rules:
+        status = "**No regression** against " + ", ".join(escape_md(r.describe()) for r in comparison.rules)
+    else:
+        status = "No --fail-on rules: changes shown, nothing judged."
+    lines = [
+        f"### streambench compare {escape_md(base.run)} → {escape_md(head.run)}",
+        "",
+        status,
+        "",
+        f"- base: {_header(base)}",
+        f"- head: {_header(head)}",
+    ]
+    if comparison.fingerprint_note:
+        lines.append(f"- note: {escape_md(comparison.fingerprint_note)}")
+    lines += [
+        "",
+        "| figure | base | head | change | verdict |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for change in comparison.changes:
+        lines.append(
+            f"| {escape_md(change.label)}{_unit(change.unit)} | {_side(change.base)} | {_side(change.head)} "
+            f"| {_change_cell(change)} | {escape_md(change.verdict)} |"
+        )
+    for caption in dict.fromkeys(base.captions + head.captions):  # each once, in order
+        lines += ["", escape_md(caption)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,230 @@
+"""The readable summaries ``streambench run`` prints: the F1@Δt curve and the latency row (online), the
+robustness table, the causality table."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness.results.files import RunResult
+from protocols.causality import CausalityReport
+from protocols.robustness import RobustnessReport
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def print_summary(console: Console, result: RunResult) -> None:
+    metrics = result.metrics
+    overall = metrics.overall
+    acc = overall.accuracy
+    deltas = [p.delta_ms for p in acc.curves["frame"]["strict"]]
+
+    frame, segment = acc.curves["frame"], acc.curves["segment"]
+    curve = Table(
+        title="Accuracy given how late the answer may come (%)",
+        caption="Strict mode, frame units, micro F1 unless noted; algorithmic clock but the last "
+        "column, where "
+        "t_pred = when predict() finished, "
+        f"latencies replayed with frames arriving on time ({result.protocol_config.pacing_policy} policy)",
+        title_justify="left",
+    )
+    replay = acc.curves["frame_replay"]
+    columns = ("Δt ms", "F1", "F1 Early-ok", "macro F1", "Acc", "segment F1")
+    for name in (*columns, "F1 compute-aware"):
+        curve.add_column(name, justify="right")
+    for i, delta in enumerate(deltas):
+        curve.add_row(
+            f"{delta:g}",
+            _pct(frame["strict"][i].f1_micro),
+            _pct(frame["early_ok"][i].f1_micro),
+            _pct(frame["strict"][i].f1_macro),
+            _pct(frame["strict"][i].accuracy),
+            _pct(segment["strict"][i].f1_micro),
+            _pct(replay["strict"][i].f1_micro),
+        )
+    console.print(curve)
+
+    speed = overall.speed
+    lat = speed.latency
+    timing = Table(title=f"Latency of predict() over {lat.n} frames (ms)", title_justify="left")
+    for name in ("avg", "p50", "p95", "p99", "max", "FPS", "RTF"):
+        timing.add_column(name, justify="right")
+    timing.add_row(
+        f"{lat.mean_ms:.3f}",
+        f"{lat.p50_ms:.3f}",
+        f"{lat.p95_ms:.3f}",
+        f"{lat.p99_ms:.3f}",
+        f"{lat.max_ms:.3f}",
+        "–" if lat.fps is None else f"{lat.fps:.0f}",
+        f"{speed.rtf:.4f}",
+    )
+    console.print(timing)
+    if speed.device is not None:
+        dev = speed.device.latency
+        console.print(
+            f"device share (CUDA events): p50 {dev.p50_ms:.3f} ms · p95 {dev.p95_ms:.3f} ms · "
+            f"{speed.device.divergent_frames} frames flagged {speed.device.first_divergent}",
+            highlight=False,
+        )
+    replayed = speed.replay
+    stale = "–" if replayed.p95_staleness_ms is None else f"{replayed.p95_staleness_ms:.1f} ms"
+    console.print(
+        f"{'paced on the wall clock' if replayed.measured else 'replayed with frames arriving on time'} "
+        f"({replayed.policy}): deadline misses "
+        f"{100 * replayed.deadline_miss_rate:.1f} % · dropped {100 * replayed.drop_rate:.1f} % · mean wait "
+        f"{replayed.mean_wait_ms:.3f} ms · latency from arrival p50/p95 "
+        f"{replayed.p50_response_ms or 0:.3f}/{replayed.p95_response_ms or 0:.3f} ms · p95 staleness {stale}",
+        highlight=False,
+    )
+    if speed.breakdown:
+        stages = Table(title="Latency breakdown per frame (seed 004 §6.3.1)", title_justify="left")
+        for name, justify in (("stage", "left"), ("ms", "right"), ("share %", "right"), ("timing", "left")):
+            stages.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for row in speed.breakdown:
+            stages.add_row(row.stage, f"{row.ms_per_frame:.4f}", f"{100 * row.share:.1f}", row.method)
+        console.print(stages)
+
+    head = metrics.headline
+    f1_0, mean_ms = head.f1_strict[0], head.mean_latency_ms
+    console.print(
+        f"{100 * f1_0.confidence:.0f} % intervals over {f1_0.n_streams} streams (bootstrap): "
+        f"F1@{deltas[0]:g} ms Strict {_pct(f1_0.estimate)} [{_pct(f1_0.low)}, {_pct(f1_0.high)}] % · "
+        f"F1@{deltas[-1]:g} ms Strict {_pct(head.f1_strict[-1].estimate)} "
+        f"[{_pct(head.f1_strict[-1].low)}, {_pct(head.f1_strict[-1].high)}] % · "
+        f"mean latency {mean_ms.estimate:.4f} [{mean_ms.low:.4f}, {mean_ms.high:.4f}] ms · "
+        f"latency IQR/median {100 * head.latency_spread:.0f} %",
+        highlight=False,
+    )
+    for warning in head.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    res = result.resources
+    energy = (
+        f"{res.energy_per_frame_j:.4g} J/frame ({res.gpu_energy.method})"
+        if res.energy_per_frame_j is not None
+        else f"null ({res.energy_per_frame_reason})"
+    )
+    flops = f"{res.flops_per_frame:,}" if res.flops_per_frame is not None else f"null ({res.flops_reason})"
+    console.print(
+        f"resources: peak RSS {res.memory.peak_rss_bytes / 2**20:.0f} MiB · GPU energy {energy} · "
+        f"FLOPs/frame {flops} · W@RTF=1 "
+        f"{'null' if res.power_at_rtf1_w is None else f'{res.power_at_rtf1_w:.1f} W'} · "
+        f"environment fingerprint {result.fingerprint}",
+        highlight=False,
+    )
+    if result.normalisation is not None:
+        norm = result.normalisation
+        figures = (
+            f"speed-up {norm.speedup:.3f}x" if norm.speedup is not None else "speed-up null",
+            f"FLOPs-normalised latency {norm.flops_normalised_latency_ms:.4f} ms"
+            if norm.flops_normalised_latency_ms is not None
+            else "FLOPs-normalised latency null",
+        )
+        reason = f" ({norm.reason})" if norm.reason else ""
+        console.print(f"against baseline {norm.baseline_run}: {' · '.join(figures)}{reason}", highlight=False)
+    decision = metrics.decision
+    rule = (
+        decision.kind
+        if decision.kind != "threshold"
+        else f"threshold {decision.thresholds[0] if decision.thresholds else ''}"
+    )
+    console.print(
+        f"offline: segment F1 micro {_pct(acc.segment_f1_micro)} % · macro {_pct(acc.segment_f1_macro)} % · "
+        f"frame accuracy {_pct(acc.frame_accuracy)} %\n"
+        f"{len(metrics.streams)} test streams, {acc.num_frames} frames, {acc.num_segments} segments · "
+        f"decision: {rule} · adapter {result.adapter_info.name} on {result.adapter_info.device} · "
+        f"warm-up {result.warmup.frames if result.warmup else 0} frames · clock {result.clock.name}",
+        highlight=False,
+    )
+    _print_execution(console, result)
+
+
+def _print_execution(console: Console, result: RunResult) -> None:
+    """How much was scored, how the adapter ran, and every failure (issue 7: metrics are over what was
+    scored, and the summary says so)."""
+    scored, run = result.scored, result.execution
+    sessions = f" · {run.sessions} sessions (resumed)" if run.sessions > 1 else ""
+    console.print(
+        f"scored {scored.scored_streams} of {scored.planned_streams} planned streams "
+        f"({scored.scored_frames} frames) · adapter ran {run.mode} · on error: {run.on_error}{sessions}",
+        highlight=False,
+    )
+    if not result.failures:
+        return
+    console.print(
+        f"[bold red]{len(result.failures)} stream(s) failed[/] (not scored; tracebacks in result.json):",
+        highlight=False,
+    )
+    for f in result.failures:
+        where = "before its first frame" if f.frame is None else f"frame {f.frame}"
+        console.print(f"  {escape(f.stream_id)}, {where}: {escape(f.message)}", highlight=False)
+
+
+def print_robustness(console: Console, report: RobustnessReport) -> None:
+    """The robustness table (seed 004 §6.2.2 (3)): F1 at each sweep point and its drop from clean."""
+    table = Table(
+        title=f"Robustness: F1@{report.report_delta_ms:g} ms (Strict, frame, micro) under perturbation",
+        title_justify="left",
+    )
+    for name in ("point", "F1 %", "drop (abs, pp)", "drop (rel) %", "status"):
+        table.add_column(name, justify="left" if name in ("point", "status") else "right")
+    clean_f1 = report.clean.f1
+    table.add_row(
+        "clean",
+        "–" if clean_f1 is None else _pct(clean_f1),
+        "",
+        "",
+        "ok" if clean_f1 is not None else "failed",
+    )
+    for point in report.points:
+        if point.failure is not None:
+            fail = point.failure
+            table.add_row(
+                point.variant.name,
+                "–",
+                "–",
+                "–",
+                f"failed: stream {fail.stream_id}, frame {fail.frame}: {fail.error}",
+            )
+            continue
+        f1, drop, rel = point.f1, point.abs_drop, point.rel_drop
+        table.add_row(
+            point.variant.name,
+            "–" if f1 is None else _pct(f1),
+            "–" if drop is None else f"{100 * drop:+.1f}",
+            "–" if rel is None else f"{100 * rel:+.1f}",
+            "ok",
+        )
+    console.print(table)
+
+
+def print_causality(console: Console, report: CausalityReport, skipped: dict[str, str] | None = None) -> None:
+    """The causality table (one row per check, naming the first offending stream and frame), then each
+    check's detail on its own line, so the table stays readable in a narrow terminal."""
+    verdict = "passed" if report.passed else f"FAILED ({', '.join(report.failed)})"
+    table = Table(title=f"Causality: {verdict}", title_justify="left")
+    for name in ("check", "passed", "first stream", "first frame", "max difference"):
+        table.add_column(name, justify="right" if name in ("first frame", "max difference") else "left")
+    for check in report.checks:
+        frame = "–" if check.first_frame is None else str(check.first_frame)
+        if check.first_source is not None:
+            frame = f"{frame} (from x_{check.first_source})"
+        diff = check.max_difference
+        table.add_row(
+            check.name,
+            "[green]yes[/green]" if check.passed else "[red]NO[/red]",
+            check.first_stream or "–",
+            frame,
+            "inf" if math.isinf(diff) else f"{diff:.3g}",
+        )
+    for name in skipped or {}:
+        table.add_row(name, "skipped", "–", "–", "–")
+    console.print(table)
+    for check in report.checks:
+        console.print(f"[bold]{check.name}[/]: {escape(check.detail)}", highlight=False)
+    for name, reason in (skipped or {}).items():
+        console.print(f"[bold]{name}[/] (skipped): {escape(reason)}", highlight=False)

@@ -1,0 +1,4 @@
+"""Runs: the protocols as the harness executes them. One interface (:mod:`harness.runs.interface`), one
+module per protocol implementing it, and one registry (:mod:`harness.runs.registry`) that the command
+line, the sweep, the run store and the report iterate; :mod:`harness.runs.catalog` reads a run directory
+through the registry (headline, index, report bundle)."""

@@ -1,0 +1,250 @@
+"""A run directory read through the protocol registry: which result files it holds, its headline, its
+place in the run store, its report bundle (DESIGN.md "Results").
+
+The results room below knows files and the SQLite index but no protocol; this module joins them with
+:func:`harness.runs.registry.protocols`, so a protocol added to the registry is listed by ``runs``,
+compared by ``compare`` and drawn by ``report`` with no change here.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from harness.io.atomic import atomic_write_text
+from harness.report import build_report
+from harness.report.bundle import RunBundle
+from harness.results import store
+from harness.results.files import ResultFileError, write_protocol_result
+from harness.results.headline import Figure, RunHeadline
+from harness.results.store import ReindexReport, StoreError
+from harness.runs import registry
+
+__all__ = [
+    "figure_keys",
+    "figures_of",
+    "get_run",
+    "has_results",
+    "index_run",
+    "index_runs",
+    "index_written",
+    "list_runs",
+    "load_bundle",
+    "load_headline",
+    "reindex",
+    "resolve_run",
+    "result_files",
+    "scan_runs",
+    "write_indexed",
+    "write_report",
+]
+
+
+def result_files() -> list[str]:
+    """The result file of every registered protocol, in listing order."""
+    return [p.result_file for p in registry.protocols()]
+
+
+def has_results(run_dir: Path) -> bool:
+    return any((run_dir / name).is_file() for name in result_files())
+
+
+def load_headline(run_dir: Path) -> RunHeadline:
+    """Read every result file of a run directory and extract its headline; names the file on error."""
+    if not run_dir.is_dir():
+        raise ResultFileError(f"{run_dir}: no such run directory")
+    found: list[tuple[str, BaseModel]] = []
+    figures, notes, captions = [], [], []
+    for protocol in registry.protocols():
+        if not (run_dir / protocol.result_file).is_file():
+            continue
+        result = protocol.load_result(run_dir)
+        found.append((protocol.name, result))
+        figures.extend(protocol.headline(result))
+        notes.extend(protocol.warnings(result))
+        if protocol.caption is not None:
+            captions.append(protocol.caption)
+    if not found:
+        raise ResultFileError(f"{run_dir}: holds none of {', '.join(result_files())}")
+    first = found[0][1]  # every result model records run_id, created_at and adapter
+    fingerprint = next((f for _, r in found if isinstance(f := getattr(r, "fingerprint", None), str)), None)
+    when: datetime = getattr(first, "created_at")  # noqa: B009
+    created = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    files = " and ".join(registry.get(name).result_file for name, _ in found)
+    return RunHeadline(
+        run=run_dir.name,
+        run_id=str(getattr(first, "run_id")),  # noqa: B009
+        protocols=[name for name, _ in found],
+        adapter=str(getattr(first, "adapter")),  # noqa: B009
+        created_at=created.astimezone(timezone.utc),
+        fingerprint=fingerprint,
+        fingerprint_reason=None if fingerprint is not None else f"{files} record no environment fingerprint",
+        figures=figures,
+        warnings=notes,
+        captions=captions,
+    )
+
+
+def figure_keys() -> list[tuple[str, str]]:
+    """Each protocol's headline keys (a regular expression, how to write them), for ``--fail-on``; empty
+    (no check before the runs are read) when a protocol does not declare its keys."""
+    keys = [p.figure_keys for p in registry.protocols()]
+    return keys if all(pattern for pattern, _ in keys) else []
+
+
+def index_run(run_dir: Path) -> RunHeadline:
+    """Read a run directory's results and upsert its headline into ``<run_dir>/../index.sqlite``."""
+    run_dir = run_dir.resolve()
+    head = load_headline(run_dir)  # read before the transaction: it stays short
+    store.upsert(run_dir.parent, head)
+    return head
+
+
+def write_indexed(output_dir: Path, run_id: str, filename: str, result: BaseModel) -> Path:
+    """Write a protocol's result file (:func:`~harness.results.files.write_protocol_result`) and index
+    the run; returns the run directory."""
+    run_dir = write_protocol_result(output_dir, run_id, filename, result)
+    index_written(run_dir)
+    return run_dir
+
+
+def index_runs(run_dirs: Sequence[Path]) -> int:
+    """Index run directories (all under one results directory); each in its own short transaction."""
+    for run_dir in run_dirs:
+        index_run(run_dir)
+    return len(run_dirs)
+
+
+def figures_of(result: BaseModel) -> list[Figure]:
+    """The headline figures of any registered protocol's result."""
+    for protocol in registry.protocols():
+        if isinstance(result, protocol.result_model):
+            return protocol.headline(result)
+    raise TypeError(f"{type(result).__name__} is the result of no registered protocol")
+
+
+def index_written(run_dir: Path) -> None:
+    """Index a run just written. The files are there already: an index that cannot be updated costs a
+    warning, never the result (``streambench reindex`` repairs it)."""
+    try:
+        index_run(run_dir)
+    except Exception as exc:  # any failure of the index must leave the written run intact
+        warnings.warn(
+            f"{run_dir}: written, but not indexed ({type(exc).__name__}: {exc}); "
+            "`streambench reindex` rebuilds the index",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+def _run_dirs(results_dir: Path) -> list[Path]:
+    if not results_dir.is_dir():
+        raise StoreError(f"{results_dir}: no such results directory")
+    return sorted(p for p in results_dir.iterdir() if p.is_dir() and has_results(p))
+
+
+def reindex(results_dir: Path) -> ReindexReport:
+    """Rebuild the index from the run directories: drop everything, then insert every readable run."""
+    heads, skipped = [], {}
+    for run_dir in _run_dirs(results_dir):
+        try:
+            heads.append(load_headline(run_dir))
+        except ResultFileError as exc:
+            skipped[run_dir.name] = str(exc)
+    store.rebuild(results_dir, heads)
+    return ReindexReport(indexed=[h.run for h in heads], skipped=skipped)
+
+
+def list_runs(results_dir: Path, sync: bool = True) -> list[RunHeadline]:
+    """Every indexed run, newest first. With ``sync``, run directories not yet in the index (written by
+    an older streambench, or copied in) are indexed first, and rows whose directory is gone are left out."""
+    return scan_runs(results_dir, sync)[0]
+
+
+def scan_runs(results_dir: Path, sync: bool = True) -> tuple[list[RunHeadline], dict[str, str]]:
+    """:func:`list_runs`, plus the run directories that could not be read, with the reason."""
+    present = {p.name: p for p in _run_dirs(results_dir)}
+    if not sync:
+        return store.indexed(results_dir), {}
+    heads, unreadable = store.sync(results_dir, present, load_headline)
+    return [h for h in heads if h.run in present], unreadable
+
+
+def get_run(ref: str, results_dir: Path) -> RunHeadline:
+    """The headline of one run (see :func:`resolve_run` for ``ref``), read from its directory and indexed."""
+    run_dir = resolve_run(ref, results_dir)
+    head = load_headline(run_dir)
+    if run_dir.resolve().parent == results_dir.resolve():
+        store.upsert(results_dir, head)
+    return head
+
+
+def resolve_run(ref: str, results_dir: Path) -> Path:
+    """A run directory from a reference: a path to a run directory (or to a result file in one), a run
+    id under ``results_dir``, or a unique prefix of one. Errors list the candidates ("did you mean")."""
+    given = Path(ref)
+    if given.is_file() and has_results(given.parent):
+        return given.parent
+    if given.is_dir() and has_results(given):
+        return given
+    if not results_dir.is_dir():
+        raise StoreError(f"run {ref!r}: not a run directory, and {results_dir} does not exist")
+    names = [p.name for p in _run_dirs(results_dir)]
+    if ref in names:
+        return results_dir / ref
+    matches = [n for n in names if n.startswith(ref)] if ref else []
+    if len(matches) == 1:
+        return results_dir / matches[0]
+    if len(matches) > 1:
+        shown = ", ".join(sorted(matches)[:8]) + (" ..." if len(matches) > 8 else "")
+        raise StoreError(
+            f"run {ref!r} is ambiguous in {results_dir}: {len(matches)} runs start with it ({shown})"
+        )
+    if given.is_dir():
+        files = result_files()
+        raise StoreError(f"{given}: a directory, but it holds no {', '.join(files[:-1])} or {files[-1]}")
+    close = store.close_matches(ref, names)
+    close += [n for n in names if ref and ref in n and n not in close][: 3 - len(close)]
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    known = f" ({len(names)} runs there; `streambench runs` lists them)" if names else " (it holds no runs)"
+    raise StoreError(f"run {ref!r}: no such run directory or run id in {results_dir}{known}{hint}")
+
+
+def load_bundle(run_dir: Path) -> RunBundle:
+    """Everything the report draws of ``run_dir``, read by each registered protocol; a missing or broken
+    part becomes a reason, not an error. A protocol with no sections of its own is listed by its headline
+    figures."""
+    bundle = RunBundle(run_dir=run_dir, name=run_dir.name)
+    for protocol in registry.protocols():
+        protocol.read(run_dir, bundle)
+        sections = protocol.report_sections()
+        bundle.sections.extend(sections)
+        if not sections:
+            bundle.others[protocol.name] = protocol.result_file
+        loaded = bundle.results.get(protocol.name)
+        if loaded is None:
+            continue
+        if len(bundle.results) == 1:  # the first protocol found names the run
+            bundle.name = str(getattr(loaded, "run_id"))  # noqa: B009
+        if not sections:
+            bundle.headlines[protocol.name] = protocol.headline(loaded)
+    return bundle
+
+
+def write_report(
+    refs: Sequence[str],
+    output: Path,
+    results_dir: Path = Path("results"),
+    pareto_delta_ms: float | None = None,
+) -> Path:
+    """Resolve each reference (a run directory or a run id under ``results_dir``), build the report and
+    write it atomically to ``output``."""
+    bundles = [load_bundle(resolve_run(ref, results_dir)) for ref in refs]
+    output.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(output, build_report(bundles, pareto_delta_ms))
+    output.chmod(0o644)  # a page to open and share (the atomic writer's temporary file is private)
+    return output

@@ -1,0 +1,259 @@
+"""The online protocol (protocols/online.py; seed 004 §6.2.2) as the harness runs it: every stream frame
+by frame through the engine, in this process or an isolated worker (:mod:`harness.runs.session`), scored
+into ``result.json`` with the per-frame arrays in ``arrays.npz``; an interrupted run is resumed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel
+from rich.console import Console
+from rich.markup import escape
+
+from harness.execution.config import RunConfig
+from harness.execution.event_log import EVENTS_FILE
+from harness.execution.executor import ProgressHook
+from harness.report.bundle import RunBundle, SectionSpec
+from harness.report.sections_quality import detection_section, reliability_section
+from harness.report.sections_run import (
+    breakdown_section,
+    f1_section,
+    latency_section,
+    summary_section,
+    timeline_section,
+)
+from harness.results.files import (
+    ARRAYS_FILE,
+    RESULT_FILE,
+    ResultFileError,
+    RunResult,
+    load_recordings,
+    load_result,
+)
+from harness.results.headline import CAPTION, LATENCY_KEYS, Figure, interval_fields
+from harness.results.summary import print_summary
+from harness.runs.interface import Outcome, RunProtocol
+from harness.runs.session import execute_run, resume_run
+from protocols.online import OnlineConfig
+from protocols.online_speed import measured_latency
+
+__all__ = ["OnlineProtocol", "online_figures", "online_warnings"]
+
+
+class OnlineProtocol(RunProtocol):
+    name = "online"
+    summary = "frame by frame at batch 1: F1@Δt, latency, FPS, RTF, energy, memory (seed 004 §6.2.2)"
+    result_file = RESULT_FILE
+    figure_keys = (
+        r"f1@\d+(\.\d+)?ms|frame_acc|mean|p50|p95|p99|fps|rtf|energy",
+        "f1@<Δt>ms, frame_acc, mean, p50, p95, p99, fps, rtf, energy",
+    )
+    result_model = RunResult
+    sweepable = True
+    caption = CAPTION
+    run_options = frozenset({"isolate", "on_error"})
+
+    def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
+        result, recordings, run_dir = execute_run(run, progress)
+        return Outcome(result, run_dir, recordings)
+
+    def can_resume(self, run_dir: Path) -> bool:
+        return (run_dir / EVENTS_FILE).is_file()
+
+    def resume(self, run_dir: Path, progress: ProgressHook | None) -> Outcome:
+        result, recordings, written = resume_run(run_dir, progress)
+        return Outcome(result, written, recordings)
+
+    def load_result(self, run_dir: Path) -> BaseModel:
+        return load_result(run_dir)
+
+    def print_result(self, console: Console, outcome: Outcome) -> int:
+        """The summary; exit 130 if the run was interrupted, 1 if the adapter failed anywhere."""
+        result = outcome.result
+        assert isinstance(result, RunResult)
+        print_summary(console, result)
+        if result.status == "incomplete":
+            return 130
+        return 1 if result.failures else 0
+
+    def closing_note(self, outcome: Outcome) -> str | None:
+        result = outcome.result
+        assert isinstance(result, RunResult)
+        if result.status != "incomplete":
+            return None
+        return (
+            f"[bold yellow]incomplete:[/] {escape(result.incomplete_reason or '')}; finish it with "
+            f"[bold]streambench run --resume {escape(str(outcome.run_dir))}[/]"
+        )
+
+    def headline(self, result: BaseModel) -> list[Figure]:
+        assert isinstance(result, RunResult)
+        return online_figures(result)
+
+    def frame_latencies_ns(self, run_dir: Path) -> npt.NDArray[np.int64] | None:
+        """Per-frame latencies (ns) of the test streams, frames whose predict() ran (as the headline's)."""
+        recordings = [r for r in load_recordings(run_dir) if r.role == "test"]
+        if not recordings:
+            raise ResultFileError(f"{run_dir / ARRAYS_FILE}: holds no test stream")
+        return np.concatenate([measured_latency(r) for r in recordings])
+
+    def warnings(self, result: BaseModel) -> list[str]:
+        assert isinstance(result, RunResult)
+        return online_warnings(result)
+
+    def incomplete_reason(self, result: BaseModel) -> str | None:
+        assert isinstance(result, RunResult)
+        return None if result.status == "complete" else result.incomplete_reason or "incomplete"
+
+    def read(self, run_dir: Path, bundle: RunBundle) -> None:
+        """``result.json`` and, with a readable one, the recorded ``arrays.npz``."""
+        if (run_dir / RESULT_FILE).is_file():
+            try:
+                bundle.results[self.name] = load_result(run_dir)
+            except ResultFileError as exc:
+                bundle.missing[self.name] = str(exc)
+        else:
+            bundle.missing[self.name] = f"no {RESULT_FILE} in this run directory (not an online run)"
+        if self.name not in bundle.results:
+            bundle.result_reason = bundle.missing[self.name]
+            bundle.missing["arrays"] = f"{ARRAYS_FILE} is read only with a readable {RESULT_FILE}"
+            return
+        try:
+            bundle.recordings = load_recordings(run_dir)
+        except ResultFileError as exc:
+            bundle.missing["arrays"] = str(exc)
+
+    def report_sections(self) -> tuple[SectionSpec, ...]:
+        return (
+            SectionSpec("summary", "Summary", summary_section),
+            SectionSpec("latency", "Latency distribution", latency_section),
+            SectionSpec("timeline", "Latency over the run", timeline_section),
+            SectionSpec("f1", "F1@Δt", f1_section),
+            SectionSpec("breakdown", "Latency breakdown", breakdown_section),
+            SectionSpec("reliability", "Reliability diagram", reliability_section),
+            SectionSpec("detection", "DET and ROC", detection_section),
+        )
+
+    def sweep_row(
+        self, figures: dict[str, float | None], point: str | None
+    ) -> tuple[dict[str, float | None], dict[str, float | None]]:
+        quality = {k: figures.get(k) for k in ("f1@0ms", "f1@100ms", "frame_acc")}
+        return quality, {k: figures.get(k) for k in sorted(LATENCY_KEYS)}
+
+    def sweep_trees(
+        self, run_tree: dict[str, Any], protocol_tree: dict[str, Any], seed: int, point: Any
+    ) -> None:
+        run_tree["protocol"] = protocol_tree  # the online protocol's configuration is the run's own
+
+    def sweep_config(self, protocol_tree: dict[str, Any], run: RunConfig) -> BaseModel | None:
+        OnlineConfig.model_validate(protocol_tree)  # validated here for its error message; it is run.protocol
+        return None
+
+
+def online_figures(result: RunResult) -> list[Figure]:
+    """F1@Δt per Δt (Strict, frame units, micro; seed 004 §6.2.2 (1)) with the bootstrap interval over
+    streams of :class:`protocols.online.Headline`; frame accuracy (offline view, §6.3 table 6.3); per-frame
+    latency mean with its interval and p50 / p95 / p99 with their sample count (§6.2.2 (2)); FPS = 1 / mean
+    latency, whose interval is the mean's mapped through ``1/x`` (a percentile bootstrap interval is carried
+    through a monotone transform; Efron & Tibshirani 1993, §13.3); RTF with its interval; GPU energy per
+    frame (§6.3.3), ``null`` with the reason where it was not measured."""
+    metrics = result.metrics
+    head, speed = metrics.headline, metrics.overall.speed
+    lat = speed.latency
+    figures = []
+    for delta, interval in zip(result.protocol_config.deltas_ms, head.f1_strict, strict=True):
+        figures.append(
+            Figure(
+                key=f"f1@{delta:g}ms",
+                label=f"F1@{delta:g}ms",
+                unit="",
+                better="higher",
+                value=interval.estimate,
+                n_frames=metrics.overall.accuracy.num_frames,
+                **interval_fields(interval),
+            )
+        )
+    figures.append(
+        Figure(
+            key="frame_acc",
+            label="frame accuracy",
+            unit="",
+            better="higher",
+            value=metrics.overall.accuracy.frame_accuracy,
+            n_frames=metrics.overall.accuracy.num_frames,
+        )
+    )
+    mean = head.mean_latency_ms
+    figures.append(
+        Figure(
+            key="mean",
+            label="latency mean",
+            unit="ms",
+            better="lower",
+            value=mean.estimate,
+            n_frames=lat.n,
+            **interval_fields(mean),
+        )
+    )
+    for q in ("p50", "p95", "p99"):
+        figures.append(
+            Figure(
+                key=q,
+                label=f"latency {q}",
+                unit="ms",
+                better="lower",
+                value=getattr(lat, f"{q}_ms"),
+                n_frames=lat.n,
+            )
+        )
+    fps_interval: dict[str, float | int] = {}
+    if mean.low > 0:  # 1/x reverses the order: the interval of FPS is [1/high, 1/low] of the mean (in s)
+        fps_interval = {**interval_fields(mean), "low": 1e3 / mean.high, "high": 1e3 / mean.low}
+    figures.append(
+        Figure(
+            key="fps",
+            label="FPS",
+            unit="fps",
+            better="higher",
+            value=lat.fps,
+            reason=None if lat.fps is not None else "mean latency is 0 (below the clock's resolution)",
+            n_frames=lat.n,
+            **fps_interval,
+        )
+    )
+    figures.append(
+        Figure(
+            key="rtf",
+            label="RTF",
+            unit="x",
+            better="lower",
+            value=head.rtf.estimate,
+            **interval_fields(head.rtf),
+        )
+    )
+    energy = result.resources.energy_per_frame_j
+    figures.append(
+        Figure(
+            key="energy",
+            label="energy per frame",
+            unit="J",
+            better="lower",
+            value=energy,
+            reason=None if energy is not None else result.resources.energy_per_frame_reason or "not measured",
+            n_frames=result.resources.frames_measured if energy is not None else None,
+        )
+    )
+    return figures
+
+
+def online_warnings(online: RunResult) -> list[str]:
+    warnings = list(online.metrics.headline.warnings)
+    if getattr(online, "status", "complete") != "complete":  # a run stopped early scores what finished
+        reason = getattr(online, "incomplete_reason", None)
+        warnings.insert(
+            0, "incomplete run" + (f": {reason}" if reason else "") + "; figures cover the finished streams"
+        )
+    return warnings

@@ -1,0 +1,92 @@
+"""The one registry of protocols: short name -> ``module:Class`` of a :class:`RunProtocol`, imported on
+first use (the lm-evaluation-harness convention), in the order the run store, ``compare`` and the report
+list them. The command line, the sweep, the store and the report iterate :func:`protocols`; none of them
+names a protocol.
+
+A protocol defined elsewhere (a plug-in, a test) joins with :func:`register`; it is then found by
+``streambench run --protocol NAME``, read by the store, compared and drawn in the report like the built-in
+ones.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+
+from harness.runs.interface import RunProtocol
+
+__all__ = [
+    "BUILT_IN",
+    "DEFAULT",
+    "UnknownProtocolError",
+    "get",
+    "names",
+    "protocols",
+    "register",
+    "unregister",
+]
+
+BUILT_IN: dict[str, str] = {
+    "online": "harness.runs.online:OnlineProtocol",
+    "robustness": "harness.runs.robustness:RobustnessProtocol",
+    "causality": "harness.runs.causality:CausalityProtocol",
+    "detection": "harness.runs.detection:DetectionProtocol",
+    "stability": "harness.runs.stability:StabilityProtocol",
+    "hysteresis": "harness.runs.hysteresis:HysteresisProtocol",
+}
+"""The built-in protocols, in their listing order (a run directory's result files are read in it)."""
+DEFAULT = "online"
+"""What ``streambench run`` runs without ``--protocol``."""
+
+_targets: dict[str, str | RunProtocol] = dict(BUILT_IN)
+_loaded: dict[str, RunProtocol] = {}
+
+
+class UnknownProtocolError(ValueError):
+    """No protocol of that name; the message offers the close names and lists the known ones."""
+
+
+def register(protocol: RunProtocol, replace: bool = False) -> None:
+    """Add a protocol (an instance); its ``name`` must be new unless ``replace``."""
+    if protocol.name in _targets and not replace:
+        raise ValueError(f"a protocol named {protocol.name!r} is registered already")
+    _targets[protocol.name] = protocol
+    _loaded.pop(protocol.name, None)
+
+
+def unregister(name: str) -> None:
+    """Remove a protocol added by :func:`register` (a built-in one is restored)."""
+    _loaded.pop(name, None)
+    if name in BUILT_IN:
+        _targets[name] = BUILT_IN[name]
+    else:
+        _targets.pop(name, None)
+
+
+def names() -> list[str]:
+    return list(_targets)
+
+
+def get(name: str) -> RunProtocol:
+    """The protocol called ``name``; :class:`UnknownProtocolError` with "did you mean" otherwise."""
+    if name in _loaded:
+        return _loaded[name]
+    target = _targets.get(name)
+    if target is None:
+        close = difflib.get_close_matches(name, list(_targets), n=2)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise UnknownProtocolError(f"--protocol {name!r}: expected one of {', '.join(_targets)}{hint}")
+    if isinstance(target, str):
+        module_name, _, class_name = target.partition(":")
+        protocol = getattr(importlib.import_module(module_name), class_name)()
+    else:
+        protocol = target
+    if not isinstance(protocol, RunProtocol) or protocol.name != name:
+        raise TypeError(f"registry entry {name!r} -> {target!r} is not a RunProtocol named {name!r}")
+    _loaded[name] = protocol
+    return protocol
+
+
+def protocols() -> list[RunProtocol]:
+    """Every registered protocol, in listing order."""
+    return [get(name) for name in _targets]

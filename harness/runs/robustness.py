@@ -1,0 +1,240 @@
+"""Runs the robustness protocol's sweep: every variant's perturbed streams through one engine.
+
+The model is built and warmed up once; each variant's streams are the clean streams wrapped by
+harness/datasets/perturb.py. An adapter error on a variant is recorded as that point's failure (stream, frame,
+error) and the sweep goes on (seed 004 §6.2.2 (3): "模型需处理缺失，不应崩溃").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+
+from adapters.contract import Stream
+from harness.datasets.catalog import make_streams, make_warmup_stream
+from harness.datasets.perturb import perturb
+from harness.execution.adapter_errors import AdapterError
+from harness.execution.config import RunConfig, run_id_for
+from harness.execution.engine import Engine
+from harness.execution.executor import ProgressHook
+from harness.execution.setup import build_adapter, environment_for
+from harness.report.bundle import RunBundle, SectionSpec
+from harness.report.figures_quality import robustness_figure
+from harness.report.html import absent, esc, figure_block, num, table
+from harness.results.files import EnvironmentRecord
+from harness.results.headline import Figure
+from harness.results.summary import print_robustness
+from harness.runs.catalog import write_indexed
+from harness.runs.interface import Outcome, RunProtocol, SweepPoint
+from protocols import robustness
+from protocols.recording import StreamRecording
+
+__all__ = [
+    "RESULT_FILE",
+    "RobustnessProtocol",
+    "RobustnessResult",
+    "execute_robustness",
+    "robustness_figures",
+]
+
+RESULT_FILE = "robustness.json"
+
+
+class RobustnessResult(EnvironmentRecord):
+    """``results/<run_id>/robustness.json``."""
+
+    schema_version: int = 1
+    run_id: str
+    created_at: datetime
+    adapter: str
+    config: robustness.RobustnessConfig
+    run: RunConfig
+    report: robustness.RobustnessReport
+
+
+def execute_robustness(
+    config: RunConfig, sweep: robustness.RobustnessConfig, progress: ProgressHook | None = None
+) -> tuple[RobustnessResult, Path]:
+    import torch
+
+    torch.manual_seed(config.torch_seed)
+    streams = make_streams(config.data)
+    adapter = build_adapter(config, streams[0])
+    engine = Engine(adapter, config.engine)
+    if config.engine.warmup_frames:
+        engine.warm_up(make_warmup_stream(config.data, config.engine.warmup_frames))
+    variants = robustness.plan(sweep)
+    outcomes: dict[str, Sequence[StreamRecording] | robustness.Failure] = {}
+    for done, variant in enumerate(variants, start=1):
+        outcomes[variant.name] = _run_variant(engine, streams, variant)
+        if progress is not None:
+            progress(done, len(variants), variant.name)
+    report = robustness.score(outcomes, variants, sweep, streams[0].classes)
+    environment, fingerprint = environment_for(config, streams, type(adapter).__module__)
+    run_id = config.run_id or run_id_for(config.adapter, "robustness")
+    result = RobustnessResult(
+        run_id=run_id,
+        created_at=datetime.now(timezone.utc),
+        adapter=config.adapter,
+        config=sweep,
+        run=config,
+        report=report,
+        environment=environment,
+        fingerprint=fingerprint,
+    )
+    return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
+
+
+def _run_variant(
+    engine: Engine,
+    streams: Sequence[Stream],
+    variant: robustness.Variant,
+) -> list[StreamRecording] | robustness.Failure:
+    recordings = []
+    for index, stream in enumerate(streams):
+        perturbed = perturb(stream, list(variant.perturbations), stream_index=index)
+        try:
+            recordings.append(engine.run_stream(perturbed))
+        except AdapterError as exc:
+            return robustness.Failure(stream_id=exc.stream_id, frame=exc.frame, error=exc.problem)
+    return recordings
+
+
+_POINT_AXES = {"missing": "missing_rates_pct", "audio_delay": "audio_delays_ms", "jitter": "jitters_ms"}
+
+
+class RobustnessPoint(BaseModel):
+    """One perturbation point of a sweep: Missing-Rate@p% (``missing``), Audio-Delay@Δt, Jitter@±δ (seed
+    004)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    axis: Literal["missing", "audio_delay", "jitter"]
+    value: float = Field(ge=0)
+
+    @property
+    def name(self) -> str:
+        """``axis=value``, as in the robustness headline's keys (``f1[missing=30]``)."""
+        return f"{self.axis}={self.value:g}"
+
+
+class RobustnessProtocol(RunProtocol):
+    name = "robustness"
+    summary = "F1 under missing modality, audio delay and clock jitter, against the clean run (§6.2.2 (3))"
+    result_file = RESULT_FILE
+    figure_keys = (r"f1\[[^\[\],:]+\]", "f1[<robustness point>] (e.g. f1[missing=30])")
+    result_model = RobustnessResult
+    config_model = robustness.RobustnessConfig
+    sweepable = True
+
+    def load_config(self, path: Path | None) -> BaseModel | None:
+        return None  # the sweep follows the run's online configuration: built in execute()
+
+    def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
+        sweep = config if isinstance(config, robustness.RobustnessConfig) else None
+        result, run_dir = execute_robustness(
+            run, sweep or robustness.RobustnessConfig(online=run.protocol), progress
+        )
+        return Outcome(result, run_dir)
+
+    def print_result(self, console: Console, outcome: Outcome) -> int:
+        result = outcome.result
+        assert isinstance(result, RobustnessResult)
+        print_robustness(console, result.report)
+        return 0
+
+    def headline(self, result: BaseModel) -> list[Figure]:
+        assert isinstance(result, RobustnessResult)
+        return robustness_figures(result)
+
+    def report_sections(self) -> tuple[SectionSpec, ...]:
+        return (SectionSpec("robustness", "Robustness", robustness_section),)
+
+    def sweep_row(
+        self, figures: dict[str, float | None], point: str | None
+    ) -> tuple[dict[str, float | None], dict[str, float | None]]:
+        if point is None:
+            return dict(figures), {}
+        return {k: figures.get(k) for k in ("f1[clean]", f"f1[{point}]")}, {}
+
+    def sweep_points(self, points: list[dict[str, Any]]) -> list[SweepPoint | None]:
+        """One run per perturbation point: a configuration whose axes hold that point and nothing else."""
+        if not points:
+            return [None]
+        found: list[SweepPoint | None] = []
+        for given in points:
+            point = RobustnessPoint.model_validate(given)
+            updates = {f: [point.value] if a == point.axis else [] for a, f in _POINT_AXES.items()}
+            found.append(SweepPoint(point.name, updates))
+        return found
+
+    def sweep_trees(
+        self, run_tree: dict[str, Any], protocol_tree: dict[str, Any], seed: int, point: SweepPoint | None
+    ) -> None:
+        protocol_tree["seed"] = seed  # the injectors' seed
+        super().sweep_trees(run_tree, protocol_tree, seed, point)
+
+    def sweep_config(self, protocol_tree: dict[str, Any], run: RunConfig) -> BaseModel | None:
+        protocol_tree.setdefault("online", run.protocol.model_dump(mode="json"))
+        return robustness.RobustnessConfig.model_validate(protocol_tree)
+
+
+def robustness_figures(result: RobustnessResult) -> list[Figure]:
+    """F1@Δt at every sweep point (Missing-Rate@p%, Audio-Delay@Δt, Jitter@±δ; seed 004 §6.2.2 (3)),
+    ``null`` with the adapter's error where the point failed."""
+    report = result.report
+    figures = []
+    for point in (report.clean, *report.points):
+        variant = point.variant
+        key = "f1[clean]" if variant.axis == "clean" else f"f1[{variant.axis}={variant.value:g}]"
+        reason = None
+        if point.failure is not None:
+            failure = point.failure
+            reason = f"adapter failed at stream {failure.stream_id} frame {failure.frame}: {failure.error}"
+        figures.append(
+            Figure(
+                key=key,
+                label=f"F1@{report.report_delta_ms:g}ms {variant.name}",
+                unit="",
+                better="higher",
+                value=point.f1,
+                reason=reason if point.f1 is None else None,
+                n_frames=point.score.overall.accuracy.num_frames if point.score is not None else None,
+            )
+        )
+    return figures
+
+
+def robustness_section(bundle: RunBundle) -> str:
+    rob = bundle.results.get("robustness")
+    if not isinstance(rob, RobustnessResult):
+        return absent(
+            bundle.missing.get("robustness", "no robustness.json")
+            + " — run `streambench run --protocol robustness --run-id <this run>` to add one"
+        )
+    report = rob.report
+    caption = (
+        f"F1@{report.report_delta_ms:g} ms (Strict, frame, micro) under each perturbation of the sweep, "
+        f"adapter {esc(rob.adapter)}; dashed: the clean run. A failed point (the adapter raised) has "
+        "no F1 and is marked as failed, not as 0."
+    )
+    rows = []
+    for point in [report.clean, *report.points]:
+        failure = point.failure
+        rows.append(
+            (
+                esc(point.variant.name),
+                num(point.f1, reason="failed" if failure else None),
+                num(point.abs_drop, reason="failed" if failure else "the clean run"),
+                num(point.rel_drop, reason="failed" if failure else "the clean run, or clean F1 = 0"),
+                esc(f"stream {failure.stream_id}, frame {failure.frame}: {failure.error}") if failure else "",
+            )
+        )
+    return figure_block(robustness_figure(report), caption) + table(
+        ["point", "F1", "drop", "relative drop", "failure"], rows
+    )

@@ -1,0 +1,336 @@
+"""A session of an online run (DESIGN.md "Layout", floor 3): build the data set and the adapter (here or
+in an isolated worker), hand the online protocol's plan to an executor backed by the engine inside the
+memory and energy window, log every stream as it finishes, score, and write ``result.json`` with the
+per-frame arrays; :func:`resume_run` finishes an interrupted run from its event log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ValidationError
+
+from adapters.contract import AdapterInfo, Stream
+from adapters.registry import resolve
+from harness.datasets.catalog import check_sample_streams, make_streams, make_warmup_stream
+from harness.execution.config import RunConfig, run_id_for
+from harness.execution.engine import Engine, clock_info
+from harness.execution.event_log import (
+    EVENTS_FILE,
+    EventLog,
+    RunLog,
+    SessionEvent,
+    StartEvent,
+    drop_torn_tail,
+    read_events,
+)
+from harness.execution.executor import (
+    EngineExecutor,
+    InProcess,
+    NothingScoredError,
+    ProgressHook,
+    RunInterrupted,
+    RunStopped,
+    StreamRunner,
+    interrupt_on_sigterm,
+)
+from harness.execution.isolation import IsolatedEngine
+from harness.execution.setup import build_adapter
+from harness.instruments.data_hash import hash_streams
+from harness.instruments.manifest import EnvironmentManifest, collect_manifest, fingerprint
+from harness.instruments.memory import MemoryProbe, MemoryReport
+from harness.instruments.power import EnergyReport, PowerMeter
+from harness.instruments.rapl import RaplMeter, RaplReport
+from harness.instruments.threads import ThreadRecord
+from harness.instruments.threads import apply as apply_threads
+from harness.results.files import (
+    ExecutionRecord,
+    FailureRecord,
+    ResourceRecord,
+    RunResult,
+    ScoredRecord,
+    SeedRecord,
+    WarmupRecord,
+    package_version,
+    write_run,
+)
+from harness.results.normalisation import normalise
+from harness.runs.catalog import index_written
+from protocols import online
+from protocols.base import Plan
+from protocols.recording import StreamRecording
+
+__all__ = ["execute_run", "resume_run"]
+
+
+def execute_run(
+    config: RunConfig, progress: ProgressHook | None = None
+) -> tuple[RunResult, list[StreamRecording], Path]:
+    """Run the online protocol end to end and write ``<output_dir>/<run_id>/``.
+
+    The run directory gets ``events.jsonl`` first (the configuration, then each stream as it finishes),
+    ``result.json`` and ``arrays.npz`` last. An interrupted run (Ctrl-C, SIGTERM) or one stopped by
+    ``on_error="stop"`` still writes its result, marked ``incomplete``, over the streams that finished;
+    :func:`resume_run` finishes it.
+    """
+    run_id = config.run_id or run_id_for(config.adapter)
+    config = config.model_copy(update={"run_id": run_id})
+    run_dir = config.output_dir / run_id
+    if (run_dir / EVENTS_FILE).exists() or (run_dir / "result.json").exists():
+        raise ValueError(f"{run_dir}: a run with this id exists already; resume it with --resume {run_dir}")
+    return _execute(config, run_dir, previous=None, progress=progress)
+
+
+def resume_run(
+    run_dir: Path, progress: ProgressHook | None = None
+) -> tuple[RunResult, list[StreamRecording], Path]:
+    """Finish an interrupted run: the same configuration and seeds (read from its event log), the streams
+    not finished yet; the result is scored over all of them, as an uninterrupted run would be."""
+    previous = read_events(run_dir)
+    try:
+        config = RunConfig.model_validate(previous.start.config)
+    except ValidationError as exc:
+        where = f"{run_dir / EVENTS_FILE}: line 1"
+        raise ValueError(f"{where}: the recorded configuration is invalid:\n{exc}") from None
+    config = config.model_copy(update={"output_dir": run_dir.parent, "run_id": run_dir.name})
+    if previous.torn_tail:  # the last session died mid-write: that stream is simply run again
+        drop_torn_tail(run_dir)
+    return _execute(config, run_dir, previous=previous, progress=progress)
+
+
+def _execute(
+    config: RunConfig, run_dir: Path, previous: RunLog | None, progress: ProgressHook | None
+) -> tuple[RunResult, list[StreamRecording], Path]:
+    import torch
+
+    assert config.run_id is not None
+    thread_record = apply_threads(config.threads)  # before the model exists (seed 004: 线程绑定)
+    torch.manual_seed(config.torch_seed)
+    streams = make_streams(config.data)
+    warmup = (
+        make_warmup_stream(config.data, config.engine.warmup_frames) if config.engine.warmup_frames else None
+    )
+    run_plan = online.plan(config.protocol, [s.stream_id for s in streams])
+    seeds = SeedRecord(
+        dataset=getattr(config.data, "seed", None), torch=config.torch_seed, split=config.protocol.split_seed
+    )
+    with _subject(config, streams, warmup) as subject:
+        manifest = collect_manifest(seeds.model_dump(), hash_streams(streams), subject.module)
+        return _session(
+            config, run_dir, previous, progress, subject, run_plan, seeds, manifest, thread_record
+        )
+
+
+@dataclasses.dataclass
+class _Subject:
+    """The adapter under test as the session sees it, in this process or in an isolated worker."""
+
+    runner: StreamRunner
+    info: AdapterInfo
+    module: str  # the adapter class's module (its git commit goes into the manifest)
+    mode: Literal["in-process", "isolated"]
+    count_flops: Callable[[], tuple[int | None, str | None]]
+    warmup_stream_id: str | None
+
+
+@contextlib.contextmanager
+def _subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | None) -> Iterator[_Subject]:
+    first = streams[0]
+    if config.isolate:  # built, warmed up and timed in a worker process only; never in this one
+        with IsolatedEngine(config, config.isolation) as isolated:
+            info = isolated.info
+            if tuple(info.classes) != tuple(first.classes):
+                raise ValueError(
+                    f"adapter {config.adapter!r} declares {len(info.classes)} classes, the data set has "
+                    f"{len(first.classes)}; they must match in name and order"
+                )
+            check_sample_streams(info, [first])
+            yield _Subject(
+                runner=isolated,
+                info=info,
+                module=resolve(config.adapter).__module__,
+                mode="isolated",
+                count_flops=lambda: isolated.count_flops(first.stream_id),
+                warmup_stream_id=warmup.stream_id if warmup is not None else None,
+            )
+        return
+    adapter = build_adapter(config, first)
+    engine = Engine(adapter, config.engine)
+    yield _Subject(
+        runner=InProcess(engine, {s.stream_id: s for s in streams}, warmup),
+        info=adapter.info,
+        module=type(adapter).__module__,
+        mode="in-process",
+        count_flops=lambda: engine.count_flops(first),
+        warmup_stream_id=warmup.stream_id if warmup is not None else None,
+    )
+
+
+def _session(
+    config: RunConfig,
+    run_dir: Path,
+    previous: RunLog | None,
+    progress: ProgressHook | None,
+    subject: _Subject,
+    run_plan: Plan,
+    seeds: SeedRecord,
+    manifest: EnvironmentManifest,
+    thread_record: ThreadRecord,
+) -> tuple[RunResult, list[StreamRecording], Path]:
+    """One session of a run (the first, or a resume): log, measure, score, write."""
+    assert config.run_id is not None
+    created = previous.start.created_at if previous is not None else datetime.now(timezone.utc)
+    environment = fingerprint(manifest)
+    data_hash = manifest.data_hash.value if manifest.data_hash.value is not None else None
+    if previous is not None:  # one run, one environment, one data set: never merge two of them
+        for what, before, now in (
+            ("environment fingerprint", previous.start.fingerprint, environment),
+            ("data hash", previous.start.data_hash, data_hash),
+        ):
+            if before is not None and before != now:
+                raise ValueError(
+                    f"{run_dir}: the run started with {what} {before}, this session has {now}; "
+                    "its streams would mix two environments or data sets. Start a new run instead"
+                )
+    with EventLog(run_dir) as log:
+        if previous is None:
+            plan_items = [(s.stream_id, s.role) for s in run_plan.streams]
+            log.append(
+                StartEvent(
+                    run_id=config.run_id,
+                    created_at=created,
+                    config=config.model_dump(mode="json"),
+                    plan=plan_items,
+                    fingerprint=environment,
+                    data_hash=str(data_hash) if data_hash is not None else None,
+                )
+            )
+        done = previous.recordings if previous is not None else []
+        failed = previous.failures if previous is not None else []
+        log.append(
+            SessionEvent(
+                started_at=datetime.now(timezone.utc),
+                resumed=previous is not None,
+                streams_done=len(done) + len(failed),
+                isolated=subject.mode == "isolated",
+            )
+        )
+        executor = EngineExecutor(subject.runner, progress, log, config.on_error, done=done, failed=failed)
+
+        gpu_meter = PowerMeter.open(config.power)
+        cpu_meter = RaplMeter.open()
+        stopped: str | None = None
+        try:
+            with interrupt_on_sigterm():
+                gpu_meter.measure_idle()  # before warm-up, while the device is idle
+                executor.warm_up()
+                memory, gpu_energy, cpu_energy, frames, stopped = _measured(
+                    executor, run_plan, gpu_meter, cpu_meter
+                )
+        finally:
+            gpu_meter.close()
+            cpu_meter.close()
+    recordings = executor.ordered(run_plan)
+    if subject.mode == "isolated":  # the adapter's memory is the worker's, which this probe cannot see
+        memory = memory.model_copy(
+            update={
+                "peak_rss_method": f"{memory.peak_rss_method}; of the harness process only: the adapter ran "
+                "in an isolated worker, whose memory is not measured"
+            }
+        )
+    flops, flops_reason = subject.count_flops() if stopped is None else (None, f"not counted: {stopped}")
+    if not any(r.role == "test" for r in recordings):
+        raise NothingScoredError(run_dir, executor.failures, stopped)
+    metrics = online.score(recordings, config.protocol, subject.info.classes)
+    per_frame = gpu_energy.energy_per_frame_j(frames)
+    sessions = 1 + (len(previous.sessions) if previous is not None else 0)
+    result = RunResult(
+        run_id=config.run_id,
+        created_at=created,
+        streambench_version=package_version("streambench") or "unknown",
+        status="complete" if stopped is None else "incomplete",
+        incomplete_reason=stopped,
+        adapter=config.adapter,
+        adapter_options=config.adapter_options,
+        adapter_info=subject.info,
+        dataset=config.data.kind,
+        dataset_config=config.data.model_dump(mode="json"),
+        protocol_config=config.protocol,
+        engine=config.engine,
+        execution=ExecutionRecord(mode=subject.mode, on_error=config.on_error, sessions=sessions),
+        seeds=seeds,
+        clock=clock_info(subject.info.device),
+        threads=thread_record,
+        environment=manifest,
+        fingerprint=environment,
+        resources=ResourceRecord(
+            memory=memory,
+            gpu_energy=gpu_energy,
+            cpu_energy=cpu_energy,
+            energy_per_frame_j=per_frame,
+            energy_per_frame_reason=None
+            if per_frame is not None
+            else gpu_energy.reason or "no energy measured",
+            power_at_rtf1_w=gpu_energy.mean_power_w if config.engine.pacing == "paced" else None,
+            power_at_rtf1_reason=_rtf1_reason(config, gpu_energy),
+            frames_measured=frames,
+            flops_per_frame=flops,
+            flops_reason=flops_reason,
+        ),
+        warmup=WarmupRecord(stream_id=subject.warmup_stream_id, frames=executor.warmup_frames)
+        if subject.warmup_stream_id is not None and executor.warmup_frames
+        else None,
+        streams={role: run_plan.ids(role) for role in ("test", "validation")},
+        scored=ScoredRecord(
+            planned_streams=len(run_plan.streams),
+            scored_streams=len(recordings),
+            scored_frames=sum(r.num_frames for r in recordings),
+            failed_streams=len(executor.failures),
+        ),
+        failures=[FailureRecord(**f.model_dump(exclude={"kind"})) for f in executor.failures],
+        metrics=metrics,
+    )
+    if config.baseline is not None:
+        result.normalisation = normalise(result, config.baseline)
+    path = write_run(run_dir, result, recordings)
+    index_written(run_dir)
+    return result, recordings, path.parent
+
+
+def _measured(
+    executor: EngineExecutor, run_plan: Plan, gpu_meter: PowerMeter, cpu_meter: RaplMeter
+) -> tuple[MemoryReport, EnergyReport, RaplReport, int, str | None]:
+    """Run the plan inside the memory and energy window; the meters are read only at its edges and on
+    their own sampling threads, never inside the timed frame loop. Returns the reports, the frames fed
+    in the window, and why the run stopped early (None: it did not)."""
+    probe = MemoryProbe()
+    before = sum(r.num_frames for r in executor.recordings)
+    stopped: str | None = None
+    probe.start()
+    gpu_meter.start()
+    cpu_meter.start()
+    try:
+        executor.execute(run_plan)
+    except KeyboardInterrupt:
+        stopped = "interrupted (KeyboardInterrupt)"
+    except RunInterrupted as exc:
+        stopped = f"interrupted ({exc})"
+    except RunStopped as exc:
+        stopped = f"stopped at the first adapter failure (--on-error stop): {exc}"
+    finally:
+        cpu_energy = cpu_meter.stop()
+        gpu_energy = gpu_meter.stop()
+        memory = probe.stop()
+    frames = sum(r.num_frames for r in executor.recordings) - before
+    return memory, gpu_energy, cpu_energy, frames, stopped
+
+
+def _rtf1_reason(config: RunConfig, gpu_energy: EnergyReport) -> str | None:
+    if config.engine.pacing != "paced":
+        return "needs a paced run (--pacing paced): unpaced frames do not arrive in real time"
+    return None if gpu_energy.mean_power_w is not None else gpu_energy.reason or "no power measured"
