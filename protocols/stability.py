@@ -94,7 +94,9 @@ class StabilityFigures(BaseModel):
     lifetime_runs: float | None = Field(description="mean over activation runs (the seed's code; default)")
     lifetime_per_feature: float | None = Field(description="mean over features of their mean run")
     transient_ratio: float | None
-    turnover: float
+    turnover: float | None = Field(
+        description="mean over the steps whose next frame has features (seed 000 §4); None: no such step"
+    )
     flips: float
     num_runs: int
     num_transient_runs: int
@@ -119,6 +121,12 @@ class StabilityReport(BaseModel):
 
 def _opt(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
+
+
+def _defined_mean(values: np.ndarray) -> float:
+    """The mean over the defined (non-NaN) values; NaN when none is."""
+    defined = values[~np.isnan(values)]
+    return float(defined.mean()) if defined.size else float("nan")
 
 
 def frame_features(recording: StreamRecording) -> tuple[np.ndarray, int]:
@@ -204,7 +212,7 @@ def _figures(
         lifetime_runs=_opt(lifetime),
         lifetime_per_feature=_opt(per_feature),
         transient_ratio=_opt(transient),
-        turnover=float(np.concatenate(turnovers).mean()),
+        turnover=_opt(_defined_mean(np.concatenate(turnovers))),
         flips=mean_flips,
         num_runs=int(length.size),
         num_transient_runs=int(np.count_nonzero(length == 1)),

@@ -12,6 +12,7 @@ Pure numpy: no I/O, no global state. Public functions validate their arguments a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -94,16 +95,46 @@ def switch_lag(
     return int(np.argmax(full))
 
 
+_SAFE_SQ = 2.0**-960  # a sum of squares at least this large lost nothing to underflow (if finite)
+
+
+def _row_norms(d: FloatArray) -> FloatArray:
+    """Euclidean norm of each row of ``d`` ``[N, M]``, free of intermediate overflow and underflow.
+
+    Rows whose sum of squares is finite and not tiny use ``sqrt(Σ d²)`` (bitwise the plain formula);
+    the others are first divided by a power of two near their largest ``|d|`` (exact), the rescaling of
+    ``math.hypot`` / ``math.dist`` (``numpy.linalg.norm`` squares first: ``norm([1e200])`` is ``inf``),
+    so ``‖[1e200]‖ = 1e200`` and ``‖[1e-200]‖ = 1e-200``. A row with an infinite entry has norm ``inf``.
+    """
+    with np.errstate(over="ignore", under="ignore"):
+        sq = np.einsum("ij,ij->i", d, d)
+    out = np.sqrt(sq)
+    redo = ~((sq >= _SAFE_SQ) & (sq < np.inf))
+    if redo.any():
+        r = d[redo]
+        top = np.max(np.abs(r), axis=1)
+        ok = (top > 0) & (top < np.inf)
+        scale = np.ldexp(1.0, np.frexp(top[ok])[1] - 1)  # a power of two <= top: exact division
+        unit = r[ok] / scale[:, np.newaxis]  # entries in (-2, 2)
+        norms = np.where(top < np.inf, 0.0, np.inf)  # all-zero rows: 0; an infinite entry: inf
+        with np.errstate(under="ignore", over="ignore"):
+            norms[ok] = scale * np.sqrt(np.einsum("ij,ij->i", unit, unit))
+        out[redo] = norms
+    return out
+
+
 def _per_step(a: FloatArray, b: FloatArray, name_a: str, name_b: str, metric: str) -> FloatArray:
     if metric == "euclidean":
-        return np.asarray(np.linalg.norm(a - b, axis=1), dtype=np.float64)
-    na = np.linalg.norm(a, axis=1)
-    nb = np.linalg.norm(b, axis=1)
+        with np.errstate(over="ignore"):  # a difference beyond the float range: inf, as the distance
+            return _row_norms(a - b)
+    na = _row_norms(a)
+    nb = _row_norms(b)
     for norms, name in ((na, name_a), (nb, name_b)):
         if np.any(norms == 0):
             i = int(np.argmax(norms == 0))
             raise ValueError(f"{name} has a zero row at step {i}: cosine distance is undefined")
-    cos = np.einsum("ij,ij->i", a, b) / (na * nb)
+    with np.errstate(under="ignore"):
+        cos = np.einsum("ij,ij->i", a / na[:, np.newaxis], b / nb[:, np.newaxis])  # unit rows: no overflow
     return np.asarray(np.clip(1.0 - cos, 0.0, 2.0), dtype=np.float64)
 
 
@@ -145,9 +176,18 @@ def dtw_distance(a: npt.ArrayLike, b: npt.ArrayLike, *, cost: DtwCost = "sum") -
     ``c = ‖a_i − b_j‖`` and the result is ``D[n, m]``; ``cost="sqrt_sum_sq"``: ``c = ‖a_i − b_j‖²`` and the
     result is ``sqrt(D[n, m])``. The seed (§2.3) names DTW without fixing either.
 
-    Complexity: ``O(n·m·M)`` time and ``O(n + m)`` memory. The dynamic programme runs over the
-    ``n + m − 1`` anti-diagonals ``i + j = s`` (a Python loop over them), each computed with numpy,
-    since the cells of one anti-diagonal depend only on the two before it.
+    No intermediate overflow or underflow: when some non-zero ``|value|`` lies outside ``[2**-400,
+    2**400]``, the Euclidean norm is rescaled where its squares would leave the float range (as
+    ``math.dist``), so ``dtw_distance([0.0], [1e200]) == 1e200`` and ``dtw_distance([0.0], [1e-200])
+    == 1e-200``, and ``"sqrt_sum_sq"`` sums the squared costs in units of a power of two (exact): the
+    inputs' magnitude or, when the result is far below it, the ``"sum"`` distance (which bounds the
+    result within a factor ``sqrt(n + m)``). Only a result beyond the float range is ``inf``. Inside
+    that range the plain formulas are used (no rescaling is needed there).
+
+    Complexity: ``O(n·m·M)`` time and ``O(n + m)`` memory (out of the range above, ``"sqrt_sum_sq"`` may
+    take two or three passes). The dynamic programme runs over the ``n + m − 1`` anti-diagonals
+    ``i + j = s`` (a Python loop over them), each computed with numpy, since the cells of one
+    anti-diagonal depend only on the two before it.
     """
     x = _check_weights(a, "a", allow_1d=True)
     y = _check_weights(b, "b", allow_1d=True)
@@ -155,6 +195,58 @@ def dtw_distance(a: npt.ArrayLike, b: npt.ArrayLike, *, cost: DtwCost = "sum") -
         raise ValueError(f"b has {y.shape[1]} columns, expected the {x.shape[1]} of a")
     if cost not in ("sum", "sqrt_sum_sq"):
         raise ValueError(f"cost must be 'sum' or 'sqrt_sum_sq', got {cost!r}")
+    if _moderate(x) and _moderate(y):  # the plain formulas are exact to rounding: the fast path
+        if cost == "sum":
+            return _dtw(x, y, _plain_norms)
+        return math.sqrt(_dtw(x, y, _plain_squares))
+    if cost == "sum":
+        return _dtw(x, y, _row_norms)
+    # squared costs in units of ``unit`` (a power of two: the scaling is exact); first the inputs'
+    # magnitude, so that no square on the optimal path overflows
+    unit = _power_of_two(max(float(np.abs(x).max()), float(np.abs(y).max())))
+    total = _dtw(x, y, lambda d: _squares(d, unit))
+    if total < _SAFE_SQ:  # tiny next to ``unit`` (or 0): squares may have underflowed
+        near = _dtw(x, y, _row_norms)  # sqrt_sum_sq lies in [near / sqrt(n + m), near]
+        if near == 0.0:
+            return 0.0
+        unit = _power_of_two(near)
+        total = _dtw(x, y, lambda d: _squares(d, unit))  # an off-path square may overflow: inf, harmless
+    return math.sqrt(total) * unit
+
+
+_MODERATE = 2.0**400
+
+
+def _moderate(arr: FloatArray) -> bool:
+    """Every non-zero ``|value|`` in ``[2**-400, 2**400]``: then a non-zero difference of two values
+    lies in ``[2**-452, 2**401]`` (it is a multiple of the smaller operand's last bit), and a sum of
+    its squares neither overflows nor loses anything to underflow."""
+    mag = np.abs(arr)
+    return bool(mag.max() <= _MODERATE and not np.any((mag > 0) & (mag < 1.0 / _MODERATE)))
+
+
+def _plain_norms(d: FloatArray) -> FloatArray:
+    return np.sqrt(np.einsum("ij,ij->i", d, d))
+
+
+def _plain_squares(d: FloatArray) -> FloatArray:
+    return np.asarray(np.einsum("ij,ij->i", d, d), dtype=np.float64)
+
+
+def _power_of_two(v: float) -> float:
+    """The power of two ``2**e`` with ``2**e <= v < 2**(e + 1)`` (1.0 for ``v == 0``)."""
+    return math.ldexp(1.0, math.frexp(v)[1] - 1) if v > 0 else 1.0
+
+
+def _squares(d: FloatArray, unit: float) -> FloatArray:
+    """``‖d_i / unit‖²`` per row (overflow gives ``inf``, underflow 0: neither reaches the result)."""
+    with np.errstate(over="ignore", under="ignore"):
+        u = d / unit
+        return np.asarray(np.einsum("ij,ij->i", u, u), dtype=np.float64)
+
+
+def _dtw(x: FloatArray, y: FloatArray, local_cost: Callable[[FloatArray], FloatArray]) -> float:
+    """``D[n, m]`` of the DTW recursion with the local costs ``local_cost(a_i − b_j rows)``."""
     n, m = x.shape[0], y.shape[0]
     y_rev = y[::-1]
     # diagonals indexed by i (0..n): entry i of diagonal s holds D[i, s - i]
@@ -164,16 +256,15 @@ def dtw_distance(a: npt.ArrayLike, b: npt.ArrayLike, *, cost: DtwCost = "sum") -
     for s in range(2, n + m + 1):
         lo, hi = max(1, s - m), min(n, s - 1)
         # cells (i, j = s - i) for i = lo..hi: a[i - 1] against b[s - i - 1] = y_rev[m - s + i]
-        diff = x[lo - 1 : hi] - y_rev[m - s + lo : m - s + hi + 1]
-        local = np.einsum("ij,ij->i", diff, diff)
-        if cost == "sum":
-            local = np.sqrt(local)
+        with np.errstate(over="ignore"):  # a difference beyond the float range: inf, as the distance
+            diff = x[lo - 1 : hi] - y_rev[m - s + lo : m - s + hi + 1]
+        local = local_cost(diff)
         cur = np.full(n + 1, np.inf)
         best = np.minimum(np.minimum(prev1[lo - 1 : hi], prev1[lo : hi + 1]), prev2[lo - 1 : hi])
-        cur[lo : hi + 1] = local + best
+        with np.errstate(over="ignore"):
+            cur[lo : hi + 1] = local + best
         prev2, prev1 = prev1, cur
-    total = float(prev1[n])
-    return total if cost == "sum" else math.sqrt(total)
+    return float(prev1[n])
 
 
 def hysteresis_area(w_fwd: npt.ArrayLike, w_rev: npt.ArrayLike, domain: int | None = None) -> float:

@@ -19,7 +19,11 @@ Conventions (DESIGN.md "Conventions": both supported, default named, never mixed
 - Runs cut by the sequence boundaries count with their observed length (the code's "最后一段" branch);
   runs never cross from one batch item to the next.
 - Turnover (§4) divides the new features by ``k`` when ``k`` is given (the code's ``/ k``); with
-  ``k=None`` by the number of features active at ``t+1`` (0.0 when that frame is empty).
+  ``k=None`` by the number of features active at ``t+1``. §4 defines it as the share of the Top-K at
+  ``t+1`` that is new, so a step whose frame ``t+1`` has no active feature is undefined whichever the
+  divisor: NaN in the per-step array and left out of the mean, as Jaccard's undefined steps are with
+  ``empty_jaccard="skip"`` (the code's ``new.sum() / k`` would score it 0 and pull the mean down). The
+  mean over no defined step is NaN.
 - With no activation run at all, lifetime and transient ratio are NaN (the code's ``mean([])``; its
   ``transient_count / total_count`` would divide by zero).
 
@@ -139,9 +143,10 @@ class TemporalStability:
     Scalars: ``jaccard`` (mean over steps), ``lifetime`` (frames, under ``lifetime_convention``),
     ``transient_ratio`` (runs of length 1 / runs), ``turnover`` and ``flips`` (means over steps).
     Per-step arrays ``[B, T−1]`` (read-only; step ``t`` is the pair ``(t, t+1)``): ``jaccard_per_step``
-    (NaN where skipped), ``turnover_per_step``, ``flips_per_step``. ``num_runs`` and
-    ``num_transient_runs`` count the runs behind lifetime and transient ratio; ``k`` is the k used
-    for turnover (``None``: the size of frame ``t+1``). Equality is identity (``eq=False``).
+    (NaN where skipped), ``turnover_per_step`` (NaN where frame ``t+1`` is empty), ``flips_per_step``.
+    ``jaccard`` and ``turnover`` are means over their defined (non-NaN) steps, NaN if there is none.
+    ``num_runs`` and ``num_transient_runs`` count the runs behind lifetime and transient ratio; ``k`` is
+    the k used for turnover (``None``: the size of frame ``t+1``). Equality is identity (``eq=False``).
     """
 
     jaccard: float
@@ -184,7 +189,8 @@ def temporal_stability(
     - §1 Jaccard(t, t+1) = ``|A_t ∩ A_t+1| / |A_t ∪ A_t+1|``; both empty: ``empty_jaccard``.
     - §2 Lifetime: mean run length, ``lifetime_convention="runs"`` (code, default) or ``"per_feature"``.
     - §3 Transient ratio = runs of length 1 / all runs.
-    - §4 Turnover(t→t+1) = ``|A_t+1 \\ A_t| / k`` (``k=None``: ``/ |A_t+1|``, 0.0 if ``A_t+1`` is empty).
+    - §4 Turnover(t→t+1) = ``|A_t+1 \\ A_t| / k`` (``k=None``: ``/ |A_t+1|``); undefined (NaN, left out
+      of the mean) if ``A_t+1`` is empty, whatever ``k``.
     - §5 Flips(t→t+1) = ``|A_t △ A_t+1|``.
 
     ``k`` (the top-k size) must be at least the number of active features of every frame. ``T >= 2``.
@@ -212,10 +218,11 @@ def temporal_stability(
         jaccard[both_empty] = 1.0
     kept = int(np.count_nonzero(~both_empty)) if empty_jaccard == "skip" else jaccard.size
     jaccard_mean = float(np.nansum(jaccard) / kept) if kept else float("nan")
-    if k_val is not None:
-        turnover = new / k_val
-    else:
-        turnover = np.divide(new, size[:, 1:], out=np.zeros(new.shape), where=size[:, 1:] > 0)
+    defined = size[:, 1:] > 0  # §4: the share of a non-empty Top-K at t+1
+    denominator = np.full(new.shape, k_val) if k_val is not None else size[:, 1:]
+    turnover = np.divide(new, denominator, out=np.full(new.shape, np.nan), where=defined)
+    n_defined = int(np.count_nonzero(defined))
+    turnover_mean = float(np.nansum(turnover) / n_defined) if n_defined else float("nan")
 
     runs = _runs(a)
     n_runs = int(runs.length.size)
@@ -224,7 +231,7 @@ def temporal_stability(
         jaccard=jaccard_mean,
         lifetime=_lifetime(runs, d_n, lifetime_convention),
         transient_ratio=n_transient / n_runs if n_runs else float("nan"),
-        turnover=float(turnover.mean()),
+        turnover=turnover_mean,
         flips=float(flips.mean()),
         jaccard_per_step=_readonly(jaccard),
         turnover_per_step=_readonly(turnover.astype(np.float64)),

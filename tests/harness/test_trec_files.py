@@ -40,8 +40,9 @@ def test_read_run_and_qrels(tmp_path: Path) -> None:
     assert qrels == {"q1": {"d1": 1, "d3": 0, "d9": 2}, "q2": {"d1": -1}}
     assert all(isinstance(v, float) for docs in run.values() for v in docs.values())
     assert all(isinstance(v, int) for docs in qrels.values() for v in docs.values())
-    # q2 has no relevant document: only q1 is evaluated (d1 relevant at rank 1, d9 never retrieved)
-    assert map_at_k(run, qrels) == 0.5
+    # q2 has no relevant document: evaluated, and scores 0 (trec_eval); q1: d1 relevant at rank 1, d9 never
+    # retrieved, AP 0.5
+    assert map_at_k(run, qrels) == 0.25
 
 
 def test_same_as_pytrec_eval_parsers_and_scores(tmp_path: Path) -> None:

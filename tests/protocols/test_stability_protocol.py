@@ -137,3 +137,19 @@ def test_relation_matches_the_seed_figure() -> None:
     assert round(rel.bound or 0.0, 1) == 38.7
     assert rel.ratio == pytest.approx(4.66 / 38.656)
     assert relation(1.0, float("nan"), 4).bound is None
+
+
+def test_turnover_skips_the_steps_into_an_empty_frame() -> None:
+    """Seed 000 §4 defines turnover for a non-empty Top-K only: a step into a frame with no active feature
+    is undefined, left out of the mean (as Jaccard leaves out its undefined steps), not counted as 0."""
+    # active sets: {0,1} {0,2} {} {0,1}; steps: new {2}/2 = 0.5, undefined, new {0,1}/2 = 1.0
+    dense = np.zeros((4, 3))
+    for frame, active in enumerate([[0, 1], [0, 2], [], [0, 1]]):
+        dense[frame, active] = 1.0
+    report = score([recording("E", dense)], StabilityConfig(feature_kind="active", threshold=0.5))
+    assert report.overall.turnover == pytest.approx(0.75)  # (0.5 + 1.0) / 2, not (0.5 + 0 + 1.0) / 3
+    # no defined step at all: no number, not 0
+    empty_after = np.zeros((2, 3))
+    empty_after[0, 0] = 1.0
+    alone = score([recording("F", empty_after)], StabilityConfig(feature_kind="active", threshold=0.5, k=1))
+    assert alone.overall.turnover is None

@@ -176,6 +176,62 @@ def test_dtw_against_plain_dp(n: int, m: int, dims: int) -> None:
     assert dtw_distance(a, b, cost="sqrt_sum_sq") == pytest.approx(plain_dtw(a, b, squared=True), rel=1e-14)
 
 
+def test_dtw_no_overflow_or_underflow_in_the_norm() -> None:
+    # the cases: squaring first gave inf and 0.0
+    for cost in ("sum", "sqrt_sum_sq"):
+        assert dtw_distance([0.0], [1e200], cost=cost) == 1e200
+        assert dtw_distance([0.0], [1e-200], cost=cost) == 1e-200
+        assert dtw_distance([[1e-200, 0.0]], [[0.0, 0.0]], cost=cost) == 1e-200
+        assert dtw_distance([[0.0, 0.0]], [[3e200, 4e200]], cost=cost) == math.dist(
+            [0.0, 0.0], [3e200, 4e200]
+        )
+        assert dtw_distance([[0.0, 0.0]], [[3e-200, 4e-200]], cost=cost) == math.dist(
+            [0, 0], [3e-200, 4e-200]
+        )
+        assert dtw_distance([5e-324], [0.0], cost=cost) == 5e-324  # the smallest subnormal survives
+        assert dtw_distance([1.7e308], [0.0], cost=cost) == 1.7e308
+        # both magnitudes at once: the optimal path (1e-200, then 0) next to a cell of cost 1e200
+        assert dtw_distance([0.0, 1e200], [1e-200, 1e200], cost=cost) == 1e-200
+        assert dtw_distance([0.0, 1e200], [1e-200, 1e200, 0.0], cost=cost) == pytest.approx(1e200, rel=1e-15)
+        assert dtw_distance([1e-300, 2e-300], [1e-300, 2e-300], cost=cost) == 0.0
+        # only a result beyond the float range is inf
+        assert dtw_distance([1e308], [-1e308], cost=cost) == math.inf
+    assert dtw_distance([0.0, 0.0], [1e308], cost="sum") == math.inf  # 2e308
+    assert dtw_distance([0.0, 0.0], [1e308], cost="sqrt_sum_sq") == pytest.approx(math.sqrt(2) * 1e308)
+
+
+@pytest.mark.parametrize("exponent", [-1000, -700, -400, 400, 700, 1000])
+@pytest.mark.parametrize("dims", [1, 3])
+def test_dtw_scales_exactly_by_powers_of_two(exponent: int, dims: int) -> None:
+    # DTW is homogeneous: scaling both inputs by 2**e scales the distance by 2**e, exactly in floating
+    # point too. Far from 1 the squares leave the float range, yet the result is the unscaled one times
+    # 2**e, and the plain DP's result times 2**e
+    rng = np.random.default_rng(exponent % 97 + dims)
+    a, b = rng.normal(size=(9, dims)), rng.normal(size=(12, dims))
+    a[3] = b[5]  # a zero-cost cell
+    scale = 2.0**exponent
+    assert dtw_distance(a * scale, b * scale) == dtw_distance(a, b) * scale
+    assert dtw_distance(a * scale, b * scale) == pytest.approx(plain_dtw(a, b) * scale, rel=1e-15)
+    assert dtw_distance(a * scale, b * scale, cost="sqrt_sum_sq") == pytest.approx(
+        plain_dtw(a, b, squared=True) * scale, rel=1e-14
+    )
+    assert dtw_distance(a * scale, a * scale) == 0.0
+    assert dtw_distance(a * scale, a * scale, cost="sqrt_sum_sq") == 0.0
+
+
+def test_return_gap_euclidean_and_cosine_at_extreme_magnitudes() -> None:
+    assert return_gap(np.array([[0.0]]), np.array([[1e200]]), "euclidean") == 1e200
+    assert return_gap(np.array([[0.0, 1e-200]]), np.array([[1e-200, 0.0]]), "euclidean") == math.dist(
+        [0.0, 1e-200], [1e-200, 0.0]
+    )
+    # rows of norm 1e-200 are not zero rows, rows of norm 1e200 do not overflow
+    tiny = np.array([[1e-200, 0.0], [1e-200, 1e-200]])
+    assert return_gap(tiny, tiny[::-1], "cosine") == pytest.approx(1 - 1 / math.sqrt(2), abs=1e-15)
+    assert return_gap(tiny * 1e300, tiny[::-1] * 1e300, "cosine") == pytest.approx(
+        1 - 1 / math.sqrt(2), abs=1e-15
+    )
+
+
 # --------------------------------------------------------------------------------------------------
 # hysteresis loop area (§3) and entropy (§4)
 

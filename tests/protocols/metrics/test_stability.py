@@ -83,7 +83,9 @@ def seed_jaccard_and_turnover(sparse_features: np.ndarray, k: int | None) -> tup
     """Seed 000 "实际代码实现位置" snippets 1 (Jaccard) and 4 (turnover), looped over b and t.
 
     ``k=None`` is this project's extension (divide by the size of frame t+1, 0 if it is empty); the
-    seed always divides by k. Jaccard of two empty frames is the code's 0/0 = NaN.
+    seed always divides by k. Jaccard of two empty frames is the code's 0/0 = NaN. The turnover of a
+    step whose frame t+1 is empty is the code's 0 here; ``temporal_stability`` leaves it undefined
+    (NaN, §4: the share of a non-empty Top-K), see :func:`turnover_defined_steps`.
     """
     B, T = sparse_features.shape[:2]
     jaccards, turnovers = [], []
@@ -100,6 +102,12 @@ def seed_jaccard_and_turnover(sparse_features: np.ndarray, k: int | None) -> tup
             denominator = k if k is not None else active_t1.sum()
             turnovers.append(float(new_features.sum() / denominator) if denominator else 0.0)
     return jaccards, turnovers
+
+
+def turnover_defined_steps(sparse_features: np.ndarray, turnovers: list[float]) -> np.ndarray:
+    """The seed loop's turnovers with the steps into an empty frame t+1 set to NaN (undefined)."""
+    next_empty = ~(sparse_features[:, 1:] > 0).any(axis=-1)  # [B, T-1], the loop's (b, t) order
+    return np.where(next_empty.ravel(), np.nan, turnovers)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -196,8 +204,12 @@ def _assert_matches_seed(features: np.ndarray, k: int | None) -> None:
         assert math.isnan(res.jaccard)
     one = temporal_stability(active, k=k).jaccard_per_step.ravel()
     np.testing.assert_array_equal(one, np.where(np.isnan(jaccards), 1.0, jaccards))
-    np.testing.assert_allclose(res.turnover_per_step.ravel(), turnovers, rtol=0, atol=1e-15)
-    assert res.turnover == pytest.approx(np.mean(turnovers), abs=1e-12)
+    expected = turnover_defined_steps(features, turnovers)
+    np.testing.assert_allclose(res.turnover_per_step.ravel(), expected, rtol=0, atol=1e-15)  # NaN = NaN
+    if np.isnan(expected).all():
+        assert math.isnan(res.turnover)
+    else:
+        assert res.turnover == pytest.approx(np.nanmean(expected), abs=1e-12)
     flips = seed_compute_flips(features)
     np.testing.assert_array_equal(res.flips_per_step.ravel(), flips)
     assert res.flips == pytest.approx(np.mean(flips), abs=1e-12)
@@ -261,10 +273,46 @@ def test_empty_frames_conventions() -> None:
     skip = temporal_stability(active, empty_jaccard="skip")
     assert np.isnan(skip.jaccard_per_step[0, :2]).all() and skip.jaccard == 0.0
     assert math.isnan(temporal_stability(np.zeros((1, 3, 2), dtype=bool), empty_jaccard="skip").jaccard)
-    np.testing.assert_array_equal(res.turnover_per_step, [[0.0, 0.0, 1.0]])  # k=None: empty t+1 -> 0
-    np.testing.assert_array_equal(temporal_stability(active, k=2).turnover_per_step, [[0.0, 0.0, 0.5]])
+    # turnover: steps 0 and 1 end in an empty frame, undefined; step 2 brings {1}, new
+    np.testing.assert_array_equal(res.turnover_per_step, [[np.nan, np.nan, 1.0]])  # k=None: 1 / |{1}|
+    assert res.turnover == 1.0
+    with_k = temporal_stability(active, k=2)
+    np.testing.assert_array_equal(with_k.turnover_per_step, [[np.nan, np.nan, 0.5]])
+    assert with_k.turnover == 0.5
     nothing = temporal_stability(np.zeros((2, 3, 4), dtype=bool))
     assert math.isnan(nothing.lifetime) and math.isnan(nothing.transient_ratio) and nothing.num_runs == 0
+
+
+def test_turnover_skips_steps_into_an_empty_frame() -> None:
+    # frames {1, 2}, {2, 3}, {}, {3}: steps 0 and 2 bring one new feature each, step 1 is undefined
+    active = np.zeros((1, 4, 5), dtype=bool)
+    active[0, 0, [1, 2]] = active[0, 1, [2, 3]] = active[0, 3, 3] = True
+    with_k = temporal_stability(active, k=2)
+    np.testing.assert_array_equal(with_k.turnover_per_step, [[0.5, np.nan, 0.5]])
+    assert with_k.turnover == 0.5  # mean of the two defined steps, not (0.5 + 0 + 0.5) / 3
+    no_k = temporal_stability(active)
+    np.testing.assert_array_equal(no_k.turnover_per_step, [[0.5, np.nan, 1.0]])  # 1/2, -, 1/1
+    assert no_k.turnover == 0.75
+    # Jaccard with "skip" leaves out only steps where both frames are empty: none here
+    assert not np.isnan(temporal_stability(active, empty_jaccard="skip").jaccard_per_step).any()
+    # steps pool over streams: stream 1 adds one undefined step and one defined (all new, 1/2)
+    two = np.zeros((2, 4, 5), dtype=bool)
+    two[0] = active[0]
+    two[1, 1, 4] = True  # frames {}, {4}, {}, {}
+    both = temporal_stability(two, k=2)
+    np.testing.assert_array_equal(both.turnover_per_step, [[0.5, np.nan, 0.5], [0.5, np.nan, np.nan]])
+    assert both.turnover == 0.5
+
+
+def test_turnover_with_every_step_undefined_is_nan() -> None:
+    # every frame t+1 empty (frame 0 alone may be active): no defined step, the mean is NaN
+    active = np.zeros((2, 3, 4), dtype=bool)
+    active[:, 0, 1] = True
+    for k in (None, 3):
+        res = temporal_stability(active, k=k)
+        assert np.isnan(res.turnover_per_step).all() and math.isnan(res.turnover)
+        assert res.flips == 0.5 and res.num_runs == 2  # the other metrics are unaffected
+    assert math.isnan(temporal_stability(np.zeros((1, 2, 3), dtype=bool)).turnover)
 
 
 def test_results_are_read_only() -> None:
@@ -319,7 +367,11 @@ def test_property_ranges_and_seed_loops(data: st.DataObject) -> None:
     _, t, d = shape
     assert 0.0 <= res.jaccard <= 1.0
     assert np.all((res.jaccard_per_step >= 0) & (res.jaccard_per_step <= 1))
-    assert np.all((res.turnover_per_step >= 0) & (res.turnover_per_step <= 1))
+    next_empty = ~active[:, 1:].any(axis=-1)
+    np.testing.assert_array_equal(np.isnan(res.turnover_per_step), next_empty)
+    defined = res.turnover_per_step[~next_empty]
+    assert np.all((defined >= 0) & (defined <= 1))
+    assert math.isnan(res.turnover) if next_empty.all() else 0.0 <= res.turnover <= 1.0
     assert np.all((res.flips_per_step >= 0) & (res.flips_per_step <= d))
     if res.num_runs:
         assert 1.0 <= res.lifetime <= t and 0.0 <= res.transient_ratio <= 1.0
@@ -336,6 +388,11 @@ def test_property_identical_frames(data: st.DataObject) -> None:
     active = np.repeat(frame, t, axis=1)
     res = temporal_stability(active)
     np.testing.assert_array_equal(res.jaccard_per_step, 1.0)  # also for empty frames (default "one")
-    assert res.jaccard == 1.0 and res.flips == 0.0 and res.turnover == 0.0
+    assert res.jaccard == 1.0 and res.flips == 0.0
+    if frame.any():  # steps into an empty frame are undefined, the others turn over nothing
+        assert res.turnover == 0.0
+        np.testing.assert_array_equal(np.isnan(res.turnover_per_step[:, 0]), ~frame.any(axis=(1, 2)))
+    else:
+        assert math.isnan(res.turnover) and np.isnan(res.turnover_per_step).all()
     if frame.any():
         assert res.lifetime == t and res.transient_ratio == 0.0
