@@ -26,6 +26,7 @@ from adapters.contract import Adapter, Frame, Prediction, PredictOutput, StageTi
 from harness.execution.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
 from harness.execution.recorded_extras import Extras, gather_extras
 from harness.execution.recorded_extras import extras_of as _extras_of
+from harness.execution.sealing import seal_frames
 from harness.instruments.clock import ClockInfo, clock_info, wait_until
 from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer, marked
 from protocols.recording import StreamRecording, StreamRole
@@ -96,7 +97,7 @@ class Engine:
             raise ValueError(
                 f"warm-up stream {stream.stream_id!r} has {stream.num_frames} frames, {n} are needed"
             )
-        frames = list(islice(stream.frames(), n))
+        frames = seal_frames(islice(stream.frames(), n))
         self._reset(stream.stream_id)
         self._feed(frames, stream.stream_id, stream.num_frames)
         self._reset(stream.stream_id)
@@ -104,8 +105,9 @@ class Engine:
         return len(frames)
 
     def run_stream(self, stream: Stream, role: StreamRole = "test") -> StreamRecording:
-        """Reset the adapter, feed the stream frame by frame, return what was recorded."""
-        frames = list(stream.frames())
+        """Reset the adapter, feed the stream frame by frame, return what was recorded. Every frame is
+        sealed first (:mod:`harness.execution.sealing`), before the clock starts."""
+        frames = seal_frames(stream.frames())
         if len(frames) != stream.num_frames:
             raise ValueError(
                 f"stream {stream.stream_id!r}: frame_source gave {len(frames)} frames, "
@@ -166,7 +168,7 @@ class Engine:
         an untimed warm-up) through ``predict()`` with no clock read, no device timer and no pacing —
         what the model answers when nothing measures it. The outputs are validated as in a timed run;
         ``latency_ns`` is all zeros (compared, never reported)."""
-        frames = list(islice(stream.frames(), max_frames))
+        frames = seal_frames(islice(stream.frames(), max_frames))
         if max_frames is not None:
             stream = dataclasses.replace(
                 stream, labels=stream.labels[: len(frames)], frame_times=stream.frame_times[: len(frames)]
@@ -219,7 +221,7 @@ class Engine:
             from torch.utils.flop_counter import FlopCounterMode
         except ImportError as exc:  # pragma: no cover - torch is a core dependency
             return None, f"torch flop counter unavailable: {exc}"
-        frame = next(iter(stream.frames()))
+        frame = seal_frames(islice(stream.frames(), 1))[0]
         self.adapter.reset_state()
         with FlopCounterMode(display=False) as counter:
             self.adapter.predict(frame)

@@ -50,6 +50,7 @@ from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.execution.config import RunConfig, run_id_for
 from harness.execution.engine import Engine, EngineConfig
 from harness.execution.executor import ProgressHook
+from harness.execution.sealing import seal_frames
 from harness.execution.setup import build_adapter, environment_for
 from harness.results.files import EnvironmentRecord
 from harness.runs.catalog import write_indexed
@@ -364,7 +365,7 @@ def _sequence_checks(runner: _Runner, stream: Stream, causality: CausalityConfig
     adapter: Adapter = engine.adapter
     model_fn: Callable[[torch.Tensor], torch.Tensor] = getattr(adapter, "sequence_outputs")  # noqa: B009
     stack: Callable[[Sequence[Frame]], torch.Tensor] = getattr(adapter, "stack")  # noqa: B009
-    frames = list(stream.frames())
+    frames = seal_frames(stream.frames())
     inputs = stack(frames)
     sampled = plan_gradient(len(frames), causality)
     if sampled:
