@@ -52,9 +52,18 @@ class CausalityConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    cuts: tuple[float, ...] = Field(
-        default=(0.25, 0.5, 0.75), min_length=1, description="cut points, as fractions of each stream"
+    cuts: tuple[float, ...] | None = Field(
+        default=None,
+        min_length=1,
+        description="fixed cut points, as fractions of each stream; None (default): num_cuts random cuts",
     )
+    num_cuts: int = Field(default=3, ge=1, description="random cut points per stream (when cuts is None)")
+    cut_seed: int | None = Field(
+        default=None,
+        ge=0,
+        description="seed of the random cuts; None: drawn afresh for each run and recorded in its result",
+    )
+    streams: int = Field(default=3, ge=1, description="streams the checks run on (the first ones)")
     occluders: tuple[Occluder, ...] = Field(
         default=("noise", "zeros", "other_stream"),
         min_length=1,
@@ -69,8 +78,8 @@ class CausalityConfig(BaseModel):
 
     @field_validator("cuts")
     @classmethod
-    def _cuts_inside(cls, cuts: tuple[float, ...]) -> tuple[float, ...]:
-        for c in cuts:
+    def _cuts_inside(cls, cuts: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        for c in cuts or ():
             if not 0.0 < c < 1.0:
                 raise ValueError(f"cut fractions must lie in (0, 1), got {c}")
         return cuts
@@ -109,14 +118,23 @@ def summarize(checks: Sequence[CheckResult]) -> CausalityReport:
     return CausalityReport(passed=not failed, checks=tuple(checks), failed=failed)
 
 
-def plan_occlusion(num_frames: int, config: CausalityConfig) -> list[int]:
-    """Cut frame indices for a stream of ``num_frames`` frames: ``floor(fraction * T)``, clipped to
-    ``[0, T - 2]`` so that at least one frame follows the cut, sorted and de-duplicated. Frames with
-    index ``> cut`` are occluded."""
+def plan_occlusion(
+    num_frames: int, config: CausalityConfig, seed: int = 0, stream_index: int = 0
+) -> list[int]:
+    """Cut frame indices for a stream of ``num_frames`` frames; frames with index ``> cut`` are occluded,
+    so every cut lies in ``[0, T - 2]`` (at least one frame follows it). Sorted, distinct.
+
+    By default the cuts are drawn at random: ``num_cuts`` distinct indices, uniformly from ``[0, T - 2]``,
+    by ``numpy.random.default_rng([seed, stream_index])``: anywhere, different for every stream and every
+    run (the harness draws ``seed`` per run and records it), so a model cannot learn where the audit
+    looks. With fixed ``cuts`` fractions: ``floor(fraction * T)``, clipped to ``[0, T - 2]``."""
     if num_frames < 2:
         return []
-    cuts = {min(max(math.floor(f * num_frames), 0), num_frames - 2) for f in config.cuts}
-    return sorted(cuts)
+    if config.cuts is not None:
+        return sorted({min(max(math.floor(f * num_frames), 0), num_frames - 2) for f in config.cuts})
+    rng = np.random.default_rng([seed, stream_index])
+    picks = rng.choice(num_frames - 1, size=min(config.num_cuts, num_frames - 1), replace=False)
+    return sorted(int(c) for c in picks)
 
 
 def plan_gradient(num_frames: int, config: CausalityConfig) -> list[int]:

@@ -43,6 +43,7 @@ class CausalityProtocol(RunProtocol):
     figure_keys = (r"check\[[^\[\],:]+\]", "check[<causality check>]")
     result_model = CausalityResult
     config_model = CausalityConfig
+    config_file = True  # --protocol-config: cuts, seed, tolerance, streams checked, ...
     sweepable = True
 
     def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:

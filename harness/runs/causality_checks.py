@@ -2,8 +2,10 @@
 
 Checks (``../shared/DESIGN.md``, "Causality" and "Audits"; seed 004 §6.2.3):
 
-* **occlusion**: for the first ``max_streams`` streams, a clean run and, per cut of
-  :func:`~protocols.causality.plan_occlusion` and per occluder, a run of the stream whose frames after
+* **occlusion**: for the first ``streams`` streams of the configuration, a clean run and, per cut of
+  :func:`~protocols.causality.plan_occlusion` (random by default, from a seed drawn per run and recorded
+  with every stream's cuts in :attr:`CausalityResult.cut_seed` / :attr:`CausalityResult.cuts`) and per
+  occluder, a run of the stream whose frames after
   the cut are replaced (seeded noise, zeros, another stream's frames); every prediction emitted at a frame
   ``<= cut`` must be unchanged. The report holds one aggregated ``occlusion`` check (the first offending
   variant, in stream, cut, occluder order); every variant's own result is kept in
@@ -36,6 +38,7 @@ run)`` before and ``unleak()`` after every run of that adapter, so occlusion can
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -98,6 +101,10 @@ class CausalityResult(EnvironmentRecord):
         default=(), description="every occluded variant's own result (detail prefixed by its occluder)"
     )
     skipped: dict[str, str] = Field(default_factory=dict, description="checks not run, and why")
+    cut_seed: int | None = Field(None, description="the seed the random cuts were drawn from (None: fixed)")
+    cuts: dict[str, list[int]] = Field(
+        default_factory=dict, description="every checked stream's cut frames (frames after a cut occluded)"
+    )
 
 
 def occlude(stream: Stream, cut: int, occluder: str, donor: Stream | None = None, seed: int = 0) -> Stream:
@@ -170,17 +177,22 @@ def execute_causality(
     config: RunConfig,
     causality: CausalityConfig,
     progress: ProgressHook | None = None,
-    max_streams: int = 3,
+    max_streams: int | None = None,
 ) -> tuple[CausalityResult, Path]:
     """Run every causality check on ``config``'s adapter and data; write ``<run_dir>/causality.json``.
 
-    ``max_streams`` bounds the streams used (occlusion runs ``1 + cuts x occluders`` variants of each;
+    ``max_streams`` (default: the configuration's ``streams``) bounds the streams used (occlusion runs
+    ``1 + cuts x occluders`` variants of each;
     the state-leak check runs stream A after the others). ``progress`` is called after each engine run.
     """
     import torch
 
+    max_streams = causality.streams if max_streams is None else max_streams
     if max_streams < 1:
         raise ValueError(f"max_streams must be >= 1, got {max_streams}")
+    if causality.cuts is None and causality.cut_seed is None:  # drawn per run, recorded in the result
+        causality = causality.model_copy(update={"cut_seed": secrets.randbits(32)})
+    cut_seed = causality.cut_seed if causality.cut_seed is not None else 0
     torch.manual_seed(config.torch_seed)
     all_streams = make_streams(config.data)
     streams = all_streams[: min(max_streams, len(all_streams))]
@@ -188,7 +200,7 @@ def execute_causality(
     has_sequence = callable(getattr(probe, "sequence_outputs", None)) and callable(
         getattr(probe, "stack", None)
     )
-    cuts = {s.stream_id: plan_occlusion(s.num_frames, causality) for s in streams}
+    cuts = {s.stream_id: plan_occlusion(s.num_frames, causality, cut_seed, i) for i, s in enumerate(streams)}
     planned = (
         sum(1 + len(c) * len(causality.occluders) for c in cuts.values())
         + 2 * len(streams)  # state leak, both orders
@@ -225,6 +237,8 @@ def execute_causality(
         report=summarize(checks),
         occlusion_runs=tuple(occlusion_runs),
         skipped=skipped,
+        cut_seed=causality.cut_seed,
+        cuts=cuts,
         environment=environment,
         fingerprint=fingerprint,
     )

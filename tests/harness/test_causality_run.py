@@ -70,13 +70,18 @@ def test_peeking_fails_occlusion_only_at_the_cut(tmp_path: Path) -> None:
     result = run(tmp_path, "offender-peeking")
     assert result.report.failed == ("occlusion",)
     check = next(c for c in result.report.checks if c.name == "occlusion")
-    first_cut = plan_occlusion(125, CausalityConfig())[0]
+    # the cuts were drawn at random from a seed the result records, and are the ones the seed gives
+    assert result.cut_seed is not None and result.config.cut_seed == result.cut_seed
+    assert result.cuts == {
+        s: plan_occlusion(125, result.config, result.cut_seed, k) for k, s in enumerate(result.streams)
+    }
+    first_cut = result.cuts["syn-0000"][0]
     assert check.first_stream == "syn-0000" and check.first_frame == first_cut
     assert 0 < check.max_difference < math.inf
     # every occluded variant is caught at its own cut
     assert not any(r.passed for r in result.occlusion_runs)
     assert [r.first_frame for r in result.occlusion_runs] == [
-        c for _ in range(3) for c in plan_occlusion(125, CausalityConfig()) for _ in range(3)
+        c for s in result.streams for c in result.cuts[s] for _ in range(3)
     ]
     # the back door is closed after the run
     from adapters.offenders import PeekingAdapter
@@ -131,10 +136,33 @@ def test_cli_causality_exit_code_follows_the_verdict(tmp_path: Path) -> None:
     args += ["--output-dir", str(tmp_path), "--no-progress"]
     clean = CliRunner().invoke(app, [*args, "--run-id", "ref"])
     assert clean.exit_code == 0, clean.output
-    cheat = CliRunner().invoke(
-        app, [*args, "--run-id", "peek", "--adapter", "offender-peeking"]
-    )
+    cheat = CliRunner().invoke(app, [*args, "--run-id", "peek", "--adapter", "offender-peeking"])
     assert cheat.exit_code == 1 and (tmp_path / "peek" / "causality.json").exists()
+
+
+def test_protocol_config_sets_cuts_seed_tolerance_and_streams(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    settings = tmp_path / "causality.toml"
+    settings.write_text("num_cuts = 2\ncut_seed = 11\nstreams = 2\ntolerance = 1e-6\noccluders = ['zeros']\n")
+    args = ["run", "--protocol", "causality", "--streams", "3", "--duration", "5", "--warmup-frames", "20"]
+    args += ["--output-dir", str(tmp_path), "--no-progress", "--protocol-config", str(settings)]
+    done = CliRunner().invoke(app, [*args, "--run-id", "cfg"])
+    assert done.exit_code == 0, done.output
+    result = CausalityResult.model_validate_json((tmp_path / "cfg" / RESULT_FILE).read_text())
+    assert (
+        result.cut_seed == 11
+        and result.config.tolerance == 1e-6
+        and result.streams == ["syn-0000", "syn-0001"]
+    )
+    assert result.cuts == {s: plan_occlusion(125, result.config, 11, k) for k, s in enumerate(result.streams)}
+    assert all(len(c) == 2 for c in result.cuts.values()) and len(result.occlusion_runs) == 2 * 2 * 1
+    bad = tmp_path / "bad.toml"
+    bad.write_text("num_cut = 2\n")
+    refused = CliRunner().invoke(app, [*args[:-1], str(bad), "--run-id", "bad"])
+    assert refused.exit_code == 2 and "num_cut" in refused.output
 
 
 def test_nondeterministic_model_fails_the_timed_untimed_audit(tmp_path: Path) -> None:

@@ -105,7 +105,8 @@ def streams() -> list[Stream]:
 
 def test_config_defaults_and_validation() -> None:
     config = CausalityConfig()
-    assert config.cuts == (0.25, 0.5, 0.75)
+    assert config.cuts is None and config.num_cuts == 3 and config.cut_seed is None  # random cuts
+    assert config.streams == 3
     assert config.tolerance == 0.0 and config.caching_ratio == 0.5
     with pytest.raises(ValidationError):
         CausalityConfig(cuts=(1.0,))
@@ -113,12 +114,28 @@ def test_config_defaults_and_validation() -> None:
         CausalityConfig(occluders=("blur",))
 
 
-def test_plan_occlusion() -> None:
-    config = CausalityConfig()
+def test_plan_occlusion_fixed_fractions() -> None:
+    config = CausalityConfig(cuts=(0.25, 0.5, 0.75))
     assert plan_occlusion(100, config) == [25, 50, 75]
     assert plan_occlusion(50, config) == [12, 25, 37]
     assert plan_occlusion(2, config) == [0]  # clipped to T - 2, de-duplicated
     assert plan_occlusion(1, config) == []
+
+
+def test_plan_occlusion_random_cuts_are_anywhere_and_differ_per_stream_and_seed() -> None:
+    """A model must not be able to learn where the audit looks: the cuts are drawn per stream and per
+    run (seed), anywhere in [0, T - 2], and the same seed draws the same cuts (the result records it)."""
+    config = CausalityConfig(num_cuts=4)
+    plans = {(seed, k): plan_occlusion(250, config, seed, k) for seed in range(50) for k in range(3)}
+    for cuts in plans.values():
+        assert len(cuts) == 4 == len(set(cuts)) and cuts == sorted(cuts)
+        assert all(0 <= c <= 248 for c in cuts)
+    assert plan_occlusion(250, config, 7, 1) == plans[7, 1]  # reproducible from the recorded seed
+    assert len({tuple(c) for c in plans.values()}) == len(plans)  # no two streams or runs alike
+    used = {c for cuts in plans.values() for c in cuts}
+    assert min(used) < 10 and max(used) > 238 and len(used) > 200  # not fractions: the whole stream
+    assert plan_occlusion(3, config, 0) == [0, 1]  # at most T - 1 distinct cuts
+    assert plan_occlusion(1, config, 0) == []
 
 
 def test_plan_gradient() -> None:
@@ -210,7 +227,7 @@ def occlusion_results(make: Callable[[], StreamingAdapter], streams: list[Stream
     results = []
     for k, stream in enumerate(streams[:2]):
         clean = run(make(), stream)
-        for cut in plan_occlusion(stream.num_frames, config):
+        for cut in plan_occlusion(stream.num_frames, config, 0, k):
             for occluder in config.occluders:
                 donor = streams[(k + 1) % len(streams)]
                 occluded = run(make(), occlude(stream, cut, occluder, donor, seed=config.noise_seed))
@@ -243,8 +260,8 @@ def test_occlusion_does_change_the_future(streams: list[Stream]) -> None:
 def test_occlusion_catches_peeking_at_the_cut(streams: list[Stream]) -> None:
     results = occlusion_results(ADAPTERS["peeking"], streams)
     assert results and not any(r.passed for r in results)
-    cuts = plan_occlusion(streams[0].num_frames, CausalityConfig())
-    assert [r.first_frame for r in results] == [c for _ in range(2) for c in cuts for _ in range(3)]
+    cuts = [plan_occlusion(s.num_frames, CausalityConfig(), 0, k) for k, s in enumerate(streams[:2])]
+    assert [r.first_frame for r in results] == [c for plan in cuts for c in plan for _ in range(3)]
     assert {r.first_stream for r in results} == {streams[0].stream_id, streams[1].stream_id}
     assert all(0 < r.max_difference < math.inf for r in results)
 
