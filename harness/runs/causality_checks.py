@@ -38,6 +38,7 @@ run)`` before and ``unleak()`` after every run of that adapter, so occlusion can
 from __future__ import annotations
 
 import dataclasses
+import math
 import secrets
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -50,6 +51,7 @@ from pydantic import Field
 from adapters.contract import Adapter, Frame, Stream
 from adapters.offenders import PeekingAdapter, sequence_gradient_support
 from harness.datasets.catalog import make_streams, make_warmup_stream
+from harness.execution.adapter_errors import AdapterError
 from harness.execution.config import RunConfig, run_id_for
 from harness.execution.engine import Engine, EngineConfig
 from harness.execution.executor import ProgressHook
@@ -211,14 +213,21 @@ def execute_causality(
     )
     runner = _Runner(config, streams[0], planned, progress)
 
-    occlusion_runs = _occlusion(runner, streams, all_streams, cuts, causality)
-    checks = [_aggregate_occlusion(occlusion_runs, causality)]
-    checks.extend(_state_leak(runner, streams, causality))
-    checks.append(_caching(runner, streams[0], causality))
-    checks.append(_timed_untimed(runner, streams, causality))
+    occlusion_runs: list[CheckResult] = []
+
+    def occlusion() -> list[CheckResult]:
+        occlusion_runs.extend(_occlusion(runner, streams, all_streams, cuts, causality))
+        return [_aggregate_occlusion(occlusion_runs, causality)]
+
+    checks = _guarded(("occlusion",), occlusion)
+    checks += _guarded(("state_leak", "reset_idempotent"), lambda: _state_leak(runner, streams, causality))
+    checks += _guarded(("caching",), lambda: [_caching(runner, streams[0], causality)])
+    checks += _guarded(("timed_untimed",), lambda: [_timed_untimed(runner, streams, causality)])
     skipped: dict[str, str] = {}
     if has_sequence:
-        checks.extend(_sequence_checks(runner, streams[0], causality))
+        checks += _guarded(
+            ("gradient_flow", "stream_sequence"), lambda: _sequence_checks(runner, streams[0], causality)
+        )
     else:
         reason = (
             f"adapter {type(probe).__name__} has no differentiable sequence mode (sequence_outputs + stack)"
@@ -243,6 +252,25 @@ def execute_causality(
         fingerprint=fingerprint,
     )
     return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
+
+
+def _guarded(names: Sequence[str], check: Callable[[], list[CheckResult]]) -> list[CheckResult]:
+    """Run one check; an adapter failure inside it is that check's recorded failure (named stream and
+    frame), so the other checks still run and ``causality.json`` is written."""
+    try:
+        return check()
+    except AdapterError as exc:
+        return [
+            CheckResult(
+                name=name,
+                passed=False,
+                first_stream=exc.stream_id,
+                first_frame=exc.frame,
+                max_difference=math.inf,
+                detail=f"the adapter failed during this check: {type(exc).__name__}: {exc.problem}",
+            )
+            for name in names
+        ]
 
 
 def _occlusion(

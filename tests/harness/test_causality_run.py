@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from adapters.faulty import stream_fingerprint
+from harness.datasets.catalog import make_streams
 from harness.execution.config import RunConfig
+from harness.execution.sealing import seal_frames
 from harness.results.summary import print_causality
 from harness.runs.causality import RESULT_FILE, CausalityResult, execute_causality
 from protocols.causality import CausalityConfig, CausalityReport, plan_occlusion
@@ -163,6 +166,24 @@ def test_protocol_config_sets_cuts_seed_tolerance_and_streams(tmp_path: Path) ->
     bad.write_text("num_cut = 2\n")
     refused = CliRunner().invoke(app, [*args[:-1], str(bad), "--run-id", "bad"])
     assert refused.exit_code == 2 and "num_cut" in refused.output
+
+
+def test_an_adapter_error_in_one_check_is_that_checks_failure(tmp_path: Path) -> None:
+    """The faulty adapter raises on the second stream only: the checks that run it fail with the stream and
+    frame named, the checks on stream A alone still run and pass, and causality.json is written."""
+    second = make_streams(small(tmp_path, "reference").data)[1]
+    fingerprint = stream_fingerprint(seal_frames(second.frames())[0])
+    result, run_dir = execute_causality(
+        small(tmp_path, "faulty", fault="raise", stream_fingerprint=fingerprint, at_frame=3),
+        CausalityConfig(cut_seed=0),
+    )
+    assert (run_dir / RESULT_FILE).is_file() and not result.report.passed
+    by_name = {c.name: c for c in result.report.checks}
+    for name in ("occlusion", "state_leak", "reset_idempotent", "timed_untimed"):
+        check = by_name[name]
+        assert not check.passed and (check.first_stream, check.first_frame) == ("syn-0001", 3), name
+        assert "the adapter failed during this check: AdapterCallError" in check.detail
+    assert by_name["caching"].passed  # stream A only: unaffected, still judged
 
 
 def test_nondeterministic_model_fails_the_timed_untimed_audit(tmp_path: Path) -> None:
