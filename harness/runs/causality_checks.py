@@ -14,8 +14,10 @@ Checks (``../shared/DESIGN.md``, "Causality" and "Audits"; seed 004 §6.2.3):
   adapter and in reverse order on another; every stream's predictions must agree, so a stream that runs
   first (fresh) in one order and last (after the others) in the other is checked both ways.
 * **reset_idempotent**: stream A after a double reset vs a single one.
-* **caching** (audit): warm up, then the same stream twice on one engine; the repeat must not run
-  markedly faster.
+* **caching** (audit): warm up and run stream A once, then ``caching_rounds`` interleaved rounds of a
+  repeat of A and a fresh control whose payloads differ by one ulp (:func:`nudge`), in a seeded random
+  order; the repeat must not be markedly faster than its control (a paired sign test over the rounds:
+  :func:`~protocols.causality.judge_caching`), so one slow run on a busy machine is not a cache.
 * **timed_untimed** (audit): the warm-up and the streams through the timed loop on one adapter, and the
   same sequence through :meth:`~harness.engine.Engine.run_untimed` (no clock read) on another; the
   predictions, hence every accuracy figure, must be identical (nothing changes under measurement). The
@@ -207,7 +209,8 @@ def execute_causality(
         sum(1 + len(c) * len(causality.occluders) for c in cuts.values())
         + 2 * len(streams)  # state leak, both orders
         + 1  # reset twice
-        + 2  # caching
+        + 1
+        + 2 * causality.caching_rounds  # caching
         + 2 * len(streams)  # timed and untimed
         + (1 if has_sequence else 0)
     )
@@ -365,14 +368,42 @@ def _state_leak(runner: _Runner, streams: Sequence[Stream], causality: Causality
     ]
 
 
+def nudge(stream: Stream, ulps: int) -> Stream:
+    """The stream with every floating-point payload moved ``ulps`` units in the last place up
+    (``numpy.nextafter``): the same work for an honest model, other bytes for a cache keyed on them."""
+
+    def moved(payload: Any) -> Any:
+        if not isinstance(payload, np.ndarray) or payload.dtype.kind != "f":
+            return payload
+        out = payload
+        for _ in range(ulps):
+            out = np.nextafter(out, np.inf).astype(payload.dtype)
+        return out
+
+    def frames() -> list[Frame]:
+        return [
+            dataclasses.replace(f, inputs={k: moved(v) for k, v in f.inputs.items()}) for f in stream.frames()
+        ]
+
+    return dataclasses.replace(stream, frame_source=frames, stream_id=f"{stream.stream_id}~ulp{ulps}")
+
+
 def _caching(runner: _Runner, stream: Stream, causality: CausalityConfig) -> CheckResult:
+    """Warm up, run ``stream`` once, then ``caching_rounds`` rounds of a repeat of it and a fresh one-ulp
+    control (a new one each round, so no control is ever a repeat), in a seeded random order."""
     warmup_frames = runner.config.engine.warmup_frames
     engine = runner.fresh(warmup_frames)
     if warmup_frames:
         engine.warm_up(make_warmup_stream(runner.config.data, warmup_frames))
-    first = runner.run(engine, stream)
-    second = runner.run(engine, stream)
-    return judge_caching(first.latency_ns, second.latency_ns, causality.caching_ratio, stream.stream_id)
+    runner.run(engine, stream)
+    order = np.random.default_rng([causality.noise_seed, 0xCA])
+    rounds = []
+    for r in range(causality.caching_rounds):
+        pair = {"repeat": stream, "control": nudge(stream, r + 1)}
+        names = ["repeat", "control"] if order.random() < 0.5 else ["control", "repeat"]
+        latency = {name: runner.run(engine, pair[name]).latency_ns for name in names}
+        rounds.append((latency["repeat"], latency["control"]))
+    return judge_caching(rounds, causality.caching_ratio, stream.stream_id, causality.caching_alpha)
 
 
 def _timed_untimed(runner: _Runner, streams: Sequence[Stream], causality: CausalityConfig) -> CheckResult:
