@@ -369,16 +369,22 @@ def _state_leak(runner: _Runner, streams: Sequence[Stream], causality: Causality
 
 
 def nudge(stream: Stream, ulps: int) -> Stream:
-    """The stream with every floating-point payload moved ``ulps`` units in the last place up
-    (``numpy.nextafter``): the same work for an honest model, other bytes for a cache keyed on them."""
+    """The stream with every numeric payload moved ``ulps`` units in the last place: floats up by
+    ``numpy.nextafter`` in their own dtype, integers by ``ulps`` (down where that would overflow). The
+    same work for an honest model, other bytes for a cache keyed on them; other payloads unchanged."""
 
     def moved(payload: Any) -> Any:
-        if not isinstance(payload, np.ndarray) or payload.dtype.kind != "f":
+        if not isinstance(payload, np.ndarray):
             return payload
-        out = payload
-        for _ in range(ulps):
-            out = np.nextafter(out, np.inf).astype(payload.dtype)
-        return out
+        if payload.dtype.kind == "f":
+            out, up = payload, np.array(np.inf, dtype=payload.dtype)  # the target in the payload's dtype
+            for _ in range(ulps):
+                out = np.nextafter(out, up)
+            return out
+        if payload.dtype.kind in "iu":
+            top = np.iinfo(payload.dtype).max
+            return np.where(payload <= top - ulps, payload + ulps, payload - ulps).astype(payload.dtype)
+        return payload
 
     def frames() -> list[Frame]:
         return [
