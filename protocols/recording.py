@@ -47,6 +47,8 @@ class StreamRecording:
       ``EngineConfig.record``): ``Prediction.features`` (top-k indices, or an activation vector) and
       ``Prediction.weights`` (a distribution over domains) of prediction p, for the stability and router
       protocols (seeds 000, 001).
+    - ``beyond_end``: predictions dropped because their ``refers_to`` lay at or beyond the stream's end
+      (an anticipating model cannot know where a stream ends; not an error, but counted).
     """
 
     stream_id: str
@@ -65,6 +67,7 @@ class StreamRecording:
     device_ns: np.ndarray | None = None
     features: np.ndarray | None = None
     weights: np.ndarray | None = None
+    beyond_end: int = 0
 
     @property
     def num_frames(self) -> int:
@@ -95,6 +98,8 @@ def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
         for extra in ("features", "weights"):
             if getattr(rec, extra) is not None:
                 out[f"s{i}/{extra}"] = getattr(rec, extra)
+        if rec.beyond_end:
+            out[f"s{i}/beyond_end"] = np.array(rec.beyond_end, dtype=np.int64)
         if rec.paced_start_ns is not None:
             out[f"s{i}/paced_start_ns"] = rec.paced_start_ns
             out[f"s{i}/paced_policy"] = np.array(rec.paced_policy or "queue")
@@ -127,6 +132,7 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 device_ns=np.asarray(arrays[f"s{i}/device_ns"]) if f"s{i}/device_ns" in arrays else None,
                 features=np.asarray(arrays[f"s{i}/features"]) if f"s{i}/features" in arrays else None,
                 weights=np.asarray(arrays[f"s{i}/weights"]) if f"s{i}/weights" in arrays else None,
+                beyond_end=int(arrays[f"s{i}/beyond_end"]) if f"s{i}/beyond_end" in arrays else 0,
                 **fields,
             )
         )

@@ -138,6 +138,10 @@ class Engine:
                 frames, stream.stream_id, len(frames), predict, outputs
             )
         extras = gather_extras(outputs, self.config.record, emitted_at, self._error, stream.stream_id)
+        beyond_end = _beyond_end(refers_to, len(frames))
+        if beyond_end is not None:
+            emitted_at, refers_to, scores = emitted_at[beyond_end], refers_to[beyond_end], scores[beyond_end]
+            extras = {name: value[beyond_end] for name, value in extras.items()}
         device_ns = None
         if timer is not None:  # read after the stream: the loop never waited on the device
             device_ns = np.zeros(len(frames), dtype=np.int64)
@@ -160,6 +164,7 @@ class Engine:
             paced_start_ns=paced_start,
             paced_policy=self.config.paced_policy if paced_start is not None else None,
             device_ns=device_ns,
+            beyond_end=0 if beyond_end is None else int((~beyond_end).sum()),
             **extras,
         )
 
@@ -197,6 +202,10 @@ class Engine:
         bad = ~np.isfinite(stacked).all(axis=1)
         if bad.any():
             raise self._error(stream.stream_id, emitted_at[int(np.argmax(bad))], "scores contain NaN or Inf")
+        emitted, refers = np.asarray(emitted_at, dtype=np.int64), np.asarray(refers_to, dtype=np.int64)
+        inside = _beyond_end(refers, len(frames))
+        if inside is not None:
+            emitted, refers, stacked = emitted[inside], refers[inside], stacked[inside]
         return StreamRecording(
             stream_id=stream.stream_id,
             role="test",
@@ -205,9 +214,10 @@ class Engine:
             frame_times_ns=np.round(stream.frame_times * 1e9).astype(np.int64),
             labels=stream.labels,
             latency_ns=np.zeros(len(frames), dtype=np.int64),
-            emitted_at=np.asarray(emitted_at, dtype=np.int64),
-            refers_to=np.asarray(refers_to, dtype=np.int64),
+            emitted_at=emitted,
+            refers_to=refers,
             scores=stacked,
+            beyond_end=0 if inside is None else int((~inside).sum()),
         )
 
     def count_flops(self, stream: Stream) -> tuple[int | None, str | None]:
@@ -277,7 +287,7 @@ class Engine:
                     ):
                         if ref is None:
                             ref = i
-                        elif not 0 <= ref < stream_length:
+                        elif ref < 0:
                             self._check_ref(ref, stream_id, i, stream_length)
                         keep_scores(sc.tobytes())
                         keep_emitted(i)
@@ -395,9 +405,12 @@ class Engine:
         return checked
 
     def _check_ref(self, ref: object, stream_id: str, index: int, stream_length: int) -> int:
+        """A prediction's ``refers_to`` as a frame index. Negative is an error; at or beyond the end of
+        the stream is kept here and dropped (and counted) after the stream by :func:`drop_beyond_end`:
+        an anticipating model cannot know where a stream ends."""
         if isinstance(ref, bool) or not isinstance(ref, (int, np.integer)):
             raise self._error(stream_id, index, f"refers_to={ref!r} is not a frame index (int)")
-        if not 0 <= ref < stream_length:
+        if ref < 0:
             raise self._error(stream_id, index, f"refers_to={ref} is outside the stream [0, {stream_length})")
         return int(ref)
 
@@ -411,6 +424,14 @@ class Engine:
 
     def _error(self, stream_id: str, frame: int, problem: str) -> AdapterOutputError:
         return AdapterOutputError(self.name, stream_id, frame, problem)
+
+
+def _beyond_end(refers_to: np.ndarray, stream_length: int) -> np.ndarray | None:
+    """The mask of predictions that label a frame of the stream, or ``None`` when all do. A prediction
+    whose ``refers_to`` lies at or beyond the stream's end (an anticipating model does not know where
+    a stream ends) is dropped, and counted in :attr:`StreamRecording.beyond_end`; never an error."""
+    inside = refers_to < stream_length
+    return None if inside.all() else inside
 
 
 _PACED_LEAD_NS = 2_000_000  # the first frame of a paced stream arrives 2 ms after the pacer starts

@@ -87,6 +87,9 @@ class ScoredRecord(BaseModel):
     scored_streams: int
     scored_frames: int
     failed_streams: int
+    predictions_beyond_end: int = Field(
+        0, description="predictions dropped because they labelled a frame past the end of their stream"
+    )
 
 
 class FailureRecord(BaseModel):

@@ -153,6 +153,12 @@ def _print_execution(console: Console, result: RunResult) -> None:
         f"({scored.scored_frames} frames) · adapter ran {run.mode} · on error: {run.on_error}{sessions}",
         highlight=False,
     )
+    if scored.predictions_beyond_end:
+        console.print(
+            f"{scored.predictions_beyond_end} prediction(s) labelled a frame past the end of their stream: "
+            "dropped (not scored)",
+            highlight=False,
+        )
     if not result.failures:
         return
     console.print(

@@ -291,6 +291,7 @@ def _session(
             scored_streams=len(recordings),
             scored_frames=sum(r.num_frames for r in recordings),
             failed_streams=len(executor.failures),
+            predictions_beyond_end=sum(r.beyond_end for r in recordings),
         ),
         failures=[FailureRecord(**f.model_dump(exclude={"kind"})) for f in executor.failures],
         metrics=metrics,

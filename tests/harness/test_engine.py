@@ -97,10 +97,6 @@ def test_latency_is_measured_at_the_predict_boundary() -> None:
         (Prediction(scores=np.zeros((1, 2), dtype=np.float32)), r"scores have shape \(1, 2\)"),
         (Prediction(scores=np.array([0.5, np.nan], dtype=np.float32)), "NaN or Inf"),
         (Prediction(scores=np.array([np.inf, 0.5])), "NaN or Inf"),
-        (
-            Prediction(scores=np.zeros(2, dtype=np.float32), refers_to=20),
-            r"refers_to=20 is outside the stream \[0, 20\)",
-        ),
         (Prediction(scores=np.zeros(2, dtype=np.float32), refers_to=-1), "refers_to=-1 is outside"),
         (Prediction(scores=np.zeros(2, dtype=np.float32), refers_to=2.0), "is not a frame index"),  # type: ignore[arg-type]
         (Prediction(scores=[0.5, 0.5]), "scores are a list; expected a numpy.ndarray"),  # type: ignore[arg-type]
@@ -163,6 +159,30 @@ def test_numpy_integer_refers_to_and_anticipation_are_accepted() -> None:
         make_stream(num_frames=10)
     )
     np.testing.assert_array_equal(rec.refers_to, [3, 4, 5, 6, 7, 8, 9, 9, 9, 9])
+
+
+@pytest.mark.parametrize("mode", ["timed", "untimed", "paced", "warm-up"])
+def test_predictions_beyond_the_end_are_dropped_and_counted(mode: str) -> None:
+    """An anticipating model labels frame t + 3 at frame t; it cannot know where the stream ends, so
+    the predictions past the end are dropped and counted, never an error (the fast and the slow path,
+    the untimed and the paced loop, and the warm-up, which validates against its full length)."""
+
+    def script(frame: Frame) -> list[Prediction]:
+        ahead = Prediction(scores=np.asarray(OK, dtype=np.float32), refers_to=frame.index + 3)
+        return [ahead] if frame.index % 2 else [ahead, Prediction(scores=np.asarray(OK, dtype=np.float64))]
+
+    config = EngineConfig(
+        warmup_frames=10 if mode == "warm-up" else 0, pacing="paced" if mode == "paced" else "unpaced"
+    )
+    engine = Engine(ScriptedAdapter(script), config)
+    stream = make_stream(num_frames=10)
+    if mode == "warm-up":
+        assert engine.warm_up(stream) == 10
+        return
+    rec = engine.run_untimed(stream) if mode == "untimed" else engine.run_stream(stream)
+    assert rec.beyond_end == 3  # frames 7, 8, 9 labelled 10, 11, 12
+    assert rec.refers_to.max() == 9 and rec.num_predictions == 5 * 2 + 5 - 3  # even frames emit two
+    assert rec.scores.shape == (12, 2)
 
 
 def test_class_count_mismatch_is_refused() -> None:
