@@ -32,6 +32,8 @@ REGISTRY: dict[str, str] = {
     "offender-offbyone-mask": "adapters.offenders:OffByOneMaskAdapter",
     "offender-leaky-reset": "adapters.offenders:LeakyResetAdapter",
     "offender-caching": "adapters.offenders:CachingAdapter",
+    "offender-stack-peeking": "adapters.sneaky:StackPeekingAdapter",
+    "offender-global-leak": "adapters.sneaky:GlobalLeakAdapter",
     "faulty": "adapters.faulty:FaultyAdapter",  # planted faults (raise, NaN, shape, hang, exit, segv, leak)
     # generic wrappers (options name the model) and a real third-party streaming model
     "torch-module": "adapters.torch_module:TorchModuleAdapter",

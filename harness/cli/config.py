@@ -43,6 +43,7 @@ CLI_FIELDS: dict[str, tuple[str, ...]] = {
     "baseline": ("baseline",),
     "on_error": ("on_error",),
     "isolate": ("isolate",),
+    "sealed": ("isolation", "sealed"),
     "frame_timeout": ("isolation", "frame_timeout_s"),
     "stream_timeout": ("isolation", "stream_timeout_s"),
     "memory_limit_mb": ("isolation", "memory_limit_mb"),
@@ -88,6 +89,7 @@ class RunOptions(BaseModel):
     baseline: Path | None = None
     on_error: str = "continue"
     isolate: bool = False
+    sealed: bool = False
     frame_timeout: float = 30.0
     stream_timeout: float = 600.0
     memory_limit_mb: int | None = None

@@ -90,6 +90,13 @@ def run(
     isolate: Annotated[
         bool, typer.Option(help="run the adapter in a worker process: timeouts, survives crashes")
     ] = False,
+    sealed: Annotated[
+        bool,
+        typer.Option(
+            help="--isolate with a worker that never holds the data: each frame is sent after the previous "
+            "prediction returned (the future does not exist in the adapter's process); implies --isolate"
+        ),
+    ] = False,
     frame_timeout: Annotated[float, typer.Option(help="--isolate: seconds one frame may take")] = 30.0,
     stream_timeout: Annotated[float, typer.Option(help="--isolate: seconds one stream may take")] = 600.0,
     memory_limit_mb: Annotated[
@@ -120,7 +127,8 @@ def run(
         run_id=run_id,
         baseline=baseline,
         on_error=on_error,
-        isolate=isolate,
+        isolate=isolate or sealed,
+        sealed=sealed,
         frame_timeout=frame_timeout,
         stream_timeout=stream_timeout,
         memory_limit_mb=memory_limit_mb,

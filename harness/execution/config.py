@@ -39,6 +39,11 @@ class IsolationConfig(BaseModel):
     memory_limit_mb: int | None = Field(
         None, gt=0, description="address space the adapter may add once built (RLIMIT_AS); None: no limit"
     )
+    sealed: bool = Field(
+        False,
+        description="the worker holds no data: the parent sends each frame after the previous prediction "
+        "returned (the future does not exist in the adapter's process; costs a pipe round trip per frame)",
+    )
 
 
 class RunConfig(BaseModel):

@@ -26,7 +26,7 @@ from adapters.contract import Adapter, Frame, Prediction, PredictOutput, StageTi
 from harness.execution.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
 from harness.execution.recorded_extras import Extras, gather_extras
 from harness.execution.recorded_extras import extras_of as _extras_of
-from harness.execution.sealing import seal_frames
+from harness.execution.sealing import SealedFeed, frames_of, seal_frames
 from harness.instruments.clock import ClockInfo, clock_info, wait_until
 from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer, marked
 from protocols.recording import StreamRecording, StreamRole
@@ -107,7 +107,7 @@ class Engine:
     def run_stream(self, stream: Stream, role: StreamRole = "test") -> StreamRecording:
         """Reset the adapter, feed the stream frame by frame, return what was recorded. Every frame is
         sealed first (:mod:`harness.execution.sealing`), before the clock starts."""
-        frames = seal_frames(stream.frames())
+        frames = frames_of(stream)
         if len(frames) != stream.num_frames:
             raise ValueError(
                 f"stream {stream.stream_id!r}: frame_source gave {len(frames)} frames, "
@@ -173,7 +173,7 @@ class Engine:
         an untimed warm-up) through ``predict()`` with no clock read, no device timer and no pacing —
         what the model answers when nothing measures it. The outputs are validated as in a timed run;
         ``latency_ns`` is all zeros (compared, never reported)."""
-        frames = seal_frames(islice(stream.frames(), max_frames))
+        frames = frames_of(stream) if max_frames is None else seal_frames(islice(stream.frames(), max_frames))
         if max_frames is not None:
             stream = dataclasses.replace(
                 stream, labels=stream.labels[: len(frames)], frame_times=stream.frame_times[: len(frames)]
@@ -245,7 +245,7 @@ class Engine:
 
     def _feed(
         self,
-        frames: Sequence[Frame],
+        frames: Sequence[Frame] | SealedFeed,
         stream_id: str,
         stream_length: int,
         predict: Callable[[Frame], PredictOutput] | None = None,
@@ -318,7 +318,7 @@ class Engine:
 
     def _feed_paced(
         self,
-        frames: Sequence[Frame],
+        frames: Sequence[Frame] | SealedFeed,
         stream_id: str,
         arrival_ns: np.ndarray,
         predict: Callable[[Frame], PredictOutput],

@@ -37,6 +37,7 @@ where ``resource`` is unavailable.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import multiprocessing
@@ -49,7 +50,7 @@ from typing import Any, Literal, NoReturn
 
 import numpy as np
 
-from adapters.contract import AdapterInfo
+from adapters.contract import AdapterInfo, Stream
 from harness.execution.adapter_errors import (
     AdapterCallError,
     AdapterCrashError,
@@ -59,6 +60,7 @@ from harness.execution.adapter_errors import (
 )
 from harness.execution.config import IsolationConfig, RunConfig
 from harness.execution.isolation_worker import IDLE, RESETTING, worker_main
+from harness.execution.sealed_feed import NEXT, encode_frame, stream_header
 from protocols.recording import StreamRecording, StreamRole, from_arrays
 
 __all__ = ["IsolatedEngine", "WorkerError"]
@@ -109,6 +111,11 @@ class IsolatedEngine:
         self.warmup_stream_id: str | None = None
         self.memory_limit_note: str | None = None
         self.starts = 0  # workers started so far (1 + restarts)
+        self.sealed = self.isolation.sealed
+        self._data: dict[str, Stream] | None = None  # sealed: the data set, held in this process only
+        self._serving: list[bytes] = []  # sealed: the encoded frames of the stream being fed
+        self._served = 0
+        self._warmup: Stream | None = None
 
     # -- public interface -------------------------------------------------------------------------------
 
@@ -132,17 +139,42 @@ class IsolatedEngine:
 
     def run_stream(self, stream_id: str, role: StreamRole = "test") -> StreamRecording:
         """Run one stream of the run's data set in the worker; restart the worker first if it is gone."""
-        header = self._request({"kind": "run", "stream_id": stream_id, "role": role})
-        if header["kind"] != "ok":
+        if self.sealed:
+            self._ensure_worker()  # builds the data set in this process
+            return self.run(self._stream(stream_id), role)
+        header = self._request({"kind": "run", "stream_id": stream_id, "role": role}, stream_id)
+        return self._recording(header, stream_id)
+
+    def run(self, stream: Stream, role: StreamRole = "test", untimed: bool = False) -> StreamRecording:
+        """Sealed mode: run any stream this process holds (an occluded or nudged variant, too), fed to the
+        worker frame by frame; ``untimed``: through :meth:`Engine.run_untimed` (no clock read)."""
+        if not self.sealed:
+            raise ValueError("running a stream the worker does not hold needs a sealed worker (sealed=True)")
+        self._ensure_worker()
+        self._serve(stream)
+        message = {"kind": "run", "stream": self._header(stream), "role": role, "untimed": untimed}
+        recording = self._recording(self._request(message, stream.stream_id), stream.stream_id)
+        return dataclasses.replace(recording, labels=stream.labels)  # labels never reach the worker
+
+    def rebuild(self) -> None:
+        """Sealed mode: a fresh adapter instance in the same worker process, warmed up as the first was
+        (state the instances share through module or class globals survives; instance state does not)."""
+        self._ensure_worker()
+        if self._warmup is not None:
+            self._serve(self._warmup)
+        header = self._request({"kind": "rebuild"}, _WARMUP_ID)
+        if header["kind"] != "rebuilt":
             self._raise_reply(header)
-        payload = self._recv(stream_id)
-        with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
-            (recording,) = from_arrays({key: arrays[key] for key in arrays.files})
-        return recording
 
     def count_flops(self, stream_id: str) -> tuple[int | None, str | None]:
         """:meth:`harness.engine.Engine.count_flops` on a stream's first frame, in the worker."""
-        header = self._request({"kind": "flops", "stream_id": stream_id})
+        message: dict[str, Any] = {"kind": "flops", "stream_id": stream_id}
+        if self.sealed:
+            self._ensure_worker()
+            stream = self._stream(stream_id)
+            self._serve(stream)
+            message["stream"] = self._header(stream)
+        header = self._request(message, stream_id)
         if header["kind"] != "flops":
             self._raise_reply(header)
         return header["flops"], header["reason"]
@@ -171,16 +203,57 @@ class IsolatedEngine:
 
     # -- worker management ------------------------------------------------------------------------------
 
+    def _recording(self, header: dict[str, Any], stream_id: str) -> StreamRecording:
+        if header["kind"] != "ok":
+            self._raise_reply(header)
+        payload = self._recv(stream_id)
+        with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
+            (recording,) = from_arrays({key: arrays[key] for key in arrays.files})
+        return recording
+
+    def _stream(self, stream_id: str) -> Stream:
+        assert self._data is not None
+        if stream_id not in self._data:
+            raise KeyError(f"unknown stream {stream_id!r}; the data set has {list(self._data)[:5]}...")
+        return self._data[stream_id]
+
+    @staticmethod
+    def _header(stream: Stream) -> dict[str, Any]:
+        return stream_header(stream.stream_id, stream.frame_times, stream.t0, stream.segment_length_s)
+
+    def _serve(self, stream: Stream) -> None:
+        """Sealed mode: encode the stream's frames here (before its first frame is fed); the worker gets
+        them one at a time, as it asks (:meth:`_await`)."""
+        self._serving = [encode_frame(frame) for frame in stream.frames()]
+        self._served = 0
+
+    def _sealed_args(self) -> str:
+        """Sealed mode: build the data set in this process; the worker gets the data-bound options and
+        the warm-up stream's header (its frames are served like any stream's)."""
+        from harness.datasets.catalog import make_streams, make_warmup_stream
+        from harness.execution.setup import data_bound_of
+
+        if self._data is None:
+            self._data = {s.stream_id: s for s in make_streams(self.run_config.data)}
+            n = self.run_config.engine.warmup_frames
+            self._warmup = make_warmup_stream(self.run_config.data, n) if n else None
+        sample = next(iter(self._data.values()))
+        if self._warmup is not None:
+            self._serve(self._warmup)
+        warmup = self._header(self._warmup) if self._warmup is not None else None
+        return json.dumps({"data_bound": data_bound_of(sample), "warmup": warmup})
+
     def _ensure_worker(self) -> None:
         if self._process is not None and self._process.is_alive():
             return
         if self._process is not None:
             self.close()  # a worker that died while idle: collect it, start afresh
+        sealed_json = self._sealed_args() if self.sealed else None
         parent, child = self._ctx.Pipe(duplex=True)
         self._progress[0] = IDLE
         process = self._ctx.Process(
             target=worker_main,
-            args=(self._config_json, self.isolation.memory_limit_mb, child, self._progress),
+            args=(self._config_json, self.isolation.memory_limit_mb, child, self._progress, sealed_json),
             name="streambench-adapter",
             daemon=True,
         )
@@ -193,16 +266,23 @@ class IsolatedEngine:
             self.close()
             self._raise_reply(header)
         self._info = AdapterInfo.model_validate(header["info"])
-        self.stream_ids = tuple(header["stream_ids"])
+        self.stream_ids = tuple(header["stream_ids"]) if self._data is None else tuple(self._data)
+        if self._data is not None:  # sealed: the checks build_adapter makes in a worker that has the data
+            from harness.execution.setup import check_built
+
+            try:
+                check_built(self.run_config, self._info, next(iter(self._data.values())))
+            except ValueError:
+                self.close()
+                raise
         self.warmup_frames_run = int(header["warmup_frames"])
         self.warmup_stream_id = header["warmup_stream_id"]
         self.memory_limit_note = header["memory_limit_note"]
 
-    def _request(self, message: dict[str, str]) -> dict[str, Any]:
+    def _request(self, message: dict[str, Any], stream_id: str) -> dict[str, Any]:
         """Send a request about one stream (starting a worker if needed); the reply's header."""
         self._ensure_worker()
-        stream_id = message["stream_id"]
-        if stream_id not in self.stream_ids:
+        if "stream_id" in message and stream_id not in self.stream_ids:
             raise KeyError(f"unknown stream {stream_id!r}; the data set has {list(self.stream_ids)[:5]}...")
         assert self._conn is not None
         self._progress[0] = IDLE
@@ -221,11 +301,20 @@ class IsolatedEngine:
         started = time.monotonic()
         last = int(self._progress[0])
         changed = started
-        while not conn.poll(tick):
+        while True:
+            if conn.poll(tick):
+                try:
+                    message = conn.recv_bytes()
+                except (EOFError, OSError):
+                    raise self._crashed(stream_id) from None
+                if message != NEXT:
+                    return dict(json.loads(message))
+                self._feed_next(stream_id)  # sealed: the worker asks for its next frame
+                continue
             now = time.monotonic()
             if not process.is_alive():
                 if conn.poll(0):  # it answered, then exited: take the answer
-                    break
+                    continue
                 raise self._crashed(stream_id)
             current = int(self._progress[0])
             if current != last:
@@ -234,10 +323,18 @@ class IsolatedEngine:
                 raise self._timed_out(stream_id, "frame", frame_limit, current)
             if now - started > limit_s:
                 raise self._timed_out(stream_id, scope, limit_s, current)
+
+    def _feed_next(self, stream_id: str) -> None:
+        """Sealed mode: send the worker the next frame of the stream being fed."""
+        assert self._conn is not None
+        if self._served >= len(self._serving):
+            self.close()
+            raise WorkerError(f"stream {stream_id!r}: the worker asked for a frame past the stream's end")
         try:
-            return dict(json.loads(conn.recv_bytes()))
-        except (EOFError, OSError):
+            self._conn.send_bytes(self._serving[self._served])
+        except OSError:
             raise self._crashed(stream_id) from None
+        self._served += 1
 
     def _recv(self, stream_id: str) -> bytes:
         assert self._conn is not None

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from adapters.contract import Adapter, Frame, PredictOutput
+from adapters.contract import Adapter, Frame, PredictOutput, Stream
 from harness.execution.adapter_errors import AdapterError
+from harness.execution.sealed_feed import ParentFeed
 from protocols.recording import to_arrays
 
 __all__ = ["IDLE", "RESETTING", "worker_main"]
@@ -108,24 +109,76 @@ def _adapter_error(exc: AdapterError) -> dict[str, Any]:
     }
 
 
-def worker_main(config_json: str, memory_limit_mb: int | None, conn: Connection, slot: Any) -> None:
-    """Entry point of the worker process: build, warm up, then serve ``run`` requests until ``close``."""
+def _sealed_stream(conn: Connection, header: dict[str, Any], classes: tuple[str, ...]) -> Stream:
+    """A stream whose frames come from the parent one at a time (sealed mode); its labels are all
+    False: labels never reach the worker, the parent puts the true ones into the recording."""
+    times = np.asarray(header["times"], dtype=np.float64)
+    return Stream(
+        stream_id=header["id"],
+        classes=classes,
+        labels=np.zeros((times.size, len(classes)), dtype=bool),
+        frame_times=times,
+        frame_source=lambda: ParentFeed(conn, int(times.size)),
+        modalities=(),
+        t0=float(header["t0"]),
+        segment_length_s=header["seg"],
+    )
+
+
+def worker_main(
+    config_json: str,
+    memory_limit_mb: int | None,
+    conn: Connection,
+    slot: Any,
+    sealed_json: str | None = None,
+) -> None:
+    """Entry point of the worker process: build, warm up, then serve ``run`` requests until ``close``.
+
+    ``sealed_json`` (sealed mode, :mod:`harness.execution.sealed_feed`): the adapter's data-bound
+    options and the warm-up stream's header; the worker then builds no data set, and every stream,
+    warm-up included, is fed frame by frame by the parent. A ``rebuild`` request replaces the adapter
+    with a fresh instance in this same process (warmed up again), for the causality protocol's check of
+    state shared across instances."""
     try:
         import torch
 
         from harness.datasets.catalog import make_streams, make_warmup_stream
         from harness.execution.config import RunConfig
         from harness.execution.engine import Engine
-        from harness.execution.setup import build_adapter
+        from harness.execution.setup import build_adapter, create_bound
         from harness.instruments.threads import apply as apply_threads
 
         config = RunConfig.model_validate_json(config_json)
         apply_threads(config.threads)
         torch.manual_seed(config.torch_seed)
-        streams = {s.stream_id: s for s in make_streams(config.data)}
         n_warmup = config.engine.warmup_frames
-        warmup = make_warmup_stream(config.data, n_warmup) if n_warmup else None
-        adapter = build_adapter(config, next(iter(streams.values())))
+        streams: dict[str, Stream] = {}
+        warmup: Stream | None = None
+        if sealed_json is None:
+            streams = {s.stream_id: s for s in make_streams(config.data)}
+            warmup = make_warmup_stream(config.data, n_warmup) if n_warmup else None
+            sample = next(iter(streams.values()))
+
+            def build() -> Adapter:
+                return build_adapter(config, sample)
+
+        else:
+            sealed = json.loads(sealed_json)
+            classes = tuple(sealed["data_bound"]["classes"])
+            if sealed["warmup"] is not None:
+                warmup = _sealed_stream(conn, sealed["warmup"], classes)
+
+            def build() -> Adapter:
+                return create_bound(config, sealed["data_bound"])
+
+        def built() -> tuple[Adapter, Engine, int]:
+            adapter = build()
+            engine = Engine(_Progress(adapter, slot), config.engine)
+            frames = engine.warm_up(warmup) if warmup is not None else 0
+            slot[0] = IDLE
+            return adapter, engine, frames
+
+        adapter = build()
         note = _limit_memory(memory_limit_mb) if memory_limit_mb is not None else None
         engine = Engine(_Progress(adapter, slot), config.engine)
         frames = engine.warm_up(warmup) if warmup is not None else 0
@@ -153,16 +206,28 @@ def worker_main(config_json: str, memory_limit_mb: int | None, conn: Connection,
         except (EOFError, OSError):
             return  # the parent is gone
         kind = request.get("kind")
-        if kind not in ("run", "flops"):
+        if kind not in ("run", "flops", "rebuild"):
             return
         try:
+            if kind == "rebuild":
+                adapter, engine, frames = built()
+                _send(conn, {"kind": "rebuilt", "warmup_frames": frames})
+                continue
+            stream = (
+                streams[request["stream_id"]]
+                if sealed_json is None
+                else _sealed_stream(conn, request["stream"], classes)
+            )
             if kind == "flops":
-                flops, reason = engine.count_flops(streams[request["stream_id"]])
+                flops, reason = engine.count_flops(stream)
                 slot[0] = IDLE
                 _send(conn, {"kind": "flops", "flops": flops, "reason": reason})
                 continue
             try:
-                recording = engine.run_stream(streams[request["stream_id"]], request["role"])
+                if request.get("untimed"):
+                    recording = engine.run_untimed(stream)
+                else:
+                    recording = engine.run_stream(stream, request["role"])
             finally:
                 slot[0] = IDLE  # out of predict(): serialising the stream is not a frame's time
             buffer = io.BytesIO()

@@ -17,14 +17,15 @@ modality) is passed on unchanged; the frame itself is a new :class:`~adapters.co
 
 from __future__ import annotations
 
+import abc
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from adapters.contract import Frame
+from adapters.contract import Frame, Stream
 
-__all__ = ["seal", "seal_frames"]
+__all__ = ["SealedFeed", "frames_of", "seal", "seal_frames"]
 
 # torch.from_numpy of a read-only payload warns that the tensor could be written; the harness hands out
 # read-only payloads by design (a model that writes into one gets numpy's error, or torch's undefined
@@ -52,3 +53,23 @@ def seal_frames(frames: Iterable[Frame]) -> list[Frame]:
         )
         for frame in frames
     ]
+
+
+class SealedFeed(abc.ABC):
+    """Frames that arrive already sealed and one at a time (the sealed worker's feed,
+    :class:`harness.execution.sealed_feed.ParentFeed`): sized, iterated once, never held as a list.
+    A stream whose ``frame_source`` returns one is fed as it comes."""
+
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
+
+    @abc.abstractmethod
+    def __iter__(self) -> Iterator[Frame]: ...
+
+
+def frames_of(stream: Stream) -> Sequence[Frame] | SealedFeed:
+    """The frames the engine feeds: a :class:`SealedFeed` as it is, anything else sealed into a list."""
+    source = stream.frame_source()
+    if isinstance(source, SealedFeed):
+        return source
+    return seal_frames(source)

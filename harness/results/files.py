@@ -73,7 +73,10 @@ class ExecutionRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["in-process", "isolated"]
+    mode: Literal["in-process", "isolated", "sealed"] = Field(
+        description="where the adapter ran: this process, a worker (--isolate), or a worker that never held "
+        "the data (--sealed)"
+    )
     on_error: Literal["continue", "stop"]
     sessions: int = Field(ge=1)
 

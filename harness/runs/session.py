@@ -133,7 +133,7 @@ class _Subject:
     runner: StreamRunner
     info: AdapterInfo
     module: str  # the adapter class's module (its git commit goes into the manifest)
-    mode: Literal["in-process", "isolated"]
+    mode: Literal["in-process", "isolated", "sealed"]
     count_flops: Callable[[], tuple[int | None, str | None]]
     warmup_stream_id: str | None
 
@@ -154,7 +154,7 @@ def _subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | None
                 runner=isolated,
                 info=info,
                 module=resolve(config.adapter).__module__,
-                mode="isolated",
+                mode="sealed" if config.isolation.sealed else "isolated",
                 count_flops=lambda: isolated.count_flops(first.stream_id),
                 warmup_stream_id=warmup.stream_id if warmup is not None else None,
             )
@@ -217,7 +217,7 @@ def _session(
                 started_at=datetime.now(timezone.utc),
                 resumed=previous is not None,
                 streams_done=len(done) + len(failed),
-                isolated=subject.mode == "isolated",
+                isolated=subject.mode != "in-process",
             )
         )
         executor = EngineExecutor(subject.runner, progress, log, config.on_error, done=done, failed=failed)
@@ -236,7 +236,7 @@ def _session(
             gpu_meter.close()
             cpu_meter.close()
     recordings = executor.ordered(run_plan)
-    if subject.mode == "isolated":  # the adapter's memory is the worker's, which this probe cannot see
+    if subject.mode != "in-process":  # the adapter's memory is the worker's, which this probe cannot see
         memory = memory.model_copy(
             update={
                 "peak_rss_method": f"{memory.peak_rss_method}; of the harness process only: the adapter ran "

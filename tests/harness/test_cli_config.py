@@ -50,6 +50,7 @@ def defaults() -> dict[str, object]:
         "baseline": None,
         "on_error": "continue",
         "isolate": False,
+        "sealed": False,
         "frame_timeout": 30.0,
         "stream_timeout": 600.0,
         "memory_limit_mb": None,
