@@ -242,7 +242,9 @@ class OffByOneMaskAdapter(_OffenderBase):
 class LeakyResetOptions(OffenderOptions):
     """Options of :class:`LeakyResetAdapter`."""
 
-    ramp_frames: int = Field(default=10, ge=1, description="confidence ramps up over this many frames")
+    ramp_frames: int = Field(
+        default=100_000, ge=1, description="confidence ramps up over this many frames seen since construction"
+    )
 
 
 class LeakyResetAdapter(_OffenderBase):
@@ -250,8 +252,10 @@ class LeakyResetAdapter(_OffenderBase):
 
     Score at frame ``t``: ``sigmoid(gain * confidence * running mean of the features)`` with
     ``confidence = min(1, frames_seen / ramp_frames)``. ``frames_seen`` should restart with every stream
-    but survives ``reset_state()``, so a stream that runs after another starts at full confidence: its
-    predictions differ from a fresh run from frame 0 on (unless its running mean is exactly 0).
+    but survives ``reset_state()``, so a stream's predictions depend on every frame the instance has seen
+    (warm-up and earlier streams): a stream that runs after another differs from a run of it after the
+    warm-up alone, from frame 0 on (unless its running mean is exactly 0). The ramp is long by default
+    (100,000 frames), so the leak outlasts any warm-up and shows in every scored run.
     """
 
     Options: ClassVar[type[AdapterOptions]] = LeakyResetOptions

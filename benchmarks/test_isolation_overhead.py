@@ -92,3 +92,41 @@ def test_isolated_latency_against_in_process(streams) -> None:  # type: ignore[n
         f"p99 {p99_in:.0f} vs {p99_iso:.0f} ns"
     )
     assert iso_ns / in_ns < MAX_RATIO
+
+
+def test_sealed_worker_cost_per_frame(streams) -> None:  # type: ignore[no-untyped-def]
+    """``--sealed`` against a plain worker and in-process, interleaved: the recorded latency (the worker
+    times ``predict()`` alone, so sealing must not move it) and the wall time per frame of a whole stream
+    (the pipe round trip that sends each frame after the previous prediction: the price of sealing)."""
+    local = Engine(build_adapter(CONFIG, streams[0]), CONFIG.engine)
+    local.warm_up(streams[-1])
+    recorded: dict[str, list[np.ndarray]] = {"in-process": [], "isolated": [], "sealed": []}
+    wall: dict[str, list[float]] = {name: [] for name in recorded}
+    with (
+        IsolatedEngine(CONFIG, IsolationConfig()) as plain,
+        IsolatedEngine(CONFIG, IsolationConfig(sealed=True)) as sealed,
+    ):
+        plain.warm_up()
+        sealed.warm_up()
+        runs = {
+            "in-process": local.run_stream,
+            "isolated": lambda s: plain.run_stream(s.stream_id),
+            "sealed": lambda s: sealed.run_stream(s.stream_id),
+        }
+        for _ in range(ROUNDS):
+            for stream in streams:
+                for name, run in runs.items():
+                    start = time.perf_counter_ns()
+                    recorded[name].append(run(stream).latency_ns)
+                    wall[name].append((time.perf_counter_ns() - start) / stream.num_frames)
+    median = {name: _median_ns(values) for name, values in recorded.items()}
+    per_frame = {name: statistics.median(values) for name, values in wall.items()}
+    print(
+        "\nnull adapter, median recorded latency: "
+        + ", ".join(f"{name} {value:.0f} ns" for name, value in median.items())
+        + "\nwall time per frame of a whole stream: "
+        + ", ".join(f"{name} {value / 1000:.1f} µs" for name, value in per_frame.items())
+        + f"\nsealing costs {(per_frame['sealed'] - per_frame['isolated']) / 1000:.1f} µs per frame of wall "
+        f"time and {median['sealed'] - median['isolated']:+.0f} ns of recorded latency"
+    )
+    assert median["sealed"] / median["isolated"] < MAX_RATIO

@@ -82,6 +82,11 @@ class CausalityConfig(BaseModel):
         default=0.05, gt=0.0, lt=1.0, description="level of the one-sided sign test over the rounds"
     )
     noise_seed: int = Field(default=0, ge=0, description="seed of the noise occluder (the harness draws it)")
+    sealed: bool = Field(
+        default=True,
+        description="run the checks in a sealed worker (the future not in the adapter's process); "
+        "false: in this process, where a model can find the engine's frame list",
+    )
 
     @model_validator(mode="after")
     def _caching_can_fail(self) -> CausalityConfig:

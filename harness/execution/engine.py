@@ -22,7 +22,15 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.contract import Adapter, Frame, Prediction, PredictOutput, StageTimer, Stream
+from adapters.contract import (
+    Adapter,
+    Frame,
+    Prediction,
+    PredictOutput,
+    StageTimer,
+    Stream,
+    StreamingAdapter,
+)
 from harness.execution.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
 from harness.execution.recorded_extras import Extras, gather_extras
 from harness.execution.recorded_extras import extras_of as _extras_of
@@ -39,6 +47,7 @@ __all__ = [
     "Engine",
     "EngineConfig",
     "clock_info",
+    "has_sequence_mode",
 ]
 
 
@@ -65,6 +74,12 @@ class EngineConfig(BaseModel):
     record: tuple[Literal["features", "weights"], ...] = Field(
         (), description="also record Prediction.features / .weights (stability, router protocols; unpaced)"
     )
+
+
+def has_sequence_mode(adapter: object) -> bool:
+    """Whether the adapter implements ``predict_sequence`` (not the contract base class's stub)."""
+    method = getattr(type(adapter), "predict_sequence", None)
+    return callable(method) and method is not StreamingAdapter.predict_sequence
 
 
 class Engine:
@@ -218,6 +233,47 @@ class Engine:
             refers_to=refers,
             scores=stacked,
             beyond_end=0 if inside is None else int((~inside).sum()),
+        )
+
+    def run_sequence(self, stream: Stream) -> StreamRecording:
+        """Sequence mode (capability ``sequence``, DESIGN.md "Causality"): reset, then the whole sealed
+        stream in one ``predict_sequence()`` call; each prediction must name its frame (``refers_to``) and
+        counts as emitted there. Untimed (``latency_ns`` all zeros): for the causality checks, never
+        scored. Outputs are validated as in a streaming run, the error naming the frame labelled."""
+        frames = seal_frames(stream.frames())
+        self._reset(stream.stream_id)
+        last = len(frames) - 1
+        try:
+            out = getattr(self.adapter, "predict_sequence")(frames)  # noqa: B009
+        except Exception as exc:
+            raise AdapterCallError(
+                self.name, stream.stream_id, last, f"predict_sequence() raised {type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(out, list) or any(
+            not isinstance(p, Prediction) or p.refers_to is None for p in out
+        ):
+            raise self._error(
+                stream.stream_id, last, "predict_sequence() must return a list of Predictions with refers_to"
+            )
+        checked = self._slow_path(out, stream.stream_id, last, len(frames)) if out else []
+        kept = sorted((ref, i) for i, (_, ref, _) in enumerate(checked) if ref < len(frames))
+        refs = np.array([ref for ref, _ in kept], dtype=np.int64)
+        scores = np.array([checked[i][0] for _, i in kept], dtype=np.float32)
+        scores = scores.reshape(len(kept), self.num_classes)
+        if not np.isfinite(scores).all():
+            raise self._error(stream.stream_id, last, "predict_sequence() scores contain NaN or Inf")
+        return StreamRecording(
+            stream_id=stream.stream_id,
+            role="test",
+            t0_ns=round(stream.t0 * 1e9),
+            segment_length_ns=None,
+            frame_times_ns=np.round(stream.frame_times * 1e9).astype(np.int64),
+            labels=stream.labels,
+            latency_ns=np.zeros(len(frames), dtype=np.int64),
+            emitted_at=refs.copy(),
+            refers_to=refs,
+            scores=scores,
+            beyond_end=len(checked) - len(kept),
         )
 
     def count_flops(self, stream: Stream) -> tuple[int | None, str | None]:

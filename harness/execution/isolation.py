@@ -145,14 +145,23 @@ class IsolatedEngine:
         header = self._request({"kind": "run", "stream_id": stream_id, "role": role}, stream_id)
         return self._recording(header, stream_id)
 
-    def run(self, stream: Stream, role: StreamRole = "test", untimed: bool = False) -> StreamRecording:
+    def run(
+        self, stream: Stream, role: StreamRole = "test", untimed: bool = False, resets: int = 1
+    ) -> StreamRecording:
         """Sealed mode: run any stream this process holds (an occluded or nudged variant, too), fed to the
-        worker frame by frame; ``untimed``: through :meth:`Engine.run_untimed` (no clock read)."""
+        worker frame by frame; ``untimed``: through :meth:`Engine.run_untimed` (no clock read); ``resets``:
+        the ``reset_state()`` calls before the stream, the engine's own included."""
         if not self.sealed:
             raise ValueError("running a stream the worker does not hold needs a sealed worker (sealed=True)")
         self._ensure_worker()
         self._serve(stream)
-        message = {"kind": "run", "stream": self._header(stream), "role": role, "untimed": untimed}
+        message = {
+            "kind": "run",
+            "stream": self._header(stream),
+            "role": role,
+            "untimed": untimed,
+            "resets": resets,
+        }
         recording = self._recording(self._request(message, stream.stream_id), stream.stream_id)
         return dataclasses.replace(recording, labels=stream.labels)  # labels never reach the worker
 

@@ -223,6 +223,8 @@ def worker_main(
                 slot[0] = IDLE
                 _send(conn, {"kind": "flops", "flops": flops, "reason": reason})
                 continue
+            for _ in range(int(request.get("resets", 1)) - 1):
+                engine.adapter.reset_state()
             try:
                 if request.get("untimed"):
                     recording = engine.run_untimed(stream)

@@ -1,66 +1,65 @@
-"""Runs the causality protocol's variant runs through the engine and judges them (protocols/causality.py).
+"""Runs the causality protocol's variant runs and judges them (protocols/causality.py).
 
-Checks (``../shared/DESIGN.md``, "Causality" and "Audits"; seed 004 §6.2.3):
+Checks (``../shared/DESIGN.md``, "Causality" and "Audits"; seed 004 §6.2.3). The streams run on the
+instances of an :class:`~harness.runs.causality_variants.AuditRunner`: by default a **sealed worker**
+(``sealed``), where the future does not exist in the adapter's process, so look-ahead through the
+harness is impossible by construction and what follows checks the model's own computation; every
+instance is warmed up like a scored run's.
 
-* **occlusion**: for the first ``streams`` streams of the configuration, a clean run and, per cut of
+* **determinism** (first; issue 15 item 5): the first stream on two fresh instances in two processes.
+  A model whose outputs differ is *nondeterministic* (the check fails with the size), and every later
+  comparison allows twice that difference, so noise is not called look-ahead.
+* **shared_state** (sealed only): the first stream on a fresh instance in the process that already ran
+  it vs the fresh process's: a difference is state shared across instances (module or class globals),
+  reported as such; the comparisons across instances it would confound (occlusion, state leak, reset,
+  timed/untimed, replay) are then listed in ``skipped`` instead of failing under a wrong name.
+* **occlusion**: for the first ``streams`` streams, a clean run and, per cut of
   :func:`~protocols.causality.plan_occlusion` (random by default, from a seed drawn per run and recorded
   with every stream's cuts in :attr:`CausalityResult.cut_seed` / :attr:`CausalityResult.cuts`) and per
-  occluder, a run of the stream whose frames after
-  the cut are replaced (seeded noise, zeros, another stream's frames); every prediction emitted at a frame
-  ``<= cut`` must be unchanged. The report holds one aggregated ``occlusion`` check (the first offending
-  variant, in stream, cut, occluder order); every variant's own result is kept in
-  :attr:`CausalityResult.occlusion_runs`.
-* **state_leak** (also the audit "results do not depend on stream order"): the streams in order on one
-  adapter and in reverse order on another; every stream's predictions must agree, so a stream that runs
-  first (fresh) in one order and last (after the others) in the other is checked both ways.
-* **reset_idempotent**: stream A after a double reset vs a single one.
-* **caching** (audit): warm up and run stream A once, then ``caching_rounds`` interleaved rounds of a
-  repeat of A and a fresh control whose payloads differ by one ulp (:func:`nudge`), in a seeded random
-  order; the repeat must not be markedly faster than its control (a paired sign test over the rounds:
-  :func:`~protocols.causality.judge_caching`), so one slow run on a busy machine is not a cache.
-* **timed_untimed** (audit): the warm-up and the streams through the timed loop on one adapter, and the
-  same sequence through :meth:`~harness.engine.Engine.run_untimed` (no clock read) on another; the
-  predictions, hence every accuracy figure, must be identical (nothing changes under measurement). The
-  detail names both F1@0 ms (Strict, frame, micro).
-* **gradient_flow** and **stream_sequence**: only for adapters with a differentiable sequence mode
-  (``sequence_outputs(inputs [T, D]) -> [T, C]`` and ``stack(frames) -> [T, D]``, as
-  :class:`adapters.offenders.OffByOneMaskAdapter` has); otherwise listed in
-  :attr:`CausalityResult.skipped`, not reported as passed.
+  occluder, a run of the stream whose frames after the cut are replaced (seeded noise, zeros, another
+  stream's frames), each on a fresh instance; every prediction emitted at a frame ``<= cut`` must be
+  unchanged. One aggregated ``occlusion`` check; every variant's result in ``occlusion_runs``.
+* **state_leak**: the streams in order on one instance and in reverse order on another; every stream's
+  predictions must agree. **reset_idempotent**: stream A after a double reset vs a single one.
+* **caching** (audit): stream A once, then ``caching_rounds`` interleaved rounds of a repeat of A and a
+  fresh one-ulp control (:func:`~harness.runs.causality_variants.nudge`), judged by a sign test
+  (:func:`~protocols.causality.judge_caching`).
+* **timed_untimed** (audit): the streams through the timed loop on one instance and through
+  :meth:`~harness.execution.engine.Engine.run_untimed` (no clock read) on another: identical predictions
+  (the detail names both F1@0 ms).
+* **scored_replay** (when the run directory holds an online run of the same adapter and data): the
+  online run's *own recorded outputs* (``arrays.npz``) are evidence. A random subset of its streams is
+  replayed on fresh instances, clean and occluded at hidden cuts, and must reproduce the saved
+  predictions (the clean replay in full, each occluded one up to its cut): a model that cheated in the
+  scored run, however it told the scored run from an audit, is caught by its own outputs.
+* **gradient_flow**, **stream_sequence**, **sequence_perturbation**: the sequence mode
+  (:mod:`harness.runs.causality_sequence`).
 
-Every variant run gets a FRESH adapter instance (``build_adapter`` again), so no state leaks between the
-runs being compared (except in the state-leak check, where that is the point). Streaming runs go through
-:class:`~harness.engine.Engine` only (the only module that calls ``predict``); the engine is forced to
-unpaced feeding, since paced dropping would make two runs of the same stream differ.
-
-The planted offender :class:`adapters.offenders.PeekingAdapter` reads the future through a back door
-that must be filled before each run: the harness calls ``PeekingAdapter.leak(frames of the stream being
-run)`` before and ``unleak()`` after every run of that adapter, so occlusion can catch it.
+An adapter failure inside one check is that check's recorded failure (:func:`_guarded`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import secrets
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from pydantic import Field
 
-from adapters.contract import Adapter, Frame, Stream
-from adapters.offenders import PeekingAdapter, sequence_gradient_support
-from harness.datasets.catalog import make_streams, make_warmup_stream
+from adapters.contract import Stream
+from harness.datasets.catalog import make_streams
 from harness.execution.adapter_errors import AdapterError
 from harness.execution.config import RunConfig, run_id_for
-from harness.execution.engine import Engine, EngineConfig
 from harness.execution.executor import ProgressHook
-from harness.execution.sealing import seal_frames
 from harness.execution.setup import build_adapter, environment_for
-from harness.results.files import EnvironmentRecord
+from harness.results.files import RESULT_FILE as ONLINE_RESULT_FILE
+from harness.results.files import EnvironmentRecord, load_recordings, load_result
 from harness.runs.catalog import write_indexed
+from harness.runs.causality_sequence import SEQUENCE_TOLERANCE, sequence_checks, sequence_plan
+from harness.runs.causality_variants import AuditRunner, donor_for, nudge, occlude
 from protocols import online
 from protocols.causality import (
     CausalityConfig,
@@ -69,8 +68,6 @@ from protocols.causality import (
     compare_prefix,
     compare_recordings,
     judge_caching,
-    judge_gradient,
-    plan_gradient,
     plan_occlusion,
     summarize,
 )
@@ -81,13 +78,11 @@ __all__ = [
     "SEQUENCE_TOLERANCE",
     "CausalityResult",
     "execute_causality",
+    "nudge",
     "occlude",
 ]
 
 RESULT_FILE = "causality.json"
-SEQUENCE_TOLERANCE = 1e-5
-"""Largest |score difference| between streaming and sequence mode still counted as equal (float32 sums
-are taken in another order in the two modes)."""
 
 
 class CausalityResult(EnvironmentRecord):
@@ -109,72 +104,10 @@ class CausalityResult(EnvironmentRecord):
     cuts: dict[str, list[int]] = Field(
         default_factory=dict, description="every checked stream's cut frames (frames after a cut occluded)"
     )
-
-
-def occlude(stream: Stream, cut: int, occluder: str, donor: Stream | None = None, seed: int = 0) -> Stream:
-    """The stream with every frame after ``cut`` replaced: seeded Gaussian noise, zeros, or the donor's
-    frame of the same index (``occluder="other_stream"``, the donor must be at least as long)."""
-    if occluder == "other_stream" and donor is None:
-        raise ValueError("the other_stream occluder needs a donor stream")
-
-    def replace(frame: Frame, donor_frames: Sequence[Frame]) -> Frame:
-        if frame.index <= cut:
-            return frame
-        if occluder == "other_stream":
-            inputs: dict[str, Any] = dict(donor_frames[frame.index].inputs)
-        else:
-            rng = np.random.default_rng([seed, cut, frame.index])
-            inputs = {}
-            for name, payload in frame.inputs.items():
-                if payload is None:
-                    inputs[name] = None
-                    continue
-                arr = np.asarray(payload)
-                if occluder == "zeros":
-                    inputs[name] = np.zeros_like(arr)
-                else:
-                    inputs[name] = rng.standard_normal(arr.shape).astype(arr.dtype)
-        return dataclasses.replace(frame, inputs=inputs)
-
-    def frames() -> list[Frame]:
-        donor_frames = list(donor.frames()) if donor is not None and occluder == "other_stream" else []
-        return [replace(f, donor_frames) for f in stream.frames()]
-
-    return dataclasses.replace(stream, frame_source=frames, stream_id=f"{stream.stream_id}~{occluder}@{cut}")
-
-
-class _Runner:
-    """Builds fresh adapters and runs streams through the engine, filling the peeking back door."""
-
-    def __init__(
-        self, config: RunConfig, sample: Stream, planned: int, progress: ProgressHook | None
-    ) -> None:
-        self.config = config
-        self.sample = sample
-        self.engine_config: EngineConfig = config.engine.model_copy(update={"pacing": "unpaced"})
-        self.planned = planned
-        self.done = 0
-        self.progress = progress
-
-    def fresh(self, warmup_frames: int = 0) -> Engine:
-        adapter = build_adapter(self.config, self.sample)
-        return Engine(adapter, self.engine_config.model_copy(update={"warmup_frames": warmup_frames}))
-
-    def run(self, engine: Engine, stream: Stream, untimed: bool = False) -> StreamRecording:
-        """One engine run (``untimed``: :meth:`Engine.run_untimed`). The peeking offender's back door gets
-        the stream itself, as an offender that reads the real future would."""
-        peeking = isinstance(engine.adapter, PeekingAdapter)
-        if peeking:
-            PeekingAdapter.leak(stream.frames())
-        try:
-            recording = engine.run_untimed(stream) if untimed else engine.run_stream(stream)
-        finally:
-            if peeking:
-                PeekingAdapter.unleak()
-        self.done += 1
-        if self.progress is not None:
-            self.progress(self.done, max(self.planned, self.done), stream.stream_id)
-        return recording
+    sealed: bool = Field(
+        True, description="the checks ran in a sealed worker (the future not in its process)"
+    )
+    tolerance: float = Field(0.0, description="the tolerance the comparisons used (widened for noise)")
 
 
 def execute_causality(
@@ -185,10 +118,8 @@ def execute_causality(
 ) -> tuple[CausalityResult, Path]:
     """Run every causality check on ``config``'s adapter and data; write ``<run_dir>/causality.json``.
 
-    ``max_streams`` (default: the configuration's ``streams``) bounds the streams used (occlusion runs
-    ``1 + cuts x occluders`` variants of each;
-    the state-leak check runs stream A after the others). ``progress`` is called after each engine run.
-    """
+    ``max_streams`` (default: the configuration's ``streams``) bounds the streams used. ``progress`` is
+    called after each run."""
     import torch
 
     max_streams = causality.streams if max_streams is None else max_streams
@@ -201,43 +132,33 @@ def execute_causality(
     all_streams = make_streams(config.data)
     streams = all_streams[: min(max_streams, len(all_streams))]
     probe = build_adapter(config, streams[0])  # fails early on a class mismatch; tells the sequence mode
-    has_sequence = callable(getattr(probe, "sequence_outputs", None)) and callable(
-        getattr(probe, "stack", None)
-    )
+    plan = sequence_plan(probe)
     cuts = {s.stream_id: plan_occlusion(s.num_frames, causality, cut_seed, i) for i, s in enumerate(streams)}
+    run_id = config.run_id or run_id_for(config.adapter, "causality")
+    replayed, replay_reason = _replay_plan(config, run_id, all_streams, causality, cut_seed)
     planned = (
-        sum(1 + len(c) * len(causality.occluders) for c in cuts.values())
+        2  # determinism, shared state (the other process is not counted)
+        + sum(1 + len(c) * len(causality.occluders) for c in cuts.values())
         + 2 * len(streams)  # state leak, both orders
         + 1  # reset twice
         + 1
         + 2 * causality.caching_rounds  # caching
         + 2 * len(streams)  # timed and untimed
-        + (1 if has_sequence else 0)
+        + sum(1 + len(c) * len(causality.occluders) for _, _, c in replayed)
     )
-    runner = _Runner(config, streams[0], planned, progress)
-
-    occlusion_runs: list[CheckResult] = []
-
-    def occlusion() -> list[CheckResult]:
-        occlusion_runs.extend(_occlusion(runner, streams, all_streams, cuts, causality))
-        return [_aggregate_occlusion(occlusion_runs, causality)]
-
-    checks = _guarded(("occlusion",), occlusion)
-    checks += _guarded(("state_leak", "reset_idempotent"), lambda: _state_leak(runner, streams, causality))
-    checks += _guarded(("caching",), lambda: [_caching(runner, streams[0], causality)])
-    checks += _guarded(("timed_untimed",), lambda: [_timed_untimed(runner, streams, causality)])
-    skipped: dict[str, str] = {}
-    if has_sequence:
-        checks += _guarded(
-            ("gradient_flow", "stream_sequence"), lambda: _sequence_checks(runner, streams[0], causality)
+    runner = AuditRunner(config, streams[0], causality.sealed, planned, progress)
+    try:
+        checks, skipped, tolerance, occlusion_runs = _run_checks(
+            runner, streams, all_streams, cuts, causality, replayed, replay_reason
         )
-    else:
-        reason = (
-            f"adapter {type(probe).__name__} has no differentiable sequence mode (sequence_outputs + stack)"
-        )
-        skipped = {"gradient_flow": reason, "stream_sequence": reason}
+    finally:
+        runner.close()
+    skipped.update(plan.skipped)
+    if plan.failure is not None:
+        checks.append(plan.failure)
+    if plan.run:
+        checks += _guarded(plan.run, lambda: sequence_checks(config, probe, streams[0], causality, plan))
 
-    run_id = config.run_id or run_id_for(config.adapter, "causality")
     environment, fingerprint = environment_for(config, all_streams, type(probe).__module__)
     result = CausalityResult(
         run_id=run_id,
@@ -251,10 +172,62 @@ def execute_causality(
         skipped=skipped,
         cut_seed=causality.cut_seed,
         cuts=cuts,
+        sealed=causality.sealed,
+        tolerance=tolerance,
         environment=environment,
         fingerprint=fingerprint,
     )
     return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
+
+
+_CROSS_INSTANCE = ("occlusion", "state_leak", "reset_idempotent", "timed_untimed", "scored_replay")
+"""Checks that compare runs on different instances: confounded by state shared across instances."""
+
+
+def _run_checks(
+    runner: AuditRunner,
+    streams: Sequence[Stream],
+    all_streams: Sequence[Stream],
+    cuts: dict[str, list[int]],
+    causality: CausalityConfig,
+    replayed: list[tuple[StreamRecording, Stream, list[int]]],
+    replay_reason: str | None,
+) -> tuple[list[CheckResult], dict[str, str], float, list[CheckResult]]:
+    tolerance = causality.tolerance
+    shared_failed = False
+
+    def determinism() -> list[CheckResult]:
+        nonlocal tolerance, shared_failed
+        found, tolerance = _determinism(runner, streams[0], causality)
+        shared_failed = any(c.name == "shared_state" and not c.passed for c in found)
+        return found
+
+    checks = _guarded(("determinism", "shared_state") if runner.sealed else ("determinism",), determinism)
+    skipped: dict[str, str] = {}
+    if not runner.sealed:
+        skipped["shared_state"] = "needs a sealed worker (sealed = true) to tell shared state from noise"
+    occlusion_runs: list[CheckResult] = []
+    if shared_failed:
+        reason = "not judged: state shared across instances (see shared_state) confounds this comparison"
+        skipped.update(dict.fromkeys(_CROSS_INSTANCE, reason))
+    else:
+        strict = causality.model_copy(update={"tolerance": tolerance})
+
+        def occlusion() -> list[CheckResult]:
+            occlusion_runs.extend(_occlusion(runner, streams, all_streams, cuts, strict))
+            return [_aggregate_occlusion(occlusion_runs, strict, "occlusion")]
+
+        checks += _guarded(("occlusion",), occlusion)
+        checks += _guarded(("state_leak", "reset_idempotent"), lambda: _state_leak(runner, streams, strict))
+        checks += _guarded(("timed_untimed",), lambda: [_timed_untimed(runner, streams, strict)])
+        if replayed:
+            checks += _guarded(
+                ("scored_replay",), lambda: [_scored_replay(runner, replayed, all_streams, strict)]
+            )
+        elif replay_reason is not None:
+            skipped["scored_replay"] = replay_reason
+    checks += _guarded(("caching",), lambda: [_caching(runner, streams[0], causality)])
+    return checks, skipped, tolerance, occlusion_runs
 
 
 def _guarded(names: Sequence[str], check: Callable[[], list[CheckResult]]) -> list[CheckResult]:
@@ -276,22 +249,81 @@ def _guarded(names: Sequence[str], check: Callable[[], list[CheckResult]]) -> li
         ]
 
 
+def _determinism(
+    runner: AuditRunner, stream: Stream, causality: CausalityConfig
+) -> tuple[list[CheckResult], float]:
+    """The first stream on two fresh instances (two processes when sealed) and, sealed, on a fresh
+    instance in the first process again; returns the checks and the tolerance later checks use."""
+    runner.fresh()
+    first = runner.run(stream)
+    if runner.sealed:
+        other = runner.fresh_process()
+        try:
+            second = other.run(stream)
+        finally:
+            other.close()
+        where = "two fresh instances in two processes"
+    else:
+        runner.fresh()
+        second = runner.run(stream)
+        where = "two fresh instances in this process"
+    check = compare_recordings(first, second, causality.tolerance, name="determinism")
+    noise = check.max_difference if not check.passed else 0.0
+    tolerance = max(causality.tolerance, 2 * noise) if math.isfinite(noise) else causality.tolerance
+    if check.passed:
+        detail = f"{stream.stream_id} on {where}: identical; {check.detail}"
+    else:
+        blame = (
+            "the model is nondeterministic"
+            if runner.sealed
+            else "the model is nondeterministic, or its instances share state (run sealed to tell which)"
+        )
+        detail = (
+            f"{stream.stream_id} on {where} differs by up to {noise:.3g}: {blame}; the later checks "
+            f"compare within {tolerance:.3g} (twice that); {check.detail}"
+        )
+    checks = [check.model_copy(update={"detail": detail})]
+    if runner.sealed:
+        runner.fresh()
+        again = runner.run(stream)
+        shared = compare_recordings(second, again, tolerance, name="shared_state")
+        detail = (
+            f"{stream.stream_id} on a fresh instance in the process that already ran it vs one in a new "
+            + (
+                "process: identical"
+                if shared.passed
+                else "process: they differ: state shared across instances (module or class globals), "
+                "which no reset_state() clears"
+            )
+        )
+        checks.append(shared.model_copy(update={"detail": f"{detail}; {shared.detail}"}))
+    return checks, tolerance
+
+
 def _occlusion(
-    runner: _Runner,
+    runner: AuditRunner,
     streams: Sequence[Stream],
     all_streams: Sequence[Stream],
     cuts: dict[str, list[int]],
     causality: CausalityConfig,
+    clean: dict[str, StreamRecording] | None = None,
 ) -> list[CheckResult]:
+    """Per stream, a clean run (or the recording given in ``clean``) and one run per cut and occluder,
+    each on a fresh instance."""
     results: list[CheckResult] = []
     for k, stream in enumerate(streams):
-        clean = runner.run(runner.fresh(), stream)
-        donor = _donor(runner, all_streams, k, stream.num_frames)
+        if clean is not None and stream.stream_id in clean:
+            reference = clean[stream.stream_id]
+        else:
+            runner.fresh()
+            reference = runner.run(stream)
+        index = next(i for i, s in enumerate(all_streams) if s.stream_id == stream.stream_id)
+        donor = donor_for(runner.config, all_streams, index if clean is not None else k, stream.num_frames)
         for cut in cuts[stream.stream_id]:
             for occluder in causality.occluders:
                 variant = occlude(stream, cut, occluder, donor, seed=causality.noise_seed)
-                occluded = runner.run(runner.fresh(), variant)
-                result = compare_prefix(clean, occluded, cut, causality.tolerance)
+                runner.fresh()
+                result = compare_prefix(reference, runner.run(variant), cut, causality.tolerance)
                 results.append(
                     result.model_copy(
                         update={
@@ -303,23 +335,16 @@ def _occlusion(
     return results
 
 
-def _donor(runner: _Runner, all_streams: Sequence[Stream], k: int, num_frames: int) -> Stream:
-    """The next stream of the data set, or the warm-up stream when there is no other long enough one."""
-    if len(all_streams) > 1:
-        other = all_streams[(k + 1) % len(all_streams)]
-        if other.num_frames >= num_frames:
-            return other
-    return make_warmup_stream(runner.config.data, num_frames)
-
-
-def _aggregate_occlusion(results: Sequence[CheckResult], causality: CausalityConfig) -> CheckResult:
+def _aggregate_occlusion(
+    results: Sequence[CheckResult], causality: CausalityConfig, name: str
+) -> CheckResult:
     if not results:
-        return CheckResult(name="occlusion", passed=True, detail="no stream long enough to cut")
+        return CheckResult(name=name, passed=True, detail="no stream long enough to cut")
     failed = [r for r in results if not r.passed]
     max_diff = max(r.max_difference for r in results)
     if not failed:
         return CheckResult(
-            name="occlusion",
+            name=name,
             passed=True,
             max_difference=max_diff,
             detail=f"{len(results)} occluded runs: every prefix unchanged "
@@ -328,7 +353,7 @@ def _aggregate_occlusion(results: Sequence[CheckResult], causality: CausalityCon
     first = failed[0]
     max_diff = max(r.max_difference for r in failed)
     return CheckResult(
-        name="occlusion",
+        name=name,
         passed=False,
         first_stream=first.first_stream,
         first_frame=first.first_frame,
@@ -338,21 +363,22 @@ def _aggregate_occlusion(results: Sequence[CheckResult], causality: CausalityCon
     )
 
 
-def _state_leak(runner: _Runner, streams: Sequence[Stream], causality: CausalityConfig) -> list[CheckResult]:
-    order = list(streams) if len(streams) > 1 else [*streams, _donor(runner, [], 0, 1)]
-    forward_engine, reverse_engine = runner.fresh(), runner.fresh()
-    forward = {s.stream_id: runner.run(forward_engine, s) for s in order}
-    reverse = {s.stream_id: runner.run(reverse_engine, s) for s in reversed(order)}
+def _state_leak(
+    runner: AuditRunner, streams: Sequence[Stream], causality: CausalityConfig
+) -> list[CheckResult]:
+    order = list(streams) if len(streams) > 1 else [*streams, donor_for(runner.config, [], 0, 1)]
+    runner.fresh()
+    forward = {s.stream_id: runner.run(s) for s in order}
+    runner.fresh()
+    reverse = {s.stream_id: runner.run(s) for s in reversed(order)}
     leaks = [
         compare_recordings(forward[s.stream_id], reverse[s.stream_id], causality.tolerance, name="state_leak")
         for s in streams
     ]
     leak = next((c for c in leaks if not c.passed), leaks[0])
     target = streams[0]
-    twice = runner.fresh()
-    twice.adapter.reset_state()
-    twice.adapter.reset_state()  # the engine resets once more
-    reset_twice = runner.run(twice, target)
+    runner.fresh()
+    reset_twice = runner.run(target, resets=2)
     idem = compare_recordings(
         forward[target.stream_id], reset_twice, causality.tolerance, name="reset_idempotent"
     )
@@ -368,59 +394,27 @@ def _state_leak(runner: _Runner, streams: Sequence[Stream], causality: Causality
     ]
 
 
-def nudge(stream: Stream, ulps: int) -> Stream:
-    """The stream with every numeric payload moved ``ulps`` units in the last place: floats up by
-    ``numpy.nextafter`` in their own dtype, integers by ``ulps`` (down where that would overflow). The
-    same work for an honest model, other bytes for a cache keyed on them; other payloads unchanged."""
-
-    def moved(payload: Any) -> Any:
-        if not isinstance(payload, np.ndarray):
-            return payload
-        if payload.dtype.kind == "f":
-            out, up = payload, np.array(np.inf, dtype=payload.dtype)  # the target in the payload's dtype
-            for _ in range(ulps):
-                out = np.nextafter(out, up)
-            return out
-        if payload.dtype.kind in "iu":
-            top = np.iinfo(payload.dtype).max
-            return np.where(payload <= top - ulps, payload + ulps, payload - ulps).astype(payload.dtype)
-        return payload
-
-    def frames() -> list[Frame]:
-        return [
-            dataclasses.replace(f, inputs={k: moved(v) for k, v in f.inputs.items()}) for f in stream.frames()
-        ]
-
-    return dataclasses.replace(stream, frame_source=frames, stream_id=f"{stream.stream_id}~ulp{ulps}")
-
-
-def _caching(runner: _Runner, stream: Stream, causality: CausalityConfig) -> CheckResult:
-    """Warm up, run ``stream`` once, then ``caching_rounds`` rounds of a repeat of it and a fresh one-ulp
-    control (a new one each round, so no control is ever a repeat), in a seeded random order."""
-    warmup_frames = runner.config.engine.warmup_frames
-    engine = runner.fresh(warmup_frames)
-    if warmup_frames:
-        engine.warm_up(make_warmup_stream(runner.config.data, warmup_frames))
-    runner.run(engine, stream)
+def _caching(runner: AuditRunner, stream: Stream, causality: CausalityConfig) -> CheckResult:
+    """Run ``stream`` once on a fresh (warmed-up) instance, then ``caching_rounds`` rounds of a repeat of it
+    and a fresh one-ulp control (a new one each round, so no control is ever a repeat), in a seeded
+    random order."""
+    runner.fresh()
+    runner.run(stream)
     order = np.random.default_rng([causality.noise_seed, 0xCA])
     rounds = []
     for r in range(causality.caching_rounds):
         pair = {"repeat": stream, "control": nudge(stream, r + 1)}
         names = ["repeat", "control"] if order.random() < 0.5 else ["control", "repeat"]
-        latency = {name: runner.run(engine, pair[name]).latency_ns for name in names}
+        latency = {name: runner.run(pair[name]).latency_ns for name in names}
         rounds.append((latency["repeat"], latency["control"]))
     return judge_caching(rounds, causality.caching_ratio, stream.stream_id, causality.caching_alpha)
 
 
-def _timed_untimed(runner: _Runner, streams: Sequence[Stream], causality: CausalityConfig) -> CheckResult:
-    warmup_frames = runner.config.engine.warmup_frames
-    warmup = make_warmup_stream(runner.config.data, warmup_frames) if warmup_frames else None
-    timed_engine, untimed_engine = runner.fresh(warmup_frames), runner.fresh()
-    if warmup is not None:
-        timed_engine.warm_up(warmup)
-        untimed_engine.run_untimed(warmup, max_frames=warmup_frames)
-    timed = [runner.run(timed_engine, s) for s in streams]
-    untimed = [runner.run(untimed_engine, s, untimed=True) for s in streams]
+def _timed_untimed(runner: AuditRunner, streams: Sequence[Stream], causality: CausalityConfig) -> CheckResult:
+    runner.fresh()
+    timed = [runner.run(s) for s in streams]
+    runner.fresh()
+    untimed = [runner.run(s, untimed=True) for s in streams]
     checks = [
         compare_recordings(a, b, causality.tolerance, name="timed_untimed")
         for a, b in zip(timed, untimed, strict=True)
@@ -437,26 +431,57 @@ def _timed_untimed(runner: _Runner, streams: Sequence[Stream], causality: Causal
     )
 
 
-def _sequence_checks(runner: _Runner, stream: Stream, causality: CausalityConfig) -> list[CheckResult]:
-    import torch
+def _replay_plan(
+    config: RunConfig, run_id: str, all_streams: Sequence[Stream], causality: CausalityConfig, seed: int
+) -> tuple[list[tuple[StreamRecording, Stream, list[int]]], str | None]:
+    """The online run's streams to replay (saved recording, stream, hidden cuts), or why none."""
+    run_dir = config.output_dir / run_id
+    if not (run_dir / ONLINE_RESULT_FILE).is_file():
+        return [], None  # no online run in this directory: nothing to replay, nothing to say
+    scored = load_result(run_dir / ONLINE_RESULT_FILE)
+    same = (
+        scored.adapter == config.adapter
+        and scored.adapter_options == config.adapter_options
+        and scored.dataset_config == config.data.model_dump(mode="json")
+    )
+    if not same:
+        return [], "the run directory's online run used another adapter, adapter options or data set"
+    by_id = {s.stream_id: s for s in all_streams}
+    saved = [r for r in load_recordings(run_dir) if r.stream_id in by_id]
+    if not saved:
+        return [], "the run directory's online run recorded no stream of this data set"
+    rng = np.random.default_rng([seed, 0x5C])
+    picks = sorted(rng.choice(len(saved), size=min(causality.streams, len(saved)), replace=False))
+    plan = []
+    for i, k in enumerate(picks):
+        rec = saved[int(k)]
+        plan.append((rec, by_id[rec.stream_id], plan_occlusion(rec.num_frames, causality, seed, 1000 + i)))
+    return plan, None
 
-    engine = runner.fresh()
-    adapter: Adapter = engine.adapter
-    model_fn: Callable[[torch.Tensor], torch.Tensor] = getattr(adapter, "sequence_outputs")  # noqa: B009
-    stack: Callable[[Sequence[Frame]], torch.Tensor] = getattr(adapter, "stack")  # noqa: B009
-    frames = seal_frames(stream.frames())
-    inputs = stack(frames)
-    sampled = plan_gradient(len(frames), causality)
-    if sampled:
-        support = sequence_gradient_support(model_fn, inputs, sampled)
-        gradient = judge_gradient(support, sampled, stream_id=stream.stream_id)
-    else:
-        gradient = CheckResult(name="gradient_flow", passed=True, detail="stream too short to probe")
 
-    streamed = runner.run(engine, stream)
-    with torch.no_grad():
-        scores = model_fn(inputs).detach().cpu().numpy().astype(np.float32)
-    refs = np.array([f.index for f in frames], dtype=np.int64)
-    sequence = dataclasses.replace(streamed, emitted_at=refs, refers_to=refs.copy(), scores=scores)
-    equivalence = compare_recordings(streamed, sequence, SEQUENCE_TOLERANCE, name="stream_sequence")
-    return [gradient, equivalence]
+def _scored_replay(
+    runner: AuditRunner,
+    replayed: list[tuple[StreamRecording, Stream, list[int]]],
+    all_streams: Sequence[Stream],
+    causality: CausalityConfig,
+) -> CheckResult:
+    """The online run's saved predictions must be reproduced by a clean replay (in full) and by every
+    occluded replay (up to its cut), each on a fresh instance."""
+    results: list[CheckResult] = []
+    for saved, stream, cuts in replayed:
+        runner.fresh()
+        clean = compare_recordings(saved, runner.run(stream), causality.tolerance, name="scored_replay")
+        results.append(
+            clean.model_copy(
+                update={
+                    "first_stream": None if clean.passed else stream.stream_id,
+                    "detail": f"clean replay of the scored run: {clean.detail}",
+                }
+            )
+        )
+        results += _occlusion(
+            runner, [stream], all_streams, {stream.stream_id: cuts}, causality, {stream.stream_id: saved}
+        )
+    check = _aggregate_occlusion(results, causality, "scored_replay")
+    ids = ", ".join(s.stream_id for _, s, _ in replayed)
+    return check.model_copy(update={"detail": f"the online run's saved outputs of {ids}: {check.detail}"})

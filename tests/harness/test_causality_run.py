@@ -21,7 +21,16 @@ from harness.results.summary import print_causality
 from harness.runs.causality import RESULT_FILE, CausalityResult, execute_causality
 from protocols.causality import CausalityConfig, CausalityReport, plan_occlusion
 
-SEQUENCE_CHECKS = {"gradient_flow", "stream_sequence"}
+SEQUENCE_CHECKS = {"gradient_flow", "stream_sequence", "sequence_perturbation"}
+ALWAYS = {
+    "determinism",
+    "shared_state",
+    "occlusion",
+    "state_leak",
+    "reset_idempotent",
+    "caching",
+    "timed_untimed",
+}
 
 
 def small(tmp_path: Path, adapter: str, **options: Any) -> RunConfig:
@@ -37,8 +46,8 @@ def small(tmp_path: Path, adapter: str, **options: Any) -> RunConfig:
     )
 
 
-def run(tmp_path: Path, adapter: str, **options: Any) -> CausalityResult:
-    result, run_dir = execute_causality(small(tmp_path, adapter, **options), CausalityConfig())
+def run(tmp_path: Path, adapter: str, sealed: bool = True, **options: Any) -> CausalityResult:
+    result, run_dir = execute_causality(small(tmp_path, adapter, **options), CausalityConfig(sealed=sealed))
     assert run_dir == tmp_path / "x"
     return result
 
@@ -52,7 +61,7 @@ def test_reference_passes_every_check(tmp_path: Path) -> None:
     config = small(tmp_path, "reference")
     result, run_dir = execute_causality(config, CausalityConfig(), lambda *a: calls.append(a))
     assert result.report.passed, result.report.failed
-    assert names(result.report) == {"occlusion", "state_leak", "reset_idempotent", "caching", "timed_untimed"}
+    assert names(result.report) == ALWAYS and result.sealed
     audit = next(c for c in result.report.checks if c.name == "timed_untimed")
     assert "3 streams timed vs untimed: every prediction identical" in audit.detail
     f1 = re.findall(r"F1@0ms ([0-9.]+) % timed, ([0-9.]+) % untimed", audit.detail)
@@ -69,8 +78,12 @@ def test_reference_passes_every_check(tmp_path: Path) -> None:
     assert json.loads(path.read_text())["adapter"] == "reference"
 
 
-def test_peeking_fails_occlusion_only_at_the_cut(tmp_path: Path) -> None:
-    result = run(tmp_path, "offender-peeking")
+def test_peeking_fails_occlusion_only_at_the_cut_in_process_and_cannot_peek_when_sealed(
+    tmp_path: Path,
+) -> None:
+    sealed = run(tmp_path / "sealed", "offender-peeking")
+    assert sealed.report.passed, sealed.report.failed  # its back door is in this process, not the worker's
+    result = run(tmp_path, "offender-peeking", sealed=False)
     assert result.report.failed == ("occlusion",)
     check = next(c for c in result.report.checks if c.name == "occlusion")
     # the cuts were drawn at random from a seed the result records, and are the ones the seed gives
@@ -93,14 +106,14 @@ def test_peeking_fails_occlusion_only_at_the_cut(tmp_path: Path) -> None:
 
 
 def test_leaky_reset_fails_state_leak_only(tmp_path: Path) -> None:
-    result = run(tmp_path, "offender-leaky-reset")
+    result = run(tmp_path, "offender-leaky-reset", sealed=False)
     assert result.report.failed == ("state_leak",)
     check = next(c for c in result.report.checks if c.name == "state_leak")
     assert check.first_stream == "syn-0000" and check.first_frame == 0
 
 
 def test_caching_adapter_fails_caching_only(tmp_path: Path) -> None:
-    result = run(tmp_path, "offender-caching", miss_cost_ms=0.5)
+    result = run(tmp_path, "offender-caching", sealed=False, miss_cost_ms=0.5)
     assert result.report.failed == ("caching",)
     check = next(c for c in result.report.checks if c.name == "caching")
     assert check.first_stream == "syn-0000" and check.max_difference > 2.0
@@ -108,13 +121,15 @@ def test_caching_adapter_fails_caching_only(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("offset", [0, 1])
 def test_offbyone_mask_fails_gradient_flow_and_sequence_only(tmp_path: Path, offset: int) -> None:
-    result = run(tmp_path, "offender-offbyone-mask", mask_offset=offset)
-    assert not result.skipped
+    result = run(tmp_path, "offender-offbyone-mask", sealed=False, mask_offset=offset)
+    assert not set(result.skipped) & SEQUENCE_CHECKS
     assert names(result.report) >= SEQUENCE_CHECKS
     if offset == 0:  # the correctly masked control
         assert result.report.passed, result.report.failed
         return
     assert set(result.report.failed) == SEQUENCE_CHECKS
+    perturbation = next(c for c in result.report.checks if c.name == "sequence_perturbation")
+    assert perturbation.first_stream == "syn-0000" and perturbation.first_frame is not None
     gradient = next(c for c in result.report.checks if c.name == "gradient_flow")
     assert (gradient.first_frame, gradient.first_source) == (0, 1)
     assert gradient.first_stream == "syn-0000"
@@ -123,7 +138,7 @@ def test_offbyone_mask_fails_gradient_flow_and_sequence_only(tmp_path: Path, off
 
 
 def test_print_causality(tmp_path: Path) -> None:
-    result = run(tmp_path, "offender-leaky-reset")
+    result = run(tmp_path, "offender-leaky-reset", sealed=False)
     buffer = io.StringIO()
     print_causality(Console(file=buffer, width=200), result.report, result.skipped)
     text = buffer.getvalue()
@@ -139,8 +154,8 @@ def test_cli_causality_exit_code_follows_the_verdict(tmp_path: Path) -> None:
     args += ["--output-dir", str(tmp_path), "--no-progress"]
     clean = CliRunner().invoke(app, [*args, "--run-id", "ref"])
     assert clean.exit_code == 0, clean.output
-    cheat = CliRunner().invoke(app, [*args, "--run-id", "peek", "--adapter", "offender-peeking"])
-    assert cheat.exit_code == 1 and (tmp_path / "peek" / "causality.json").exists()
+    cheat = CliRunner().invoke(app, [*args, "--run-id", "leak", "--adapter", "offender-leaky-reset"])
+    assert cheat.exit_code == 1 and (tmp_path / "leak" / "causality.json").exists()
 
 
 def test_protocol_config_sets_cuts_seed_tolerance_and_streams(tmp_path: Path) -> None:
@@ -149,7 +164,9 @@ def test_protocol_config_sets_cuts_seed_tolerance_and_streams(tmp_path: Path) ->
     from harness.cli import app
 
     settings = tmp_path / "causality.toml"
-    settings.write_text("num_cuts = 2\ncut_seed = 11\nstreams = 2\ntolerance = 1e-6\noccluders = ['zeros']\n")
+    settings.write_text(
+        "num_cuts = 2\ncut_seed = 11\nstreams = 2\ntolerance = 1e-6\noccluders = ['zeros']\nsealed = false\n"
+    )
     args = ["run", "--protocol", "causality", "--streams", "3", "--duration", "5", "--warmup-frames", "20"]
     args += ["--output-dir", str(tmp_path), "--no-progress", "--protocol-config", str(settings)]
     done = CliRunner().invoke(app, [*args, "--run-id", "cfg"])
@@ -186,14 +203,42 @@ def test_an_adapter_error_in_one_check_is_that_checks_failure(tmp_path: Path) ->
     assert by_name["caching"].passed  # stream A only: unaffected, still judged
 
 
-def test_nondeterministic_model_fails_the_timed_untimed_audit(tmp_path: Path) -> None:
-    """The audit can fail: a model whose answers change from run to run (unseeded noise) differs
-    between the timed and the untimed run at the first frame, and both F1 figures are named."""
-    result = run(tmp_path, "tests.support:UnseededNoiseAdapter")
-    audit = next(c for c in result.report.checks if c.name == "timed_untimed")
-    assert not audit.passed
-    assert (audit.first_stream, audit.first_frame) == ("syn-0000", 0)
-    assert "syn-0000 differs" in audit.detail and "% untimed" in audit.detail
+def test_a_nondeterministic_model_is_named_nondeterministic_not_a_cheat(tmp_path: Path) -> None:
+    """A model whose answers change from run to run (unseeded noise): the determinism pre-check names it
+    with the size of the noise, and the later checks compare within that, so no other offence is
+    claimed (before the pre-check, it failed the timed/untimed audit and occlusion)."""
+    result = run(tmp_path, "tests.support:UnseededNoiseAdapter", sealed=False)
+    assert result.report.failed == ("determinism",)
+    check = next(c for c in result.report.checks if c.name == "determinism")
+    assert (check.first_stream, check.first_frame) == ("syn-0000", 0)
+    assert "nondeterministic" in check.detail and 0 < check.max_difference < 1
+    assert result.tolerance == 2 * check.max_difference
+
+
+def test_a_module_global_leak_is_named_shared_state_not_look_ahead(tmp_path: Path) -> None:
+    """State shared across instances (a class-level running mean): two fresh processes agree, a fresh
+    instance in a process that already ran differs: shared_state fails, and the comparisons it would
+    confound are skipped with the reason instead of failing as occlusion or a state leak."""
+    result = run(tmp_path, "offender-global-leak")
+    assert result.report.failed == ("shared_state",)
+    assert {"occlusion", "state_leak", "timed_untimed"} <= set(result.skipped)
+    assert "confounds" in result.skipped["occlusion"]
+    in_process = run(tmp_path / "in-process", "offender-global-leak", sealed=False)
+    assert "determinism" in in_process.report.failed  # in one process: it cannot tell which
+    det = next(c for c in in_process.report.checks if c.name == "determinism")
+    assert "share state" in det.detail and "shared_state" in in_process.skipped
+
+
+def test_a_model_that_finds_the_engines_frame_list_is_caught_in_process_and_disarmed_when_sealed(
+    tmp_path: Path,
+) -> None:
+    """(The garbage-collector variant of this cheat is tested in test_sealed_worker.py: searching the
+    heap at every stream of a causality run takes minutes.)"""
+    via = "stack"
+    sealed = run(tmp_path / "sealed", "offender-stack-peeking", via=via)
+    assert sealed.report.passed, sealed.report.failed  # nothing to find in the worker
+    result = run(tmp_path, "offender-stack-peeking", sealed=False, via=via)
+    assert result.report.failed == ("occlusion",)
 
 
 def test_state_leak_checks_every_stream_in_both_orders(tmp_path: Path) -> None:
@@ -215,10 +260,11 @@ def test_readme_demonstration_names_registered_offenders_and_their_checks() -> N
         "offender-offbyone-mask": "gradient_flow",
         "offender-leaky-reset": "state_leak",
         "offender-caching": "caching",
+        "offender-global-leak": "shared_state",
     }
     assert set(demos) == set(expected)
     for name, check in expected.items():
-        assert name in REGISTRY and resolve(name).__module__ == "adapters.offenders"
+        assert name in REGISTRY and resolve(name).__module__ in ("adapters.offenders", "adapters.sneaky")
         assert check in demos[name]
 
 

@@ -1,0 +1,100 @@
+"""Sequence checks that cannot be fooled or skipped silently (issue 15 item 4; harness/runs/
+causality_sequence.py), and the scored run's own outputs as evidence (item 3: scored_replay). Each cheat
+is planted (tests/harness/sequence_offenders.py, adapters/sneaky.py) and each test fails without the
+protection it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.execution.config import RunConfig
+from harness.runs.causality import CausalityResult, execute_causality
+from harness.runs.session import execute_run
+from protocols.causality import CausalityConfig
+
+OFFENDERS = "tests.harness.sequence_offenders"
+
+
+def small(tmp_path: Path, adapter: str, **options: Any) -> RunConfig:
+    return RunConfig.model_validate(
+        {
+            "adapter": adapter,
+            "adapter_options": options,
+            "data": {"num_streams": 3, "duration_s": 5.0},
+            "engine": {"warmup_frames": 20},
+            "output_dir": tmp_path,
+            "run_id": "x",
+        }
+    )
+
+
+def causality(tmp_path: Path, adapter: str, sealed: bool = False, **options: Any) -> CausalityResult:
+    config = small(tmp_path, adapter, **options)
+    return execute_causality(config, CausalityConfig(sealed=sealed, cut_seed=3))[0]
+
+
+def check(result: CausalityResult, name: str) -> Any:
+    return next(c for c in result.report.checks if c.name == name)
+
+
+def test_symmetric_padding_is_caught_by_gradients_and_perturbation(tmp_path: Path) -> None:
+    result = causality(tmp_path, f"{OFFENDERS}:SymmetricPadding")
+    assert set(result.report.failed) == {"gradient_flow", "stream_sequence", "sequence_perturbation"}
+    assert (check(result, "gradient_flow").first_frame, check(result, "gradient_flow").first_source) == (0, 1)
+
+
+def test_a_detached_future_tap_hides_from_gradients_but_not_from_the_perturbation_probe(
+    tmp_path: Path,
+) -> None:
+    result = causality(tmp_path, f"{OFFENDERS}:DetachedTap")
+    assert check(result, "gradient_flow").passed  # .detach() blinds the gradient check: the reason for
+    assert not check(result, "sequence_perturbation").passed  # the probe, which sees the future tap
+    assert "sequence_perturbation" in result.report.failed
+
+
+def test_a_declared_sequence_mode_that_cannot_be_checked_fails(tmp_path: Path) -> None:
+    result = causality(tmp_path, f"{OFFENDERS}:DeclaredOnly")
+    assert result.report.failed == ("sequence_mode",)
+    assert "cannot be checked is a failure" in check(result, "sequence_mode").detail
+
+
+def test_a_sequence_mode_without_gradients_is_still_probed(tmp_path: Path) -> None:
+    result = causality(tmp_path, f"{OFFENDERS}:NoDifferentiable")
+    assert result.report.passed, result.report.failed
+    assert {"stream_sequence", "sequence_perturbation"} <= {c.name for c in result.report.checks}
+    assert "gradient_flow" in result.skipped and "perturbation" in result.skipped["gradient_flow"]
+
+
+def online_then_causality(tmp_path: Path, adapter: str, **options: Any) -> CausalityResult:
+    config = small(tmp_path, adapter, **options)
+    execute_run(config)  # the scored run, in process
+    return execute_causality(config, CausalityConfig(cut_seed=5))[0]  # sealed, in its run directory
+
+
+def test_the_scored_runs_own_outputs_are_replayed_and_an_honest_model_reproduces_them(tmp_path: Path) -> None:
+    result = online_then_causality(tmp_path, "reference")
+    assert result.report.passed, result.report.failed
+    assert "scored_replay" in {c.name for c in result.report.checks}
+
+
+def test_a_model_that_cheats_only_after_n_resets_is_caught_by_its_scored_outputs(tmp_path: Path) -> None:
+    """Honest for its first 3 resets (what a fresh audit instance sees), then it reads the engine's
+    frame list: the audits on fresh instances see an honest model; its own scored outputs do not
+    replay."""
+    result = online_then_causality(tmp_path, "offender-stack-peeking", honest_resets=3)
+    assert "scored_replay" in result.report.failed
+    assert check(result, "occlusion").passed  # sealed: the audits cannot see the cheat itself
+
+
+def test_a_model_that_behaves_when_it_sees_an_audit_on_its_call_stack_is_caught(tmp_path: Path) -> None:
+    """Honest whenever a module named like harness.runs.causality is on its call stack (it tells the
+    audit from the scored run), cheating otherwise: its scored outputs are the evidence against it."""
+    result = online_then_causality(tmp_path, "offender-stack-peeking", avoid="harness.runs.causality")
+    assert "scored_replay" in result.report.failed
+
+
+def test_a_run_directory_of_another_adapter_is_not_replayed(tmp_path: Path) -> None:
+    execute_run(small(tmp_path, "reference"))
+    result = execute_causality(small(tmp_path, "null"), CausalityConfig(sealed=False, cut_seed=1))[0]
+    assert "another adapter" in result.skipped["scored_replay"]
