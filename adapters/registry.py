@@ -34,6 +34,7 @@ REGISTRY: dict[str, str] = {
     "offender-caching": "adapters.offenders:CachingAdapter",
     "offender-stack-peeking": "adapters.sneaky:StackPeekingAdapter",
     "offender-global-leak": "adapters.sneaky:GlobalLeakAdapter",
+    "offender-call-stack": "adapters.sneaky:CallStackAdapter",
     "faulty": "adapters.faulty:FaultyAdapter",  # planted faults (raise, NaN, shape, hang, exit, segv, leak)
     # generic wrappers (options name the model) and a real third-party streaming model
     "torch-module": "adapters.torch_module:TorchModuleAdapter",

@@ -10,6 +10,10 @@ deterministic per-frame model (``sigmoid(gain * mean of the payloads)``) apart f
   honest for its first N ``reset_state()`` calls (a model that behaves while an audit on a fresh
   instance looks); ``avoid`` keeps it honest whenever a module whose name contains that text is on the
   call stack (a model that tells an audit from the scored run by its call stack).
+* :class:`CallStackAdapter` answers as the honest model plus a tiny offset computed from what it can see
+  of its caller: the function and module names of its call stack, its thread, and the types of its
+  argument and payloads. Its outputs are the same in two runs only if it was called the same way, so it
+  shows whether a model can tell one kind of run (scored, audited, untimed) from another.
 * :class:`GlobalLeakAdapter` keeps a running mean in a module-level (class) variable that no
   ``reset_state()`` and no new instance clears: state shared across instances.
 """
@@ -18,16 +22,19 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
+import zlib
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import Field
 
 from adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
 from adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
 
-__all__ = ["GlobalLeakAdapter", "StackPeekingAdapter", "StackPeekingOptions"]
+__all__ = ["CallStackAdapter", "GlobalLeakAdapter", "StackPeekingAdapter", "StackPeekingOptions"]
 
 
 class StackPeekingOptions(OffenderOptions):
@@ -120,3 +127,30 @@ class GlobalLeakAdapter(_OffenderBase):
         shared[0] += feature
         shared[1] += 1
         return Prediction(scores=self._scores(feature + shared[0] / shared[1]))
+
+
+class CallStackAdapter(_OffenderBase):
+    """OFFENDER (entry points): ``sigmoid(gain * feature) + offset``, where ``offset`` in ``[0, 0.01)`` is
+    a hash of the call-stack signature (function and module names, outermost first), the thread's name,
+    the argument's type and each payload's type. Stateless."""
+
+    NAME: ClassVar[str] = "offender-call-stack"
+
+    def reset_state(self) -> None:
+        pass
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        names = []
+        caller: FrameType | None = sys._getframe(1)
+        while caller is not None:
+            names.append(f"{caller.f_globals.get('__name__', '?')}.{caller.f_code.co_name}")
+            caller = caller.f_back
+        seen = [
+            *reversed(names),
+            threading.current_thread().name,
+            type(frame).__name__,
+            *(f"{k}:{type(v).__name__}" for k, v in frame.inputs.items()),
+        ]
+        offset = (zlib.crc32("|".join(seen).encode()) % 1000) / 100_000
+        scores = self._scores(frame_feature(frame.inputs)) + np.float32(offset)
+        return Prediction(scores=scores.astype(np.float32))

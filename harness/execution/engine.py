@@ -119,9 +119,13 @@ class Engine:
         self.warmup_frames_run = len(frames)
         return len(frames)
 
-    def run_stream(self, stream: Stream, role: StreamRole = "test") -> StreamRecording:
+    def run_stream(self, stream: Stream, role: StreamRole = "test", untimed: bool = False) -> StreamRecording:
         """Reset the adapter, feed the stream frame by frame, return what was recorded. Every frame is
-        sealed first (:mod:`harness.execution.sealing`), before the clock starts."""
+        sealed first (:mod:`harness.execution.sealing`), before the clock starts.
+
+        ``untimed`` (the causality protocol's audit, DESIGN.md "Audits"): the same loop and the same call
+        path, with a clock that reads nothing (``latency_ns`` all zeros), no device timer and no pacing,
+        so a model sees the same entry points whether it is measured or not."""
         frames = frames_of(stream)
         if len(frames) != stream.num_frames:
             raise ValueError(
@@ -139,10 +143,10 @@ class Engine:
         times_ns = np.round(stream.frame_times * 1e9).astype(np.int64)
         t0_ns = round(stream.t0 * 1e9)
         paced_start: np.ndarray | None = None
-        timer = self.device_timer(len(frames)) if self.device_timer is not None else None
+        timer = self.device_timer(len(frames)) if self.device_timer is not None and not untimed else None
         predict = self.adapter.predict if timer is None else marked(self.adapter.predict, timer)
         outputs: list[Extras] | None = [] if self.config.record else None
-        if self.config.pacing == "paced":
+        if self.config.pacing == "paced" and not untimed:
             if outputs is not None:
                 raise ValueError("recording features or weights needs an unpaced run")
             latency_ns, emitted_at, refers_to, scores, paced_start = self._feed_paced(
@@ -150,7 +154,7 @@ class Engine:
             )
         else:
             latency_ns, emitted_at, refers_to, scores = self._feed(
-                frames, stream.stream_id, len(frames), predict, outputs
+                frames, stream.stream_id, len(frames), predict, outputs, _no_clock if untimed else None
             )
         extras = gather_extras(outputs, self.config.record, emitted_at, self._error, stream.stream_id)
         beyond_end = _beyond_end(refers_to, len(frames))
@@ -306,6 +310,7 @@ class Engine:
         stream_length: int,
         predict: Callable[[Frame], PredictOutput] | None = None,
         outputs: list[Extras] | None = None,
+        clock: Callable[[], int] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The timed loop. Everything it does per frame beyond ``predict()`` is harness overhead.
 
@@ -321,7 +326,7 @@ class Engine:
         refers_to: list[int] = []
         keep_scores, keep_emitted, keep_ref = score_bytes.append, emitted_at.append, refers_to.append
         predict = predict or self.adapter.predict
-        clock = time.perf_counter_ns
+        clock = clock or time.perf_counter_ns
         prediction_type, ndarray, float32 = Prediction, np.ndarray, np.dtype(np.float32)
         i = -1
         try:
@@ -480,6 +485,11 @@ class Engine:
 
     def _error(self, stream_id: str, frame: int, problem: str) -> AdapterOutputError:
         return AdapterOutputError(self.name, stream_id, frame, problem)
+
+
+def _no_clock() -> int:
+    """The untimed run's clock: reads nothing."""
+    return 0
 
 
 def _beyond_end(refers_to: np.ndarray, stream_length: int) -> np.ndarray | None:

@@ -149,7 +149,7 @@ class IsolatedEngine:
         self, stream: Stream, role: StreamRole = "test", untimed: bool = False, resets: int = 1
     ) -> StreamRecording:
         """Sealed mode: run any stream this process holds (an occluded or nudged variant, too), fed to the
-        worker frame by frame; ``untimed``: through :meth:`Engine.run_untimed` (no clock read); ``resets``:
+        worker frame by frame; ``untimed``: the engine's loop with no clock read; ``resets``:
         the ``reset_state()`` calls before the stream, the engine's own included."""
         if not self.sealed:
             raise ValueError("running a stream the worker does not hold needs a sealed worker (sealed=True)")

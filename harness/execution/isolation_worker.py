@@ -226,10 +226,7 @@ def worker_main(
             for _ in range(int(request.get("resets", 1)) - 1):
                 engine.adapter.reset_state()
             try:
-                if request.get("untimed"):
-                    recording = engine.run_untimed(stream)
-                else:
-                    recording = engine.run_stream(stream, request["role"])
+                recording = engine.run_stream(stream, request["role"], untimed=bool(request.get("untimed")))
             finally:
                 slot[0] = IDLE  # out of predict(): serialising the stream is not a frame's time
             buffer = io.BytesIO()

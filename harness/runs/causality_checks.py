@@ -24,9 +24,9 @@ instance is warmed up like a scored run's.
 * **caching** (audit): stream A once, then ``caching_rounds`` interleaved rounds of a repeat of A and a
   fresh one-ulp control (:func:`~harness.runs.causality_variants.nudge`), judged by a sign test
   (:func:`~protocols.causality.judge_caching`).
-* **timed_untimed** (audit): the streams through the timed loop on one instance and through
-  :meth:`~harness.execution.engine.Engine.run_untimed` (no clock read) on another: identical predictions
-  (the detail names both F1@0 ms).
+* **timed_untimed** (audit): the streams through the timed loop on one instance and through the same
+  loop reading no clock (``Engine.run_stream(untimed=True)``: the same call path) on another: identical
+  predictions (the detail names both F1@0 ms).
 * **scored_replay** (when the run directory holds an online run of the same adapter and data): the
   online run's *own recorded outputs* (``arrays.npz``) are evidence. A random subset of its streams is
   replayed on fresh instances, clean and occluded at hidden cuts, and must reproduce the saved
@@ -55,23 +55,28 @@ from harness.execution.adapter_errors import AdapterError
 from harness.execution.config import RunConfig, run_id_for
 from harness.execution.executor import ProgressHook
 from harness.execution.setup import build_adapter, environment_for
-from harness.results.files import RESULT_FILE as ONLINE_RESULT_FILE
-from harness.results.files import EnvironmentRecord, load_recordings, load_result
+from harness.results.files import EnvironmentRecord
 from harness.runs.catalog import write_indexed
+from harness.runs.causality_replay import Replayed, replay_plan, scored_replay
 from harness.runs.causality_sequence import SEQUENCE_TOLERANCE, sequence_checks, sequence_plan
-from harness.runs.causality_variants import AuditRunner, donor_for, nudge, occlude
+from harness.runs.causality_variants import (
+    AuditRunner,
+    aggregate_runs,
+    donor_for,
+    nudge,
+    occlude,
+    occlusion_runs,
+)
 from protocols import online
 from protocols.causality import (
     CausalityConfig,
     CausalityReport,
     CheckResult,
-    compare_prefix,
     compare_recordings,
     judge_caching,
     plan_occlusion,
     summarize,
 )
-from protocols.recording import StreamRecording
 
 __all__ = [
     "RESULT_FILE",
@@ -135,7 +140,7 @@ def execute_causality(
     plan = sequence_plan(probe)
     cuts = {s.stream_id: plan_occlusion(s.num_frames, causality, cut_seed, i) for i, s in enumerate(streams)}
     run_id = config.run_id or run_id_for(config.adapter, "causality")
-    replayed, replay_reason = _replay_plan(config, run_id, all_streams, causality, cut_seed)
+    replayed, replay_reason = replay_plan(config, run_id, all_streams, causality, cut_seed)
     planned = (
         2  # determinism, shared state (the other process is not counted)
         + sum(1 + len(c) * len(causality.occluders) for c in cuts.values())
@@ -190,7 +195,7 @@ def _run_checks(
     all_streams: Sequence[Stream],
     cuts: dict[str, list[int]],
     causality: CausalityConfig,
-    replayed: list[tuple[StreamRecording, Stream, list[int]]],
+    replayed: Replayed,
     replay_reason: str | None,
 ) -> tuple[list[CheckResult], dict[str, str], float, list[CheckResult]]:
     tolerance = causality.tolerance
@@ -206,7 +211,7 @@ def _run_checks(
     skipped: dict[str, str] = {}
     if not runner.sealed:
         skipped["shared_state"] = "needs a sealed worker (sealed = true) to tell shared state from noise"
-    occlusion_runs: list[CheckResult] = []
+    variants: list[CheckResult] = []
     if shared_failed:
         reason = "not judged: state shared across instances (see shared_state) confounds this comparison"
         skipped.update(dict.fromkeys(_CROSS_INSTANCE, reason))
@@ -214,20 +219,21 @@ def _run_checks(
         strict = causality.model_copy(update={"tolerance": tolerance})
 
         def occlusion() -> list[CheckResult]:
-            occlusion_runs.extend(_occlusion(runner, streams, all_streams, cuts, strict))
-            return [_aggregate_occlusion(occlusion_runs, strict, "occlusion")]
+            variants.extend(occlusion_runs(runner, streams, all_streams, cuts, strict))
+            return [aggregate_runs(variants, strict, "occlusion")]
 
         checks += _guarded(("occlusion",), occlusion)
         checks += _guarded(("state_leak", "reset_idempotent"), lambda: _state_leak(runner, streams, strict))
         checks += _guarded(("timed_untimed",), lambda: [_timed_untimed(runner, streams, strict)])
         if replayed:
             checks += _guarded(
-                ("scored_replay",), lambda: [_scored_replay(runner, replayed, all_streams, strict)]
+                ("scored_replay",),
+                lambda: [scored_replay(runner, replayed, all_streams, strict)],
             )
         elif replay_reason is not None:
             skipped["scored_replay"] = replay_reason
     checks += _guarded(("caching",), lambda: [_caching(runner, streams[0], causality)])
-    return checks, skipped, tolerance, occlusion_runs
+    return checks, skipped, tolerance, variants
 
 
 def _guarded(names: Sequence[str], check: Callable[[], list[CheckResult]]) -> list[CheckResult]:
@@ -300,69 +306,6 @@ def _determinism(
     return checks, tolerance
 
 
-def _occlusion(
-    runner: AuditRunner,
-    streams: Sequence[Stream],
-    all_streams: Sequence[Stream],
-    cuts: dict[str, list[int]],
-    causality: CausalityConfig,
-    clean: dict[str, StreamRecording] | None = None,
-) -> list[CheckResult]:
-    """Per stream, a clean run (or the recording given in ``clean``) and one run per cut and occluder,
-    each on a fresh instance."""
-    results: list[CheckResult] = []
-    for k, stream in enumerate(streams):
-        if clean is not None and stream.stream_id in clean:
-            reference = clean[stream.stream_id]
-        else:
-            runner.fresh()
-            reference = runner.run(stream)
-        index = next(i for i, s in enumerate(all_streams) if s.stream_id == stream.stream_id)
-        donor = donor_for(runner.config, all_streams, index if clean is not None else k, stream.num_frames)
-        for cut in cuts[stream.stream_id]:
-            for occluder in causality.occluders:
-                variant = occlude(stream, cut, occluder, donor, seed=causality.noise_seed)
-                runner.fresh()
-                result = compare_prefix(reference, runner.run(variant), cut, causality.tolerance)
-                results.append(
-                    result.model_copy(
-                        update={
-                            "first_stream": stream.stream_id if not result.passed else None,
-                            "detail": f"{occluder}: {result.detail}",
-                        }
-                    )
-                )
-    return results
-
-
-def _aggregate_occlusion(
-    results: Sequence[CheckResult], causality: CausalityConfig, name: str
-) -> CheckResult:
-    if not results:
-        return CheckResult(name=name, passed=True, detail="no stream long enough to cut")
-    failed = [r for r in results if not r.passed]
-    max_diff = max(r.max_difference for r in results)
-    if not failed:
-        return CheckResult(
-            name=name,
-            passed=True,
-            max_difference=max_diff,
-            detail=f"{len(results)} occluded runs: every prefix unchanged "
-            f"(max |diff| {max_diff:.3g} <= {causality.tolerance:g})",
-        )
-    first = failed[0]
-    max_diff = max(r.max_difference for r in failed)
-    return CheckResult(
-        name=name,
-        passed=False,
-        first_stream=first.first_stream,
-        first_frame=first.first_frame,
-        max_difference=max_diff,
-        detail=f"{len(failed)} of {len(results)} occluded runs changed the past; first, "
-        f"{first.name}, {first.detail}",
-    )
-
-
 def _state_leak(
     runner: AuditRunner, streams: Sequence[Stream], causality: CausalityConfig
 ) -> list[CheckResult]:
@@ -429,59 +372,3 @@ def _timed_untimed(runner: AuditRunner, streams: Sequence[Stream], causality: Ca
             f"timed, {100 * f1[1]:.2f} % untimed; {check.detail}"
         }
     )
-
-
-def _replay_plan(
-    config: RunConfig, run_id: str, all_streams: Sequence[Stream], causality: CausalityConfig, seed: int
-) -> tuple[list[tuple[StreamRecording, Stream, list[int]]], str | None]:
-    """The online run's streams to replay (saved recording, stream, hidden cuts), or why none."""
-    run_dir = config.output_dir / run_id
-    if not (run_dir / ONLINE_RESULT_FILE).is_file():
-        return [], None  # no online run in this directory: nothing to replay, nothing to say
-    scored = load_result(run_dir / ONLINE_RESULT_FILE)
-    same = (
-        scored.adapter == config.adapter
-        and scored.adapter_options == config.adapter_options
-        and scored.dataset_config == config.data.model_dump(mode="json")
-    )
-    if not same:
-        return [], "the run directory's online run used another adapter, adapter options or data set"
-    by_id = {s.stream_id: s for s in all_streams}
-    saved = [r for r in load_recordings(run_dir) if r.stream_id in by_id]
-    if not saved:
-        return [], "the run directory's online run recorded no stream of this data set"
-    rng = np.random.default_rng([seed, 0x5C])
-    picks = sorted(rng.choice(len(saved), size=min(causality.streams, len(saved)), replace=False))
-    plan = []
-    for i, k in enumerate(picks):
-        rec = saved[int(k)]
-        plan.append((rec, by_id[rec.stream_id], plan_occlusion(rec.num_frames, causality, seed, 1000 + i)))
-    return plan, None
-
-
-def _scored_replay(
-    runner: AuditRunner,
-    replayed: list[tuple[StreamRecording, Stream, list[int]]],
-    all_streams: Sequence[Stream],
-    causality: CausalityConfig,
-) -> CheckResult:
-    """The online run's saved predictions must be reproduced by a clean replay (in full) and by every
-    occluded replay (up to its cut), each on a fresh instance."""
-    results: list[CheckResult] = []
-    for saved, stream, cuts in replayed:
-        runner.fresh()
-        clean = compare_recordings(saved, runner.run(stream), causality.tolerance, name="scored_replay")
-        results.append(
-            clean.model_copy(
-                update={
-                    "first_stream": None if clean.passed else stream.stream_id,
-                    "detail": f"clean replay of the scored run: {clean.detail}",
-                }
-            )
-        )
-        results += _occlusion(
-            runner, [stream], all_streams, {stream.stream_id: cuts}, causality, {stream.stream_id: saved}
-        )
-    check = _aggregate_occlusion(results, causality, "scored_replay")
-    ids = ", ".join(s.stream_id for _, s, _ in replayed)
-    return check.model_copy(update={"detail": f"the online run's saved outputs of {ids}: {check.detail}"})

@@ -30,9 +30,10 @@ from harness.execution.engine import Engine
 from harness.execution.executor import ProgressHook
 from harness.execution.isolation import IsolatedEngine
 from harness.execution.setup import build_adapter
+from protocols.causality import CausalityConfig, CheckResult, compare_prefix
 from protocols.recording import StreamRecording
 
-__all__ = ["AuditRunner", "donor_for", "nudge", "occlude"]
+__all__ = ["AuditRunner", "aggregate_runs", "donor_for", "nudge", "occlude", "occlusion_runs"]
 
 
 def occlude(stream: Stream, cut: int, occluder: str, donor: Stream | None = None, seed: int = 0) -> Stream:
@@ -170,7 +171,7 @@ class AuditRunner:
             if peeking:
                 PeekingAdapter.leak(stream.frames())
             try:
-                recording = engine.run_untimed(stream) if untimed else engine.run_stream(stream)
+                recording = engine.run_stream(stream, untimed=untimed)
             finally:
                 if peeking:
                     PeekingAdapter.unleak()
@@ -183,3 +184,64 @@ class AuditRunner:
         if self._worker is not None:
             self._worker.close()
             self._worker = None
+
+
+def occlusion_runs(
+    runner: AuditRunner,
+    streams: Sequence[Stream],
+    all_streams: Sequence[Stream],
+    cuts: dict[str, list[int]],
+    causality: CausalityConfig,
+    clean: dict[str, StreamRecording] | None = None,
+) -> list[CheckResult]:
+    """Per stream, a clean run (or the recording given in ``clean``) and one run per cut and occluder,
+    each on a fresh instance."""
+    results: list[CheckResult] = []
+    for k, stream in enumerate(streams):
+        if clean is not None and stream.stream_id in clean:
+            reference = clean[stream.stream_id]
+        else:
+            runner.fresh()
+            reference = runner.run(stream)
+        index = next(i for i, s in enumerate(all_streams) if s.stream_id == stream.stream_id)
+        donor = donor_for(runner.config, all_streams, index if clean is not None else k, stream.num_frames)
+        for cut in cuts[stream.stream_id]:
+            for occluder in causality.occluders:
+                variant = occlude(stream, cut, occluder, donor, seed=causality.noise_seed)
+                runner.fresh()
+                result = compare_prefix(reference, runner.run(variant), cut, causality.tolerance)
+                results.append(
+                    result.model_copy(
+                        update={
+                            "first_stream": stream.stream_id if not result.passed else None,
+                            "detail": f"{occluder}: {result.detail}",
+                        }
+                    )
+                )
+    return results
+
+
+def aggregate_runs(results: Sequence[CheckResult], causality: CausalityConfig, name: str) -> CheckResult:
+    if not results:
+        return CheckResult(name=name, passed=True, detail="no stream long enough to cut")
+    failed = [r for r in results if not r.passed]
+    max_diff = max(r.max_difference for r in results)
+    if not failed:
+        return CheckResult(
+            name=name,
+            passed=True,
+            max_difference=max_diff,
+            detail=f"{len(results)} occluded runs: every prefix unchanged "
+            f"(max |diff| {max_diff:.3g} <= {causality.tolerance:g})",
+        )
+    first = failed[0]
+    max_diff = max(r.max_difference for r in failed)
+    return CheckResult(
+        name=name,
+        passed=False,
+        first_stream=first.first_stream,
+        first_frame=first.first_frame,
+        max_difference=max_diff,
+        detail=f"{len(failed)} of {len(results)} occluded runs changed the past; first, "
+        f"{first.name}, {first.detail}",
+    )

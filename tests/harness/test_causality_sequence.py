@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.execution.config import RunConfig
+from harness.execution.config import IsolationConfig, RunConfig
 from harness.runs.causality import CausalityResult, execute_causality
 from harness.runs.session import execute_run
 from protocols.causality import CausalityConfig
@@ -98,3 +98,19 @@ def test_a_run_directory_of_another_adapter_is_not_replayed(tmp_path: Path) -> N
     execute_run(small(tmp_path, "reference"))
     result = execute_causality(small(tmp_path, "null"), CausalityConfig(sealed=False, cut_seed=1))[0]
     assert "another adapter" in result.skipped["scored_replay"]
+
+
+def test_scored_and_audited_runs_reach_the_model_through_the_same_entry_points(tmp_path: Path) -> None:
+    """A model whose answers depend on its call stack, thread and argument types: scored sealed, then
+    audited sealed, it answers identically in every run (timed or untimed, clean, occluded, replayed),
+    so nothing it can see tells an audit from the scored run. Scored in process, its saved outputs do
+    not replay: the scored run was observably different, and the replay says so."""
+    config = small(tmp_path, "offender-call-stack").model_copy(
+        update={"isolate": True, "isolation": IsolationConfig(sealed=True)}
+    )
+    execute_run(config)
+    sealed = execute_causality(config, CausalityConfig(cut_seed=2))[0]
+    assert sealed.report.passed, sealed.report.failed
+    assert "scored_replay" in {c.name for c in sealed.report.checks}
+    in_process = online_then_causality(tmp_path / "in-process", "offender-call-stack")
+    assert in_process.report.failed == ("scored_replay",)

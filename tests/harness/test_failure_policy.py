@@ -61,6 +61,7 @@ def test_continue_records_the_failure_and_scores_every_other_stream(
         "scored_streams": 3,
         "scored_frames": 375,
         "failed_streams": 1,
+        "predictions_beyond_end": 0,
     }
     assert result.metrics.overall.accuracy.num_frames == 375
     assert [s.stream_id for s in result.metrics.streams] == ["syn-0000", "syn-0002", "syn-0003"]
