@@ -25,7 +25,7 @@ module accepts ``[1, D]`` and returns ``C`` scores (and, in state mode, a ``(log
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -71,6 +71,12 @@ class DrivenOptions(AdapterOptions):
         None, description="state mode, no initial_state(): every stream starts from zeros of this shape"
     )
     device: str = Field("cpu", description="torch device the module runs on")
+    sequence_method: str | None = Field(
+        None,
+        description="the module's method that runs a whole stream at once under its causal mask, inputs "
+        "[T, D] -> outputs [T, C] (as forward's, per frame); declares the capability 'sequence', which "
+        "the causality protocol checks (stream/sequence equivalence, perturbation, gradient flow)",
+    )
     name: str | None = Field(None, description="name recorded in results; default: the factory or file")
 
 
@@ -163,8 +169,20 @@ class TorchDriven(StreamingAdapter):
             self._initial_state = lambda: torch.zeros(shape, device=device)
         if options.classes is None:
             raise self.load_error("classes are unknown: give classes (or a data set that names them)")
+        self._sequence: Callable[[torch.Tensor], Any] | None = None
+        if options.sequence_method is not None:
+            method = getattr(module, options.sequence_method, None)
+            if not callable(method):
+                raise self.load_error(
+                    f"sequence_method {options.sequence_method!r}: the module has no such method"
+                )
+            self._sequence = method
         self._info = AdapterInfo(
-            name=name, classes=options.classes, modalities=options.modalities, device=str(self.device)
+            name=name,
+            classes=options.classes,
+            modalities=options.modalities,
+            device=str(self.device),
+            capabilities=frozenset({"sequence"}) if self._sequence is not None else frozenset(),
         )
         self._state: Any = None
         if options.input_dims is not None:
@@ -213,6 +231,32 @@ class TorchDriven(StreamingAdapter):
 
     def predict(self, frame: Frame) -> PredictOutput:
         return Prediction(scores=self._step(frame_vector(frame, self.opts.modalities, self.opts.input_dims)))
+
+    # sequence mode (option sequence_method): the module's own sequence method, forwarded
+
+    def stack(self, frames: Sequence[Frame]) -> torch.Tensor:
+        """The frames' vectors stacked into ``[T, D]`` on the module's device."""
+        vectors = [frame_vector(f, self.opts.modalities, self.opts.input_dims) for f in frames]
+        return torch.from_numpy(np.stack(vectors)).to(self.device)
+
+    def sequence_outputs(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Differentiable: the sequence method's outputs ``[T, C]`` turned into scores as ``output`` says."""
+        if self._sequence is None:
+            raise NotImplementedError(f"{self._info.name}: no sequence_method was given")
+        out = self._sequence(inputs)
+        if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != inputs.shape[0]:
+            shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"sequence_method returned {shape}, expected [T={inputs.shape[0]}, C]")
+        if self.opts.output == "logits_softmax":
+            return torch.softmax(out, dim=1)
+        if self.opts.output == "logits_sigmoid":
+            return torch.sigmoid(out)
+        return out
+
+    def predict_sequence(self, frames: Sequence[Frame]) -> list[Prediction]:
+        with torch.no_grad():
+            scores = self.sequence_outputs(self.stack(frames)).float().cpu().numpy()
+        return [Prediction(scores=scores[i], refers_to=f.index) for i, f in enumerate(frames)]
 
 
 class TorchModuleAdapter(TorchDriven):

@@ -64,22 +64,20 @@ def _differentiable(adapter: Adapter) -> bool:
 
 
 def sequence_plan(adapter: Adapter) -> SequencePlan:
-    """What the adapter's sequence mode allows to check (module docstring)."""
+    """What the adapter's sequence mode allows to check (module docstring). The capability ``"sequence"``
+    is the declaration: without it there is no sequence mode, whatever methods the class has."""
     name = type(adapter).__name__
-    declared = "sequence" in adapter.info.capabilities
-    if not has_sequence_mode(adapter):
-        if declared:
-            failure = CheckResult(
-                name="sequence_mode",
-                passed=False,
-                detail=f"adapter {name} declares the capability 'sequence' but has no predict_sequence(): a "
-                "declared sequence mode that cannot be checked is a failure",
-            )
-            return SequencePlan(
-                failure=failure, skipped=dict.fromkeys(SEQUENCE_CHECKS, "no predict_sequence()")
-            )
-        reason = f"adapter {name} has no sequence mode (capability 'sequence' with predict_sequence())"
+    if "sequence" not in adapter.info.capabilities:
+        reason = f"adapter {name} declares no sequence mode (capability 'sequence' with predict_sequence())"
         return SequencePlan(skipped=dict.fromkeys(SEQUENCE_CHECKS, reason))
+    if not has_sequence_mode(adapter):
+        failure = CheckResult(
+            name="sequence_mode",
+            passed=False,
+            detail=f"adapter {name} declares the capability 'sequence' but has no predict_sequence(): a "
+            "declared sequence mode that cannot be checked is a failure",
+        )
+        return SequencePlan(failure=failure, skipped=dict.fromkeys(SEQUENCE_CHECKS, "no predict_sequence()"))
     if _differentiable(adapter):
         return SequencePlan(run=SEQUENCE_CHECKS)
     reason = (

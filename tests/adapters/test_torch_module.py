@@ -198,3 +198,56 @@ def test_a_missing_payload_without_its_size_is_an_error(models: str) -> None:
     adapter = TorchModuleAdapter(TorchModuleOptions(factory=f"{models}:StepGru", classes=CLASSES))
     with pytest.raises(ValueError, match="modality 'audio' is missing and its size is unknown"):
         adapter.predict(Frame(0, 0.1, {"audio": None}))
+
+
+class PeekingSequenceGru(StepGru):
+    """An honest streaming step, and a sequence method that also runs the GRU backwards (a bidirectional
+    model passed off as causal)."""
+
+    def sequence(self, xs: torch.Tensor) -> torch.Tensor:
+        forward = super().sequence(xs)
+        backward = super().sequence(torch.flip(xs, dims=[0]))
+        return forward + 0.5 * torch.flip(backward, dims=[0])
+
+
+@pytest.mark.parametrize(("factory", "failed"), [("StepGru", set()), ("PeekingSequenceGru", "all")])
+def test_a_modules_sequence_method_is_forwarded_and_checked(
+    models: str, monkeypatch: pytest.MonkeyPatch, factory: str, failed: object
+) -> None:
+    """Issue 15 item 4: the wrapper forwards the module's sequence method (option sequence_method),
+    declares the capability, and the causality protocol's sequence checks run on it: the honest GRU
+    passes all three, a backward pass hidden in the sequence method fails all three."""
+    from harness.execution.config import RunConfig
+    from harness.runs.causality_sequence import SEQUENCE_CHECKS, sequence_checks, sequence_plan
+    from protocols.causality import CausalityConfig
+
+    monkeypatch.setattr(sys.modules[models], "PeekingSequenceGru", PeekingSequenceGru, raising=False)
+    adapter = create_adapter(
+        "torch-module",
+        {"factory": f"{models}:{factory}", "sequence_method": "sequence"},
+        data_bound={"classes": CLASSES, "input_dims": {"audio": DIM}},
+    )
+    assert "sequence" in adapter.info.capabilities
+    plan = sequence_plan(adapter)
+    assert plan.run == SEQUENCE_CHECKS and not plan.skipped
+    stream, _ = _stream()
+    checks = sequence_checks(RunConfig(), adapter, stream, CausalityConfig(), plan)
+    assert {c.name for c in checks} == set(SEQUENCE_CHECKS)
+    bad = {c.name for c in checks if not c.passed}
+    assert bad == (set(SEQUENCE_CHECKS) if failed == "all" else set()), [c.detail for c in checks]
+
+
+def test_without_a_sequence_method_there_is_no_sequence_mode_and_a_wrong_name_is_refused(models: str) -> None:
+    from harness.runs.causality_sequence import sequence_plan
+
+    bound = {"classes": CLASSES, "input_dims": {"audio": DIM}}
+    plain = create_adapter("torch-module", {"factory": f"{models}:StepGru"}, data_bound=bound)
+    assert "sequence" not in plain.info.capabilities
+    assert (
+        not sequence_plan(plain).run
+        and "declares no sequence mode" in sequence_plan(plain).skipped["gradient_flow"]
+    )
+    with pytest.raises(TorchModuleLoadError, match="sequence_method 'nope': the module has no such method"):
+        create_adapter(
+            "torch-module", {"factory": f"{models}:StepGru", "sequence_method": "nope"}, data_bound=bound
+        )
