@@ -71,13 +71,14 @@ class OnlineProtocol(RunProtocol):
         return load_result(run_dir)
 
     def print_result(self, console: Console, outcome: Outcome) -> int:
-        """The summary; exit 130 if the run was interrupted, 1 if the adapter failed anywhere."""
+        """The summary; exit 130 if the run was interrupted (Ctrl-C, SIGTERM), 1 if the adapter failed
+        anywhere (``--on-error stop`` included: the run ended at a failure, not at the user's word)."""
         result = outcome.result
         assert isinstance(result, RunResult)
         print_summary(console, result)
-        if result.status == "incomplete":
+        if result.status == "incomplete" and (result.incomplete_reason or "").startswith("interrupted"):
             return 130
-        return 1 if result.failures else 0
+        return 1 if result.failures or result.status == "incomplete" else 0
 
     def closing_note(self, outcome: Outcome) -> str | None:
         result = outcome.result
