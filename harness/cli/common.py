@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+
+from harness.io.safe_text import safe
 
 __all__ = ["err", "fail", "out"]
 
@@ -15,5 +16,5 @@ err = Console(stderr=True)
 
 def fail(message: str) -> typer.Exit:
     """Print ``message`` as an error (escaped: it may quote user input) and return the exit to raise."""
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {safe(message)}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code=2)

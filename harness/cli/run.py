@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from adapters.registry import AdapterLoadError
@@ -18,6 +17,7 @@ from harness.execution.engine import AdapterError
 from harness.execution.event_log import EventLogError
 from harness.execution.executor import ProgressHook
 from harness.execution.isolation import WorkerError
+from harness.io.safe_text import safe
 from harness.results.files import ResultFileError
 from harness.runs import registry
 from harness.runs.catalog import write_report
@@ -165,7 +165,7 @@ def _resume(run_dir: Path, progress: bool, report: bool) -> None:
 def _finish(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
     """Print the result, the file written and the report; exit with the protocol's code."""
     code = protocol.print_result(out, outcome)
-    out.print(f"\nwrote [bold]{escape(str(outcome.run_dir / protocol.result_file))}[/]", highlight=False)
+    out.print(f"\nwrote [bold]{safe(str(outcome.run_dir / protocol.result_file))}[/]", highlight=False)
     _write_report(outcome.run_dir, report)
     note = protocol.closing_note(outcome)
     if note is not None:
@@ -192,10 +192,10 @@ def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook],
         disable=not progress,
     )
     with bar:
-        task = bar.add_task(title, total=None, stream="")
+        task = bar.add_task(safe(title), total=None, stream="")
 
         def hook(done: int, total: int, stream_id: str) -> None:
-            bar.update(task, completed=done, total=total, stream=stream_id)
+            bar.update(task, completed=done, total=total, stream=safe(stream_id))
 
         try:
             return job(hook)
@@ -211,9 +211,9 @@ def _write_report(run_dir: Path, enabled: bool) -> None:
     try:
         path = write_report([str(run_dir)], run_dir / "report.html", run_dir.parent)
     except (ValueError, OSError) as exc:
-        err.print(f"[yellow]warning:[/] no report written ({escape(str(exc))})", highlight=False)
+        err.print(f"[yellow]warning:[/] no report written ({safe(str(exc))})", highlight=False)
         return
-    out.print(f"wrote [bold]{escape(str(path))}[/]", highlight=False)
+    out.print(f"wrote [bold]{safe(str(path))}[/]", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

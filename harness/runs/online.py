@@ -11,11 +11,11 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel
 from rich.console import Console
-from rich.markup import escape
 
 from harness.execution.config import RunConfig
 from harness.execution.event_log import EVENTS_FILE
 from harness.execution.executor import ProgressHook
+from harness.io.safe_text import safe
 from harness.report.bundle import RunBundle, SectionSpec
 from harness.report.sections_quality import detection_section, reliability_section
 from harness.report.sections_run import (
@@ -86,8 +86,8 @@ class OnlineProtocol(RunProtocol):
         if result.status != "incomplete":
             return None
         return (
-            f"[bold yellow]incomplete:[/] {escape(result.incomplete_reason or '')}; finish it with "
-            f"[bold]streambench run --resume {escape(str(outcome.run_dir))}[/]"
+            f"[bold yellow]incomplete:[/] {safe(result.incomplete_reason or '')}; finish it with "
+            f"[bold]streambench run --resume {safe(str(outcome.run_dir))}[/]"
         )
 
     def headline(self, result: BaseModel) -> list[Figure]:
