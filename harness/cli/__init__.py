@@ -7,9 +7,12 @@ store; ``report`` (report.py) writes the HTML report; ``sweep`` (sweep.py) runs 
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from harness.cli import report, results, run, sweep, system
+from harness.cli.common import set_debug
 from harness.cli.score import score_app
 
 __all__ = ["app", "main"]
@@ -19,6 +22,18 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="on an error, print the full traceback of its cause as well")
+    ] = False,
+) -> None:
+    """Options of every command (before the command's name: ``streambench --debug run ...``)."""
+    set_debug(debug)
+
+
 run.register(app)
 app.add_typer(score_app, name="score")
 for group in (sweep, report, results, system):

@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from adapters.registry import AdapterLoadError
-from harness.cli.common import err, fail, out
+from harness.cli.common import check_output_dir, err, fail, out, show_traceback
 from harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
 from harness.execution.engine import AdapterError
 from harness.execution.event_log import EventLogError
@@ -131,6 +131,7 @@ def run(
         chosen = registry.get(protocol)
     except ValueError as exc:  # ConfigError, UnknownProtocolError
         raise fail(str(exc)) from None
+    check_output_dir(config.output_dir)
     if protocol_config is not None and not chosen.config_file:
         takers = ", ".join(p.name for p in registry.protocols() if p.config_file)
         raise fail(f"--protocol-config applies to {takers}, not to --protocol {protocol}")
@@ -175,8 +176,17 @@ def _finish(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
 
 
 _T = TypeVar("_T")
-_CLEAR_ERRORS = (AdapterLoadError, AdapterError, ValueError, ResultFileError, EventLogError, WorkerError)
-"""Errors whose message says what went wrong and where: printed, exit code 2, no traceback."""
+_CLEAR_ERRORS = (
+    AdapterLoadError,
+    AdapterError,
+    ValueError,
+    ResultFileError,
+    EventLogError,
+    WorkerError,
+    OSError,
+)
+"""Errors whose message says what went wrong and where (an OSError names its file): printed, exit code 2, no
+traceback (``--debug`` prints it)."""
 
 
 def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook], _T]) -> _T:
@@ -200,6 +210,7 @@ def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook],
         try:
             return job(hook)
         except _CLEAR_ERRORS as exc:
+            show_traceback(exc)
             raise fail(str(exc)) from None
 
 
