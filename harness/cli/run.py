@@ -166,6 +166,15 @@ def _resume(run_dir: Path, progress: bool, report: bool) -> None:
 def _finish(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
     """Print the result, the file written and the report; exit with the protocol's code."""
     code = protocol.print_result(out, outcome)
+    if outcome.unchanged:
+        err.print(
+            f"\n[bold]nothing to resume:[/] {safe(str(outcome.run_dir))} is complete; nothing was run, "
+            f"{safe(protocol.result_file)} is as it was",
+            highlight=False,
+        )
+        if code:
+            raise typer.Exit(code=code)
+        return
     out.print(f"\nwrote [bold]{safe(str(outcome.run_dir / protocol.result_file))}[/]", highlight=False)
     _write_report(outcome.run_dir, report)
     note = protocol.closing_note(outcome)

@@ -36,7 +36,7 @@ from harness.results.files import (
 from harness.results.headline import CAPTION, LATENCY_KEYS, Figure, interval_fields
 from harness.results.summary import print_summary
 from harness.runs.interface import Outcome, RunProtocol
-from harness.runs.session import execute_run, resume_run
+from harness.runs.session import execute_run, finished_run, resume_run
 from protocols.online import OnlineConfig
 from protocols.online_speed import measured_latency
 
@@ -64,6 +64,9 @@ class OnlineProtocol(RunProtocol):
         return (run_dir / EVENTS_FILE).is_file()
 
     def resume(self, run_dir: Path, progress: ProgressHook | None) -> Outcome:
+        finished = finished_run(run_dir)
+        if finished is not None:  # a no-op that says so (issue 18): nothing rerun, nothing rewritten
+            return Outcome(finished, run_dir, None, unchanged=True)
         result, recordings, written = resume_run(run_dir, progress)
         return Outcome(result, written, recordings)
 

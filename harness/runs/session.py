@@ -23,6 +23,8 @@ from harness.execution.engine import Engine, clock_info
 from harness.execution.event_log import (
     EVENTS_FILE,
     EventLog,
+    EventLogError,
+    RunLock,
     RunLog,
     SessionEvent,
     StartEvent,
@@ -49,13 +51,17 @@ from harness.instruments.rapl import RaplMeter, RaplReport
 from harness.instruments.threads import ThreadRecord
 from harness.instruments.threads import apply as apply_threads
 from harness.results.files import (
+    RESULT_FILE,
     ExecutionRecord,
     FailureRecord,
     ResourceRecord,
+    ResultFileError,
     RunResult,
     ScoredRecord,
     SeedRecord,
     WarmupRecord,
+    load_recordings,
+    load_result,
     package_version,
     write_run,
 )
@@ -65,7 +71,7 @@ from protocols import online
 from protocols.base import Plan
 from protocols.recording import StreamRecording
 
-__all__ = ["execute_run", "resume_run"]
+__all__ = ["execute_run", "finished_run", "resume_run"]
 
 
 def execute_run(
@@ -81,16 +87,44 @@ def execute_run(
     run_id = config.run_id or run_id_for(config.adapter)
     config = config.model_copy(update={"run_id": run_id})
     run_dir = config.output_dir / run_id
-    if (run_dir / EVENTS_FILE).exists() or (run_dir / "result.json").exists():
-        raise ValueError(f"{run_dir}: a run with this id exists already; resume it with --resume {run_dir}")
-    return _execute(config, run_dir, previous=None, progress=progress)
+    with RunLock(run_dir):  # one writer per run directory, from this check to the result (issue 18)
+        if (run_dir / EVENTS_FILE).exists() or (run_dir / RESULT_FILE).exists():
+            raise ValueError(
+                f"{run_dir}: a run with this id exists already; resume it with --resume {run_dir}"
+            )
+        return _execute(config, run_dir, previous=None, progress=progress)
 
 
 def resume_run(
     run_dir: Path, progress: ProgressHook | None = None
 ) -> tuple[RunResult, list[StreamRecording], Path]:
     """Finish an interrupted run: the same configuration and seeds (read from its event log), the streams
-    not finished yet; the result is scored over all of them, as an uninterrupted run would be."""
+    not finished yet; the result is scored over all of them, as an uninterrupted run would be. The run
+    directory is held (:class:`RunLock`) while it runs: a second resume of it fails at once."""
+    if not (run_dir / EVENTS_FILE).is_file():
+        read_events(run_dir)  # the error naming the missing log, without creating anything
+    with RunLock(run_dir):
+        done = finished_run(run_dir)
+        if done is not None:  # nothing to run: the result stays as written (no new session, no rewrite)
+            return done, load_recordings(run_dir), run_dir
+        return _resume(run_dir, progress)
+
+
+def finished_run(run_dir: Path) -> RunResult | None:
+    """The result of a run that is finished (every planned stream in its event log, done or failed, and
+    a complete ``result.json``), else None: resuming it has nothing to do (issue 18)."""
+    try:
+        log = read_events(run_dir)
+        result = load_result(run_dir) if (run_dir / RESULT_FILE).is_file() else None
+    except (EventLogError, ResultFileError):
+        return None
+    planned = {stream_id for stream_id, _ in log.start.plan}
+    if result is None or result.status != "complete" or not planned <= log.done():
+        return None
+    return result
+
+
+def _resume(run_dir: Path, progress: ProgressHook | None) -> tuple[RunResult, list[StreamRecording], Path]:
     previous = read_events(run_dir)
     try:
         config = RunConfig.model_validate(previous.start.config)
