@@ -15,7 +15,7 @@ from harness.cli.common import check_output_dir, err, fail, out, show_traceback
 from harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
 from harness.execution.engine import AdapterError
 from harness.execution.event_log import EventLogError
-from harness.execution.executor import ProgressHook
+from harness.execution.executor import ProgressHook, RunInterrupted
 from harness.execution.isolation import WorkerError
 from harness.io.safe_text import safe
 from harness.results.files import ResultFileError
@@ -221,6 +221,11 @@ def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook],
         except _CLEAR_ERRORS as exc:
             show_traceback(exc)
             raise fail(str(exc)) from None
+        except (KeyboardInterrupt, RunInterrupted) as exc:  # outside the measured window (issue 18)
+            show_traceback(exc)
+            why = str(exc) or "Ctrl-C"
+            err.print(f"[bold yellow]interrupted:[/] {safe(why)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(code=130) from None
 
 
 def _write_report(run_dir: Path, enabled: bool) -> None:

@@ -39,6 +39,7 @@ from harness.execution.executor import (
     RunInterrupted,
     RunStopped,
     StreamRunner,
+    defer_signals,
     interrupt_on_sigterm,
 )
 from harness.execution.isolation import IsolatedEngine
@@ -231,108 +232,120 @@ def _session(
                     f"{run_dir}: the run started with {what} {before}, this session has {now}; "
                     "its streams would mix two environments or data sets. Start a new run instead"
                 )
-    with EventLog(run_dir) as log:
-        if previous is None:
-            plan_items = [(s.stream_id, s.role) for s in run_plan.streams]
-            log.append(
-                StartEvent(
-                    run_id=config.run_id,
-                    created_at=created,
-                    config=config.model_dump(mode="json"),
-                    plan=plan_items,
-                    fingerprint=environment,
-                    data_hash=str(data_hash) if data_hash is not None else None,
-                )
-            )
-        done = previous.recordings if previous is not None else []
-        failed = previous.failures if previous is not None else []
-        log.append(
-            SessionEvent(
-                started_at=datetime.now(timezone.utc),
-                resumed=previous is not None,
-                streams_done=len(done) + len(failed),
-                isolated=subject.mode == "isolated",
-            )
-        )
-        executor = EngineExecutor(subject.runner, progress, log, config.on_error, done=done, failed=failed)
-
-        gpu_meter = PowerMeter.open(config.power)
-        cpu_meter = RaplMeter.open()
-        stopped: str | None = None
-        try:
-            with interrupt_on_sigterm():
-                gpu_meter.measure_idle()  # before warm-up, while the device is idle
-                executor.warm_up()
-                memory, gpu_energy, cpu_energy, frames, stopped = _measured(
-                    executor, run_plan, gpu_meter, cpu_meter
-                )
-        finally:
-            gpu_meter.close()
-            cpu_meter.close()
-    recordings = executor.ordered(run_plan)
-    if subject.mode == "isolated":  # the adapter's memory is the worker's, which this probe cannot see
-        memory = memory.model_copy(
-            update={
-                "peak_rss_method": f"{memory.peak_rss_method}; of the harness process only: the adapter ran "
-                "in an isolated worker, whose memory is not measured"
-            }
-        )
-    flops, flops_reason = subject.count_flops() if stopped is None else (None, f"not counted: {stopped}")
-    if not any(r.role == "test" for r in recordings):
-        raise NothingScoredError(run_dir, executor.failures, stopped)
-    metrics = online.score(recordings, config.protocol, subject.info.classes)
-    per_frame = gpu_energy.energy_per_frame_j(frames)
-    sessions = 1 + (len(previous.sessions) if previous is not None else 0)
-    result = RunResult(
-        run_id=config.run_id,
-        created_at=created,
-        streambench_version=package_version("streambench") or "unknown",
-        status="complete" if stopped is None else "incomplete",
-        incomplete_reason=stopped,
-        adapter=config.adapter,
-        adapter_options=config.adapter_options,
-        adapter_info=subject.info,
-        dataset=config.data.kind,
-        dataset_config=config.data.model_dump(mode="json"),
-        protocol_config=config.protocol,
-        engine=config.engine,
-        execution=ExecutionRecord(mode=subject.mode, on_error=config.on_error, sessions=sessions),
-        seeds=seeds,
-        clock=clock_info(subject.info.device),
-        threads=thread_record,
-        environment=manifest,
-        fingerprint=environment,
-        resources=ResourceRecord(
-            memory=memory,
-            gpu_energy=gpu_energy,
-            cpu_energy=cpu_energy,
-            energy_per_frame_j=per_frame,
-            energy_per_frame_reason=None
-            if per_frame is not None
-            else gpu_energy.reason or "no energy measured",
-            power_at_rtf1_w=gpu_energy.mean_power_w if config.engine.pacing == "paced" else None,
-            power_at_rtf1_reason=_rtf1_reason(config, gpu_energy),
-            frames_measured=frames,
-            flops_per_frame=flops,
-            flops_reason=flops_reason,
-        ),
-        warmup=WarmupRecord(stream_id=subject.warmup_stream_id, frames=executor.warmup_frames)
-        if subject.warmup_stream_id is not None and executor.warmup_frames
-        else None,
-        streams={role: run_plan.ids(role) for role in ("test", "validation")},
-        scored=ScoredRecord(
-            planned_streams=len(run_plan.streams),
-            scored_streams=len(recordings),
-            scored_frames=sum(r.num_frames for r in recordings),
-            failed_streams=len(executor.failures),
-        ),
-        failures=[FailureRecord(**f.model_dump(exclude={"kind"})) for f in executor.failures],
-        metrics=metrics,
+    second = (
+        f"no result written; every finished stream is in {run_dir / EVENTS_FILE}: finish it with "
+        f"streambench run --resume {run_dir}"
     )
-    if config.baseline is not None:
-        result.normalisation = normalise(result, config.baseline)
-    path = write_run(run_dir, result, recordings)
-    index_written(run_dir)
+    with defer_signals(second) as held:  # outside the measured window a signal waits for the result
+        with EventLog(run_dir) as log:
+            if previous is None:
+                plan_items = [(s.stream_id, s.role) for s in run_plan.streams]
+                log.append(
+                    StartEvent(
+                        run_id=config.run_id,
+                        created_at=created,
+                        config=config.model_dump(mode="json"),
+                        plan=plan_items,
+                        fingerprint=environment,
+                        data_hash=str(data_hash) if data_hash is not None else None,
+                    )
+                )
+            done = previous.recordings if previous is not None else []
+            failed = previous.failures if previous is not None else []
+            log.append(
+                SessionEvent(
+                    started_at=datetime.now(timezone.utc),
+                    resumed=previous is not None,
+                    streams_done=len(done) + len(failed),
+                    isolated=subject.mode == "isolated",
+                )
+            )
+            executor = EngineExecutor(
+                subject.runner, progress, log, config.on_error, done=done, failed=failed
+            )
+
+            gpu_meter = PowerMeter.open(config.power)
+            cpu_meter = RaplMeter.open()
+            stopped: str | None = None
+            try:
+                with interrupt_on_sigterm():
+                    gpu_meter.measure_idle()  # before warm-up, while the device is idle
+                    executor.warm_up()
+                    memory, gpu_energy, cpu_energy, frames, stopped = _measured(
+                        executor, run_plan, gpu_meter, cpu_meter
+                    )
+            finally:
+                gpu_meter.close()
+                cpu_meter.close()
+        recordings = executor.ordered(run_plan)
+        if subject.mode == "isolated":  # the adapter's memory is the worker's, which this probe cannot see
+            memory = memory.model_copy(
+                update={
+                    "peak_rss_method": f"{memory.peak_rss_method}; of the harness process only: the "
+                    "adapter ran in an isolated worker, whose memory is not measured"
+                }
+            )
+        flops, flops_reason = subject.count_flops() if stopped is None else (None, f"not counted: {stopped}")
+        if not any(r.role == "test" for r in recordings):
+            raise NothingScoredError(run_dir, executor.failures, stopped)
+        metrics = online.score(recordings, config.protocol, subject.info.classes)
+        per_frame = gpu_energy.energy_per_frame_j(frames)
+        sessions = 1 + (len(previous.sessions) if previous is not None else 0)
+        result = RunResult(
+            run_id=config.run_id,
+            created_at=created,
+            streambench_version=package_version("streambench") or "unknown",
+            status="complete" if stopped is None else "incomplete",
+            incomplete_reason=stopped,
+            adapter=config.adapter,
+            adapter_options=config.adapter_options,
+            adapter_info=subject.info,
+            dataset=config.data.kind,
+            dataset_config=config.data.model_dump(mode="json"),
+            protocol_config=config.protocol,
+            engine=config.engine,
+            execution=ExecutionRecord(mode=subject.mode, on_error=config.on_error, sessions=sessions),
+            seeds=seeds,
+            clock=clock_info(subject.info.device),
+            threads=thread_record,
+            environment=manifest,
+            fingerprint=environment,
+            resources=ResourceRecord(
+                memory=memory,
+                gpu_energy=gpu_energy,
+                cpu_energy=cpu_energy,
+                energy_per_frame_j=per_frame,
+                energy_per_frame_reason=None
+                if per_frame is not None
+                else gpu_energy.reason or "no energy measured",
+                power_at_rtf1_w=gpu_energy.mean_power_w if config.engine.pacing == "paced" else None,
+                power_at_rtf1_reason=_rtf1_reason(config, gpu_energy),
+                frames_measured=frames,
+                flops_per_frame=flops,
+                flops_reason=flops_reason,
+            ),
+            warmup=WarmupRecord(stream_id=subject.warmup_stream_id, frames=executor.warmup_frames)
+            if subject.warmup_stream_id is not None and executor.warmup_frames
+            else None,
+            streams={role: run_plan.ids(role) for role in ("test", "validation")},
+            scored=ScoredRecord(
+                planned_streams=len(run_plan.streams),
+                scored_streams=len(recordings),
+                scored_frames=sum(r.num_frames for r in recordings),
+                failed_streams=len(executor.failures),
+            ),
+            failures=[FailureRecord(**f.model_dump(exclude={"kind"})) for f in executor.failures],
+            metrics=metrics,
+        )
+        if config.baseline is not None:
+            result.normalisation = normalise(result, config.baseline)
+        path = write_run(run_dir, result, recordings)
+        index_written(run_dir)
+
+    if held and stopped is None:  # honoured now that the result is written (issue 18)
+        raise RunInterrupted(
+            f"signal {held[0]} while scoring; it waited for the result, which is complete: {path}"
+        )
     return result, recordings, path.parent
 
 
