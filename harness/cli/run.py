@@ -223,8 +223,8 @@ def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook],
             raise fail(str(exc)) from None
         except (KeyboardInterrupt, RunInterrupted) as exc:  # outside the measured window (issue 18)
             show_traceback(exc)
-            why = str(exc) or "Ctrl-C"
-            err.print(f"[bold yellow]interrupted:[/] {safe(why)}", highlight=False, soft_wrap=True)
+            why = (str(exc) or "Ctrl-C").removeprefix("interrupted").lstrip(": ")
+            err.print(f"[bold yellow]interrupted[/] {safe(why)}", highlight=False, soft_wrap=True)
             raise typer.Exit(code=130) from None
 
 

@@ -173,8 +173,11 @@ class NothingScoredError(ValueError):
     """No test stream finished: there is nothing to score (the failures are in the event log)."""
 
     def __init__(self, run_dir: Path, failures: Sequence[FailureEvent], stopped: str | None) -> None:
-        first = f"; first: stream {failures[0].stream_id!r}, frame {failures[0].frame}: {failures[0].message}"
-        why = stopped or f"{len(failures)} stream(s) failed{first if failures else ''}"
+        first = ""
+        if failures:
+            head = failures[0]
+            first = f"; first: stream {head.stream_id!r}, frame {head.frame}: {head.message}"
+        why = stopped or f"{len(failures)} stream(s) failed{first}"
         super().__init__(f"{run_dir}: no test stream was scored ({why}); see {run_dir / EVENTS_FILE}")
 
 

@@ -287,6 +287,8 @@ def _session(
             )
         flops, flops_reason = subject.count_flops() if stopped is None else (None, f"not counted: {stopped}")
         if not any(r.role == "test" for r in recordings):
+            if stopped is not None and stopped.startswith("interrupted"):  # nothing to score yet
+                raise RunInterrupted(f"{stopped} before the first test stream finished; {second}")
             raise NothingScoredError(run_dir, executor.failures, stopped)
         metrics = online.score(recordings, config.protocol, subject.info.classes)
         per_frame = gpu_energy.energy_per_frame_j(frames)
