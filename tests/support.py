@@ -213,3 +213,32 @@ class HostileAdapter(StreamingAdapter):
         if self.resets - 1 == self.options.fail_stream and frame.index == 2:
             raise RuntimeError(f"weights {HOSTILE} not found")
         return Prediction(scores=self._scores.copy())
+
+
+class BallastOptions(AdapterOptions):
+    classes: tuple[str, ...] | None = None  # data-bound
+    ballast_mb: int = 256
+
+
+class BallastAdapter(StreamingAdapter):
+    """Honest constant scores from a model that holds ``ballast_mb`` MiB (written, so resident) from its
+    construction on: its memory is what a run must report (issue 18, the worker's peak RSS)."""
+
+    Options = BallastOptions
+
+    def __init__(self, options: BallastOptions | None = None) -> None:
+        super().__init__(options)
+        classes = self.options.classes or ("background", "event")
+        self._info = AdapterInfo(name="ballast", classes=classes, modalities=("audio",))
+        self.ballast = np.ones(self.options.ballast_mb * 2**20, dtype=np.uint8)
+        self._scores = np.linspace(0.9, 0.1, len(classes), dtype=np.float32)
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        pass
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        return Prediction(scores=self._scores.copy())

@@ -109,6 +109,7 @@ class IsolatedEngine:
         self.warmup_stream_id: str | None = None
         self.memory_limit_note: str | None = None
         self.starts = 0  # workers started so far (1 + restarts)
+        self.peak_rss_bytes: int | None = None  # the largest peak RSS any worker reported (issue 18)
 
     # -- public interface -------------------------------------------------------------------------------
 
@@ -135,6 +136,7 @@ class IsolatedEngine:
         header = self._request({"kind": "run", "stream_id": stream_id, "role": role})
         if header["kind"] != "ok":
             self._raise_reply(header)
+        self._note_peak(header)
         payload = self._recv(stream_id)
         with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
             (recording,) = from_arrays({key: arrays[key] for key in arrays.files})
@@ -193,10 +195,17 @@ class IsolatedEngine:
             self.close()
             self._raise_reply(header)
         self._info = AdapterInfo.model_validate(header["info"])
+        self._note_peak(header)
         self.stream_ids = tuple(header["stream_ids"])
         self.warmup_frames_run = int(header["warmup_frames"])
         self.warmup_stream_id = header["warmup_stream_id"]
         self.memory_limit_note = header["memory_limit_note"]
+
+    def _note_peak(self, header: dict[str, Any]) -> None:
+        """Keep the largest peak RSS a worker reported (each reports its own peak since it started)."""
+        peak = header.get("peak_rss_bytes")
+        if isinstance(peak, int) and (self.peak_rss_bytes is None or peak > self.peak_rss_bytes):
+            self.peak_rss_bytes = peak
 
     def _request(self, message: dict[str, str]) -> dict[str, Any]:
         """Send a request about one stream (starting a worker if needed); the reply's header."""

@@ -124,6 +124,18 @@ def bind_to_parent(poll_s: float = 1.0) -> None:
     threading.Thread(target=watch, name="streambench-parent-watchdog", daemon=True).start()
 
 
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident set since it started (``getrusage``: KiB on Linux, bytes on macOS);
+    None where ``resource`` is unavailable. Reported with every reply: the adapter's memory under
+    ``--isolate`` is the worker's (issue 18)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Linux/macOS
+        return None
+    peak = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
 def _send(conn: Connection, message: dict[str, Any]) -> None:
     conn.send_bytes(json.dumps(message).encode())
 
@@ -182,6 +194,7 @@ def worker_main(config_json: str, memory_limit_mb: int | None, conn: Connection,
         conn,
         {
             "kind": "ready",
+            "peak_rss_bytes": peak_rss_bytes(),
             "info": adapter.info.model_dump(mode="json"),
             "stream_ids": list(streams),
             "warmup_frames": frames,
@@ -215,5 +228,5 @@ def worker_main(config_json: str, memory_limit_mb: int | None, conn: Connection,
         except Exception as exc:
             _send(conn, {"kind": "failed", **_describe(exc)})
             return
-        _send(conn, {"kind": "ok"})
+        _send(conn, {"kind": "ok", "peak_rss_bytes": peak_rss_bytes()})
         conn.send_bytes(buffer.getvalue())

@@ -113,8 +113,17 @@ def print_summary(console: Console, result: RunResult) -> None:
     flops = (
         f"{res.flops_per_frame:,}" if res.flops_per_frame is not None else f"null ({safe(res.flops_reason)})"
     )
+    rss = f"{res.memory.peak_rss_bytes / 2**20:.0f} MiB"
+    if result.execution.mode == "isolated":  # the adapter's memory is its worker's (issue 18)
+        worker = res.worker_peak_rss_bytes
+        shown = (
+            f"{worker / 2**20:.0f} MiB"
+            if worker is not None
+            else f"null ({safe(res.worker_peak_rss_reason)})"
+        )
+        rss = f"harness {rss}, adapter worker {shown}"
     console.print(
-        f"resources: peak RSS {res.memory.peak_rss_bytes / 2**20:.0f} MiB · GPU energy {energy} · "
+        f"resources: peak RSS {rss} · GPU energy {energy} · "
         f"FLOPs/frame {flops} · W@RTF=1 "
         f"{'null' if res.power_at_rtf1_w is None else f'{res.power_at_rtf1_w:.1f} W'} · "
         f"environment fingerprint {safe(result.fingerprint)}",

@@ -171,6 +171,7 @@ class _Subject:
     mode: Literal["in-process", "isolated"]
     count_flops: Callable[[], tuple[int | None, str | None]]
     warmup_stream_id: str | None
+    worker_peak_rss: Callable[[], int | None] = lambda: None
 
 
 @contextlib.contextmanager
@@ -192,6 +193,7 @@ def _subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | None
                 mode="isolated",
                 count_flops=lambda: isolated.count_flops(first.stream_id),
                 warmup_stream_id=warmup.stream_id if warmup is not None else None,
+                worker_peak_rss=lambda: isolated.peak_rss_bytes,
             )
         return
     adapter = build_adapter(config, first)
@@ -278,13 +280,7 @@ def _session(
                 gpu_meter.close()
                 cpu_meter.close()
         recordings = executor.ordered(run_plan)
-        if subject.mode == "isolated":  # the adapter's memory is the worker's, which this probe cannot see
-            memory = memory.model_copy(
-                update={
-                    "peak_rss_method": f"{memory.peak_rss_method}; of the harness process only: the "
-                    "adapter ran in an isolated worker, whose memory is not measured"
-                }
-            )
+        memory, worker_peak, worker_reason = _adapter_memory(subject, memory)
         flops, flops_reason = subject.count_flops() if stopped is None else (None, f"not counted: {stopped}")
         if not any(r.role == "test" for r in recordings):
             if stopped is not None and stopped.startswith("interrupted"):  # nothing to score yet
@@ -325,6 +321,8 @@ def _session(
                 frames_measured=frames,
                 flops_per_frame=flops,
                 flops_reason=flops_reason,
+                worker_peak_rss_bytes=worker_peak,
+                worker_peak_rss_reason=worker_reason,
             ),
             warmup=WarmupRecord(stream_id=subject.warmup_stream_id, frames=executor.warmup_frames)
             if subject.warmup_stream_id is not None and executor.warmup_frames
@@ -377,6 +375,25 @@ def _measured(
         memory = probe.stop()
     frames = sum(r.num_frames for r in executor.recordings) - before
     return memory, gpu_energy, cpu_energy, frames, stopped
+
+
+def _adapter_memory(subject: _Subject, memory: MemoryReport) -> tuple[MemoryReport, int | None, str]:
+    """(the harness's memory report, the worker's peak RSS, why it is what it is). Under ``--isolate``
+    the adapter's memory is the worker's, which the harness's probe cannot see: the worker reports its
+    own peak with every reply (issue 18)."""
+    if subject.mode != "isolated":
+        return memory, None, "the adapter ran in this process: its memory is memory.peak_rss_bytes"
+    harness_only = memory.model_copy(
+        update={
+            "peak_rss_method": f"{memory.peak_rss_method}; of the harness process only: the adapter ran "
+            "in an isolated worker (resources.worker_peak_rss_bytes)"
+        }
+    )
+    peak = subject.worker_peak_rss()
+    if peak is None:
+        return harness_only, None, "no worker reported its peak (getrusage unavailable, or none finished)"
+    how = "getrusage(RUSAGE_SELF).ru_maxrss in the worker: its peak since it started, imports included"
+    return harness_only, peak, how + "; the largest over the run's workers, read after each stream"
 
 
 def _rtf1_reason(config: RunConfig, gpu_energy: EnergyReport) -> str | None:
