@@ -69,8 +69,9 @@ def run_sweep(
     )
 
 
-def make_executor(name: str, retries: int, address: str | None = None, isolate: bool = False) -> Executor:
-    """``local`` or ``ray``; errors name the option."""
+def make_executor(name: str, retries: int, address: str | None = None, isolate: bool = True) -> Executor:
+    """``local`` or ``ray``; errors name the option. ``isolate`` (local; the default): each run in a
+    process of its own, so a run that crashes (``os._exit``, a segfault) costs that run only."""
     if name == "local":
         if address is not None:
             raise SweepError("--address applies to --executor ray, not local")
@@ -103,7 +104,13 @@ def sweep(
     retries: Annotated[
         int | None, typer.Option(min=0, help="attempts after the first per run (default: the file's)")
     ] = None,
-    isolate: Annotated[bool, typer.Option(help="local: each attempt in a fresh worker process")] = False,
+    isolate: Annotated[
+        bool,
+        typer.Option(
+            help="local: each attempt in a fresh process, so a crash costs that run only "
+            "(--no-isolate: every run in this process, where one crash ends the sweep)"
+        ),
+    ] = True,
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", help="the run store (default: the file's sweep.output_dir)")
     ] = None,
