@@ -86,7 +86,7 @@ def check_run_id(run_id: str) -> str:
         raise ValueError(f"run id {run_id!r} is not a name: it would write outside the output directory")
     if "/" in run_id or "\\" in run_id or os.sep in run_id or (os.altsep and os.altsep in run_id):
         raise ValueError(f"run id {run_id!r} contains a path separator: a run id is a directory name")
-    if any(ord(c) < 32 or ord(c) == 127 for c in run_id):
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in run_id):
         raise ValueError(f"run id {run_id!r} contains a control character")
     if Path(run_id).is_absolute() or Path(run_id).name != run_id:
         raise ValueError(f"run id {run_id!r} is not a plain name")
