@@ -72,6 +72,10 @@ def resolve(name: str) -> type:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise AdapterLoadError(f"adapter {name!r}: cannot import module {module_name!r}: {exc}") from exc
+    except Exception as exc:  # the module's own code failed: a SyntaxError, an error at import time
+        raise AdapterLoadError(
+            f"adapter {name!r}: importing module {module_name!r} failed: {_cause(exc)}"
+        ) from exc
     try:
         cls = getattr(module, class_name)
     except AttributeError:
@@ -102,7 +106,7 @@ def create_adapter(
     if options_model is None or not issubclass(options_model, AdapterOptions):
         if options:
             raise AdapterLoadError(f"adapter {name!r} takes no options, got {sorted(options)}")
-        instance = cls()
+        instance = _construct(name, cls, ())
     else:
         for key, value in (data_bound or {}).items():
             if key in DATA_BOUND_OPTIONS and key in options_model.model_fields and key not in options:
@@ -111,10 +115,33 @@ def create_adapter(
             parsed = options_model.model_validate(options)
         except ValidationError as exc:
             raise AdapterLoadError(f"adapter {name!r}: invalid options:\n{exc}") from exc
-        instance = cls(parsed)
+        instance = _construct(name, cls, (parsed,))
     if not isinstance(instance, Adapter):
         raise AdapterLoadError(
             f"adapter {name!r}: {type(instance).__name__} lacks the adapter interface "
             "(info, reset_state(), predict(frame))"
         )
     return instance
+
+
+def _construct(name: str, cls: type, args: tuple[Any, ...]) -> Any:
+    """``cls(*args)``; an exception of the adapter's constructor (weights not found, a missing device)
+    becomes an :class:`AdapterLoadError` naming the adapter, the class and the cause."""
+    try:
+        return cls(*args)
+    except Exception as exc:
+        raise AdapterLoadError(f"adapter {name!r}: {cls.__name__}() failed: {_cause(exc)}") from exc
+
+
+def _cause(exc: BaseException) -> str:
+    """An exception as one line: its type, its message, and where it was raised (the file and line of
+    the innermost frame; a SyntaxError's own file and line)."""
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        where = f" ({tb.tb_frame.f_code.co_filename}, line {tb.tb_lineno})"
+    return f"{type(exc).__name__}: {exc}{where}"

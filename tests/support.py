@@ -177,3 +177,68 @@ class EnergyVadAdapter(StreamingAdapter):
         audio = np.asarray(frame.inputs["audio"], dtype=np.float32)
         p = float(np.sqrt(np.mean(audio**2)) > self.options.threshold)
         return Prediction(scores=np.array([1.0 - p, p], dtype=np.float32))
+
+
+HOSTILE = "[/bold][red]x[/red]\x1b[2J\x1b]0;owned\x07[link=file:///etc]y[/link]\x9b31m\x07"
+"""Text a model controls, as a hostile one writes it: Rich markup (a stray closing tag included), ANSI
+escape codes (clear screen, set the window title, 8-bit CSI) and a bell."""
+
+
+class HostileOptions(AdapterOptions):
+    classes: tuple[str, ...] | None = None  # data-bound
+    fail_stream: int = 1  # the n-th reset_state() call (0-based, no warm-up): raises at frame 2
+
+
+class HostileAdapter(StreamingAdapter):
+    """Honest constant scores under a hostile name and device; on one stream ``predict()`` raises an
+    error whose message is hostile too (issue 18, "Rich markup from a model")."""
+
+    Options = HostileOptions
+
+    def __init__(self, options: HostileOptions | None = None) -> None:
+        super().__init__(options)
+        classes = self.options.classes or ("background", "event")
+        self._info = AdapterInfo(name=HOSTILE, classes=classes, modalities=("audio",), device=f"cpu{HOSTILE}")
+        self._scores = np.linspace(0.9, 0.1, len(classes), dtype=np.float32)
+        self.resets = 0
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        self.resets += 1
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        if self.resets - 1 == self.options.fail_stream and frame.index == 2:
+            raise RuntimeError(f"weights {HOSTILE} not found")
+        return Prediction(scores=self._scores.copy())
+
+
+class BallastOptions(AdapterOptions):
+    classes: tuple[str, ...] | None = None  # data-bound
+    ballast_mb: int = 256
+
+
+class BallastAdapter(StreamingAdapter):
+    """Honest constant scores from a model that holds ``ballast_mb`` MiB (written, so resident) from its
+    construction on: its memory is what a run must report (issue 18, the worker's peak RSS)."""
+
+    Options = BallastOptions
+
+    def __init__(self, options: BallastOptions | None = None) -> None:
+        super().__init__(options)
+        classes = self.options.classes or ("background", "event")
+        self._info = AdapterInfo(name="ballast", classes=classes, modalities=("audio",))
+        self.ballast = np.ones(self.options.ballast_mb * 2**20, dtype=np.uint8)
+        self._scores = np.linspace(0.9, 0.1, len(classes), dtype=np.float32)
+
+    @property
+    def info(self) -> AdapterInfo:
+        return self._info
+
+    def reset_state(self) -> None:
+        pass
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        return Prediction(scores=self._scores.copy())

@@ -7,10 +7,32 @@ store; ``report`` (report.py) writes the HTML report; ``sweep`` (sweep.py) runs 
 
 from __future__ import annotations
 
-import typer
+import signal
+import sys
+import threading
+from types import FrameType
 
-from harness.cli import report, results, run, sweep, system
-from harness.cli.score import score_app
+
+def _during_startup(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM or Ctrl-C while the command's modules import (a second or more): say so, exit 130."""
+    name = signal.Signals(signum).name
+    sys.stderr.write(f"streambench: interrupted ({name}) while starting up; nothing was run or written\n")
+    raise SystemExit(130)
+
+
+_BEFORE: dict[signal.Signals, object] = {}
+if threading.current_thread() is threading.main_thread():  # first, before the imports below (issue 18)
+    for _signum in (signal.SIGTERM, signal.SIGINT):
+        if signal.getsignal(_signum) is not signal.SIG_IGN:  # an ignored SIGINT (a background job) stays
+            _BEFORE[_signum] = signal.signal(_signum, _during_startup)
+
+from typing import Annotated  # noqa: E402
+
+import typer  # noqa: E402
+
+from harness.cli import report, results, run, sweep, system  # noqa: E402
+from harness.cli.common import set_debug  # noqa: E402
+from harness.cli.score import score_app  # noqa: E402
 
 __all__ = ["app", "main"]
 
@@ -19,11 +41,35 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="on an error, print the full traceback of its cause as well")
+    ] = False,
+) -> None:
+    """Options of every command (before the command's name: ``streambench --debug run ...``)."""
+    set_debug(debug)
+
+
 run.register(app)
 app.add_typer(score_app, name="score")
 for group in (sweep, report, results, system):
     group.register(app)
 
 
+for _signum, _handler in _BEFORE.items():  # imported (by a test, a plug-in): the importer's handlers again
+    signal.signal(_signum, _handler if _handler is not None else signal.SIG_DFL)  # type: ignore[arg-type]
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
 def main() -> None:
+    """The ``streambench`` entry point. SIGTERM is Ctrl-C from here on: a run in its measured window
+    writes a partial result (harness.execution.executor.interrupt_on_sigterm), while scoring it finishes
+    the result first (defer_signals), elsewhere the command ends with exit code 130 and a word."""
+    signal.signal(signal.SIGTERM, _terminated)
     app()

@@ -53,6 +53,9 @@ CLI_FIELDS: dict[str, tuple[str, ...]] = {
 SYNTHETIC_ONLY = frozenset({"seed", "streams", "duration"})
 """Options that only the synthetic data set has."""
 
+ISOLATE_ONLY = ("frame_timeout", "stream_timeout", "memory_limit_mb")
+"""Options that only an isolated run (``--isolate``) enforces: refused without it, never ignored."""
+
 
 def _set(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     node = tree
@@ -111,7 +114,7 @@ def build_run_config(options: RunOptions, explicit: set[str], config_file: Path 
         if config_file is None or name in explicit:
             _set(tree, CLI_FIELDS[name], value)
     try:
-        return RunConfig.model_validate(tree)
+        config = RunConfig.model_validate(tree)
     except ValidationError as exc:
         source = str(config_file) if config_file is not None else "command line"
         problems = "\n".join(
@@ -119,3 +122,11 @@ def build_run_config(options: RunOptions, explicit: set[str], config_file: Path 
             for error in exc.errors()
         )
         raise ConfigError(f"{source}: invalid run configuration:\n{problems}") from None
+    typed = [name for name in ISOLATE_ONLY if name in explicit]
+    if typed and not config.isolate:
+        flags = ", ".join("--" + name.replace("_", "-") for name in typed)
+        raise ConfigError(
+            f"{flags} apply to an isolated run only (the limits are enforced on the worker process); "
+            "add --isolate, or leave them out"
+        )
+    return config

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+
+from harness.io.safe_text import safe
 
 __all__ = ["register", "report"]
 
@@ -41,9 +42,9 @@ def report(
             output = resolve_run(runs[0], results_dir) / "report.html" if single else Path("report.html")
         written = write_report(runs, output, results_dir, pareto_delta_ms)
     except (StoreError, ValueError, OSError) as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {safe(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(code=2) from None
-    out.print(f"wrote [bold]{escape(str(written))}[/]", highlight=False)
+    out.print(f"wrote [bold]{safe(str(written))}[/]", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,10 +12,10 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from harness.cli.common import err, fail, out
+from harness.io.safe_text import safe
 from harness.results.compare import (
     Comparison,
     FailOnSpec,
@@ -80,11 +80,11 @@ def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -
         out.print_json(json.dumps([h.model_dump(mode="json") for h in heads]))
         return
     for name, reason in unreadable.items():
-        err.print(f"[yellow]unreadable run[/] {escape(name)}: {escape(reason)}", highlight=False)
+        err.print(f"[yellow]unreadable run[/] {safe(name)}: {safe(reason)}", highlight=False)
     if not heads:
-        out.print(f"no readable runs in {escape(str(results_dir))}", highlight=False)
+        out.print(f"no readable runs in {safe(str(results_dir))}", highlight=False)
         return
-    table = Table(title=f"Runs in {escape(str(results_dir))}", title_justify="left")
+    table = Table(title=f"Runs in {safe(str(results_dir))}", title_justify="left")
     # narrow terminals fold the long cells instead of squeezing columns to nothing
     table.add_column("run", overflow="fold", min_width=10)
     table.add_column("UTC", no_wrap=True)
@@ -94,12 +94,12 @@ def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -
     table.add_column("headline", ratio=1, min_width=14)
     for h in heads:
         table.add_row(
-            escape(h.run),
+            safe(h.run),
             f"{h.created_at:%m-%d %H:%M}",
-            escape(h.adapter),
-            "+".join(h.protocols),
-            escape(h.fingerprint) if h.fingerprint else "[dim]null[/]",
-            escape(brief(h)),
+            safe(h.adapter),
+            safe("+".join(h.protocols)),
+            safe(h.fingerprint) if h.fingerprint else "[dim]null[/]",
+            safe(brief(h)),
         )
     out.print(table)
 
@@ -107,8 +107,8 @@ def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -
 def _print_run(head: RunHeadline) -> None:
     fingerprint = head.fingerprint or f"null ({head.fingerprint_reason})"
     out.print(
-        f"[bold]{escape(head.run)}[/]  adapter {escape(head.adapter)} · {'+'.join(head.protocols)} · "
-        f"{head.created_at:%Y-%m-%d %H:%M:%S} UTC · fingerprint {escape(fingerprint)}",
+        f"[bold]{safe(head.run)}[/]  adapter {safe(head.adapter)} · {'+'.join(head.protocols)} · "
+        f"{head.created_at:%Y-%m-%d %H:%M:%S} UTC · fingerprint {safe(fingerprint)}",
         highlight=False,
     )
     table = Table(caption=" ".join(head.captions) or None)
@@ -122,9 +122,7 @@ def _print_run(head: RunHeadline) -> None:
     for f in head.figures:
         unit = f" ({f.unit})" if f.unit in ("ms", "J") else ""
         value = (
-            format_value(f.value, f.unit)
-            if f.value is not None
-            else f"[dim]null: {escape(f.reason or '')}[/]"
+            format_value(f.value, f.unit) if f.value is not None else f"[dim]null: {safe(f.reason or '')}[/]"
         )
         interval = format_interval(f)
         samples = ", ".join(
@@ -135,10 +133,10 @@ def _print_run(head: RunHeadline) -> None:
             )
             if part
         )
-        table.add_row(escape(f.label) + unit, value, interval, samples)
+        table.add_row(safe(f.label) + unit, value, interval, samples)
     out.print(table)
     for warning in head.warnings:
-        out.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+        out.print(f"[yellow]warning:[/] {safe(warning)}", highlight=False)
 
 
 def show(
@@ -167,11 +165,11 @@ def reindex_command(results_dir: ResultsDir = Path("results")) -> None:
     except StoreError as exc:
         raise fail(str(exc)) from None
     out.print(
-        f"indexed {len(report.indexed)} run(s) into {escape(str(database_path(results_dir)))}",
+        f"indexed {len(report.indexed)} run(s) into {safe(str(database_path(results_dir)))}",
         highlight=False,
     )
     for name, why in report.skipped.items():
-        err.print(f"[yellow]skipped[/] {escape(name)}: {escape(why)}", highlight=False, soft_wrap=True)
+        err.print(f"[yellow]skipped[/] {safe(name)}: {safe(why)}", highlight=False, soft_wrap=True)
 
 
 def _latencies(run_dir: Path, head: RunHeadline) -> np.ndarray | None:
@@ -185,9 +183,9 @@ def _latencies(run_dir: Path, head: RunHeadline) -> np.ndarray | None:
 
 def _print_comparison(comparison: Comparison) -> None:
     base, head = comparison.base, comparison.head
-    out.print(f"[bold]{escape(base.run)}[/] → [bold]{escape(head.run)}[/]", highlight=False)
+    out.print(f"[bold]{safe(base.run)}[/] → [bold]{safe(head.run)}[/]", highlight=False)
     if comparison.fingerprint_note:
-        out.print(f"[yellow]note:[/] {escape(comparison.fingerprint_note)}", highlight=False)
+        out.print(f"[yellow]note:[/] {safe(comparison.fingerprint_note)}", highlight=False)
     table = Table(caption=" ".join(dict.fromkeys(base.captions + head.captions)) or None)
     for column, justify in (
         ("figure", "left"),
@@ -206,25 +204,25 @@ def _print_comparison(comparison: Comparison) -> None:
             cell = format_value(fig.value, fig.unit)
             if fig.low is not None and fig.high is not None:
                 cell += f" [{format_value(fig.low, fig.unit)}, {format_value(fig.high, fig.unit)}]"
-            sides.append(escape(cell))
+            sides.append(safe(cell))
         delta = "–"
         if change.change is not None:
             delta = f"{change.change:+.4g}" + (
                 f" ({change.relative * 100:+.1f} %)" if change.relative is not None else ""
             )
-        verdict = escape(change.verdict)
+        verdict = safe(change.verdict)
         table.add_row(
-            escape(change.label) + (f" ({change.unit})" if change.unit in ("ms", "J") else ""),
+            safe(change.label) + (f" ({change.unit})" if change.unit in ("ms", "J") else ""),
             *sides,
             delta,
             f"[bold red]{verdict}[/]" if change.regression else verdict,
         )
     out.print(table)
     if comparison.regressions:
-        out.print(f"[bold red]regression:[/] {escape(', '.join(comparison.regressions))}", highlight=False)
+        out.print(f"[bold red]regression:[/] {safe(', '.join(comparison.regressions))}", highlight=False)
     elif comparison.rules:
         out.print(
-            f"no regression against {escape(', '.join(r.describe() for r in comparison.rules))}",
+            f"no regression against {safe(', '.join(r.describe() for r in comparison.rules))}",
             highlight=False,
         )
 

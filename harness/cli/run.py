@@ -8,16 +8,16 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from adapters.registry import AdapterLoadError
-from harness.cli.common import err, fail, out
+from harness.cli.common import check_output_dir, err, fail, out, show_traceback
 from harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
 from harness.execution.engine import AdapterError
 from harness.execution.event_log import EventLogError
-from harness.execution.executor import ProgressHook
+from harness.execution.executor import ProgressHook, RunInterrupted
 from harness.execution.isolation import WorkerError
+from harness.io.safe_text import safe
 from harness.results.files import ResultFileError
 from harness.runs import registry
 from harness.runs.catalog import write_report
@@ -139,6 +139,7 @@ def run(
         chosen = registry.get(protocol)
     except ValueError as exc:  # ConfigError, UnknownProtocolError
         raise fail(str(exc)) from None
+    check_output_dir(config.output_dir)
     if protocol_config is not None and not chosen.config_file:
         takers = ", ".join(p.name for p in registry.protocols() if p.config_file)
         raise fail(f"--protocol-config applies to {takers}, not to --protocol {protocol}")
@@ -173,7 +174,16 @@ def _resume(run_dir: Path, progress: bool, report: bool) -> None:
 def _finish(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
     """Print the result, the file written and the report; exit with the protocol's code."""
     code = protocol.print_result(out, outcome)
-    out.print(f"\nwrote [bold]{escape(str(outcome.run_dir / protocol.result_file))}[/]", highlight=False)
+    if outcome.unchanged:
+        err.print(
+            f"\n[bold]nothing to resume:[/] {safe(str(outcome.run_dir))} is complete; nothing was run, "
+            f"{safe(protocol.result_file)} is as it was",
+            highlight=False,
+        )
+        if code:
+            raise typer.Exit(code=code)
+        return
+    out.print(f"\nwrote [bold]{safe(str(outcome.run_dir / protocol.result_file))}[/]", highlight=False)
     _write_report(outcome.run_dir, report)
     note = protocol.closing_note(outcome)
     if note is not None:
@@ -183,8 +193,17 @@ def _finish(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
 
 
 _T = TypeVar("_T")
-_CLEAR_ERRORS = (AdapterLoadError, AdapterError, ValueError, ResultFileError, EventLogError, WorkerError)
-"""Errors whose message says what went wrong and where: printed, exit code 2, no traceback."""
+_CLEAR_ERRORS = (
+    AdapterLoadError,
+    AdapterError,
+    ValueError,
+    ResultFileError,
+    EventLogError,
+    WorkerError,
+    OSError,
+)
+"""Errors whose message says what went wrong and where (an OSError names its file): printed, exit code 2, no
+traceback (``--debug`` prints it)."""
 
 
 def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook], _T]) -> _T:
@@ -200,15 +219,21 @@ def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook],
         disable=not progress,
     )
     with bar:
-        task = bar.add_task(title, total=None, stream="")
+        task = bar.add_task(safe(title), total=None, stream="")
 
         def hook(done: int, total: int, stream_id: str) -> None:
-            bar.update(task, completed=done, total=total, stream=stream_id)
+            bar.update(task, completed=done, total=total, stream=safe(stream_id))
 
         try:
             return job(hook)
         except _CLEAR_ERRORS as exc:
+            show_traceback(exc)
             raise fail(str(exc)) from None
+        except (KeyboardInterrupt, RunInterrupted) as exc:  # outside the measured window (issue 18)
+            show_traceback(exc)
+            why = (str(exc) or "Ctrl-C").removeprefix("interrupted").lstrip(": ")
+            err.print(f"[bold yellow]interrupted[/] {safe(why)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(code=130) from None
 
 
 def _write_report(run_dir: Path, enabled: bool) -> None:
@@ -219,9 +244,9 @@ def _write_report(run_dir: Path, enabled: bool) -> None:
     try:
         path = write_report([str(run_dir)], run_dir / "report.html", run_dir.parent)
     except (ValueError, OSError) as exc:
-        err.print(f"[yellow]warning:[/] no report written ({escape(str(exc))})", highlight=False)
+        err.print(f"[yellow]warning:[/] no report written ({safe(str(exc))})", highlight=False)
         return
-    out.print(f"wrote [bold]{escape(str(path))}[/]", highlight=False)
+    out.print(f"wrote [bold]{safe(str(path))}[/]", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,7 @@ from rich.table import Table
 from harness.cli.common import fail, out
 from harness.io.calibration_file import read_calibration_file
 from harness.io.lines import LineFileError
+from harness.io.safe_text import safe
 from harness.io.score_file import read_score_file
 from harness.io.trec import read_qrels, read_run
 from harness.report.plots import plot_det_roc, plot_reliability
@@ -25,11 +26,11 @@ score_app = typer.Typer(help="Score saved outputs and files without running a mo
 
 
 def _table(title: str, rows: dict[str, Any]) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=safe(title), title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
     for name, value in rows.items():
-        table.add_row(name, f"{value:.6g}" if isinstance(value, float) else str(value))
+        table.add_row(safe(name), f"{value:.6g}" if isinstance(value, float) else safe(value))
     return table
 
 
@@ -144,7 +145,10 @@ def score_ranking(
     if as_json:
         out.print_json(json.dumps({str(c): f for c, f in figures.items()}))
         return
-    table = Table(title=f"Ranking: {run.name} against {qrels.name} (NDCG gain {gain})", title_justify="left")
+    table = Table(
+        title=f"Ranking: {safe(run.name)} against {safe(qrels.name)} (NDCG gain {safe(gain)})",
+        title_justify="left",
+    )
     table.add_column("k", justify="right")
     names = [name.split("@")[0] for name in next(iter(figures.values()))]
     for name in names:

@@ -17,8 +17,8 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel, Field
 from rich.console import Console
-from rich.markup import escape
 
+from harness.io.safe_text import plain, safe
 from harness.sweep.executors import Executor, LocalExecutor, SweepRecord
 from harness.sweep.ray_executor import RayExecutor
 from harness.sweep.spec import (
@@ -69,8 +69,9 @@ def run_sweep(
     )
 
 
-def make_executor(name: str, retries: int, address: str | None = None, isolate: bool = False) -> Executor:
-    """``local`` or ``ray``; errors name the option."""
+def make_executor(name: str, retries: int, address: str | None = None, isolate: bool = True) -> Executor:
+    """``local`` or ``ray``; errors name the option. ``isolate`` (local; the default): each run in a
+    process of its own, so a run that crashes (``os._exit``, a segfault) costs that run only."""
     if name == "local":
         if address is not None:
             raise SweepError("--address applies to --executor ray, not local")
@@ -103,7 +104,13 @@ def sweep(
     retries: Annotated[
         int | None, typer.Option(min=0, help="attempts after the first per run (default: the file's)")
     ] = None,
-    isolate: Annotated[bool, typer.Option(help="local: each attempt in a fresh worker process")] = False,
+    isolate: Annotated[
+        bool,
+        typer.Option(
+            help="local: each attempt in a fresh process, so a crash costs that run only "
+            "(--no-isolate: every run in this process, where one crash ends the sweep)"
+        ),
+    ] = True,
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", help="the run store (default: the file's sweep.output_dir)")
     ] = None,
@@ -121,7 +128,7 @@ def sweep(
     out, err = Console(), Console(stderr=True)
 
     def fail(message: str) -> typer.Exit:
-        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {safe(message)}", highlight=False, soft_wrap=True)
         return typer.Exit(code=2)
 
     try:
@@ -137,20 +144,20 @@ def sweep(
         todo, done = split_done(specs, results_dir) if results_dir.is_dir() else (specs, [])
         for spec in specs:
             mark = "in store" if spec in done else "to run"
-            out.print(f"{spec.run_id}  {mark:<8}  {escape(spec.describe())}", highlight=False)
+            out.print(f"{spec.run_id}  {mark:<8}  {safe(spec.describe())}", highlight=False)
         out.print(f"{len(specs)} runs, {len(todo)} to run", highlight=False)
         return
 
     def listener(snapshot: ProgressSnapshot, message: str) -> None:
         if progress:
-            err.print(f"[dim]{escape(_format(snapshot))}[/] · {escape(message)}", highlight=False)
+            err.print(f"[dim]{safe(_format(snapshot))}[/] · {safe(message)}", highlight=False)
 
     try:
         outcome = run_sweep(loaded, chosen, results_dir, listener, str(file))
     except (RuntimeError, ValueError, OSError) as exc:
         raise fail(str(exc)) from None
     out.print(
-        f"sweep {escape(loaded.sweep.name)}: {outcome.total} runs, "
+        f"sweep {safe(loaded.sweep.name)}: {outcome.total} runs, "
         f"{len(outcome.skipped)} already in the store, "
         f"{len(outcome.records) - len(outcome.failed)} run now, {len(outcome.failed)} failed; "
         f"{outcome.wall_s:.1f} s ({chosen.name}{_startup(chosen)})",
@@ -159,13 +166,13 @@ def sweep(
     for record in outcome.failed:
         last = record.attempts[-1].error if record.attempts else "no attempt"
         err.print(
-            f"[red]failed[/] {record.run_id} after {len(record.attempts)} attempts: {escape(str(last))}"
+            f"[red]failed[/] {safe(record.run_id)} after {len(record.attempts)} attempts: {safe(str(last))}"
         )
     if report:
         built = build_sweep_report(loaded, results_dir, str(file))
-        typer.echo(sweep_markdown(built))  # verbatim: markdown must not be wrapped
+        typer.echo(plain(sweep_markdown(built)))  # verbatim (not wrapped), terminal codes neutralised
         for path in write_sweep_html(built, results_dir / f"sweep-{loaded.sweep.name}.html", results_dir):
-            out.print(f"wrote [bold]{escape(str(path))}[/]", highlight=False)
+            out.print(f"wrote [bold]{safe(str(path))}[/]", highlight=False)
     if outcome.failed:
         raise typer.Exit(code=1)
 

@@ -7,10 +7,10 @@ import json
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from adapters.registry import REGISTRY
 from harness.cli.common import out
+from harness.io.safe_text import safe
 from harness.results.files import RunResult
 
 __all__ = ["register"]
@@ -20,7 +20,7 @@ def adapters() -> None:
     """List the registered adapters (any importable module:Class works too)."""
     width = max(len(name) for name in REGISTRY)
     for name, target in sorted(REGISTRY.items()):
-        out.print(f"{name:<{width}}  {target}", highlight=False)
+        out.print(f"{name:<{width}}  {target}", highlight=False, markup=False)
 
 
 def selftest(
@@ -55,9 +55,7 @@ def env(
     for name, item in manifest:
         if hasattr(item, "value"):
             shown = (
-                escape(str(item.value))
-                if item.value is not None
-                else f"[dim]null: {escape(str(item.reason))}[/]"
+                safe(str(item.value)) if item.value is not None else f"[dim]null: {safe(str(item.reason))}[/]"
             )
             table.add_row(name, shown)
     out.print(table)

@@ -5,13 +5,14 @@ them (DESIGN.md "Layout": the run configuration sits below the runner and the is
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.datasets.catalog import DataConfig
 from harness.datasets.synthetic import SyntheticConfig
@@ -21,7 +22,7 @@ from harness.instruments.power import PowerConfig
 from harness.instruments.threads import ThreadConfig
 from protocols import online
 
-__all__ = ["IsolationConfig", "RunConfig", "run_id_for", "user_field_path"]
+__all__ = ["IsolationConfig", "RunConfig", "check_run_id", "run_id_for", "user_field_path"]
 
 _DATA_KINDS = frozenset({"synthetic", "audio_files", "ave", "llp", "synthetic_spoof"})
 
@@ -74,6 +75,27 @@ class RunConfig(BaseModel):
         "continue",
         description="on an adapter failure: skip the rest of that stream and go on, or end the run",
     )
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id_is_a_name(cls, value: str | None) -> str | None:
+        return None if value is None else check_run_id(value)
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it is a name (one directory inside the output directory), else ValueError saying
+    why: a run id with a separator, ``..`` or an absolute path would write outside the store (issue 18)."""
+    if not run_id or not run_id.strip():
+        raise ValueError("a run id must not be empty")
+    if run_id in (".", ".."):
+        raise ValueError(f"run id {run_id!r} is not a name: it would write outside the output directory")
+    if "/" in run_id or "\\" in run_id or os.sep in run_id or (os.altsep and os.altsep in run_id):
+        raise ValueError(f"run id {run_id!r} contains a path separator: a run id is a directory name")
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in run_id):
+        raise ValueError(f"run id {run_id!r} contains a control character")
+    if Path(run_id).is_absolute() or Path(run_id).name != run_id:
+        raise ValueError(f"run id {run_id!r} is not a plain name")
+    return run_id
 
 
 def run_id_for(adapter: str, protocol: str = "") -> str:

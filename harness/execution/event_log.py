@@ -13,6 +13,10 @@ loses at most the stream it was in. Events:
 * ``session``: a new session of the same run began (the first run, or a resume), with the streams
   already done.
 
+One process writes a run directory: :class:`RunLock` holds ``<run_dir>/.lock`` (an exclusive ``flock``)
+for a run and for each resume, so a second writer fails at once instead of appending the same streams
+again; :func:`read_events` counts a stream logged twice (a log written before the lock) once.
+
 :func:`read_events` tolerates a torn last line (the process died mid-write: the line has no newline
 and is reported, not read); any other malformed line is an error naming the file and line.
 """
@@ -20,11 +24,15 @@ and is reported, not read); any other malformed line is an error naming the file
 from __future__ import annotations
 
 import base64
+import contextlib
+import fcntl
 import io
 import json
 import os
+import socket
+import sys
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -35,9 +43,12 @@ from protocols.recording import StreamRecording, StreamRole, from_arrays, to_arr
 
 __all__ = [
     "EVENTS_FILE",
+    "LOCK_FILE",
     "EventLog",
     "EventLogError",
     "FailureEvent",
+    "RunLock",
+    "RunLockedError",
     "RunLog",
     "SessionEvent",
     "StartEvent",
@@ -49,6 +60,7 @@ __all__ = [
 ]
 
 EVENTS_FILE = "events.jsonl"
+LOCK_FILE = ".lock"
 
 
 class EventLogError(ValueError):
@@ -139,6 +151,76 @@ class EventLog:
         self.close()
 
 
+class RunLockedError(ValueError):
+    """Another process holds the run directory (it is running or resuming that run); names the holder."""
+
+
+class RunLock:
+    """One process writes a run directory (issue 18): an exclusive ``flock`` on ``<run_dir>/.lock``, held
+    from before the run checks the directory until its result is written. A second writer (another
+    ``streambench run --run-id`` of the same id, a second ``--resume``) fails at once with
+    :class:`RunLockedError` naming the holder (pid, host, start time, command), which the lock file
+    records. The kernel releases the lock when the holder's process ends, however it ends (a ``kill -9``
+    leaves no stale lock). The lock file stays, unless the directory holds nothing else (a run that
+    failed before its first event leaves no directory behind, as before)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise RunLockedError(
+                f"{self.run_dir}: the run directory is held by another streambench process ({holder}); "
+                "two writers would mix their streams in one run. Wait for it to end, or use another "
+                "--run-id"
+            ) from None
+        record = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv),
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(record).encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):  # nothing else in it: the run never began; leave no trace
+            if [p.name for p in self.run_dir.iterdir()] == [LOCK_FILE]:
+                self.path.unlink()
+                self.run_dir.rmdir()
+        os.close(fd)  # releases the lock
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _holder(fd: int) -> str:
+    """The holder recorded in a lock file, as words ("unknown" while it has not written it yet)."""
+    try:
+        record = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return (
+            f"pid {record['pid']} on {record['host']}, started {record['started_at']}: {record['command']}"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return "holder unknown: it is just starting"
+
+
 def drop_torn_tail(run_dir: Path) -> int:
     """Cut a last line that was cut off mid-write (no newline) so appended events start on a line of
     their own; returns the bytes dropped. Everything before the last newline is kept as it is."""
@@ -164,6 +246,7 @@ class RunLog(BaseModel):
     recordings: list[Any] = Field(description="StreamRecording of every finished stream, in order")
     failures: list[FailureEvent]
     torn_tail: bool = Field(description="the last line was cut off mid-write (ignored)")
+    duplicates: int = Field(0, description="events of a stream logged before (ignored: a stream counts once)")
 
     def done(self) -> set[str]:
         """Streams that need no rerun: finished or failed."""
@@ -185,11 +268,17 @@ def read_events(path: Path) -> RunLog:
     sessions: list[SessionEvent] = []
     recordings: list[StreamRecording] = []
     failures: list[FailureEvent] = []
+    seen: set[str] = set()
+    duplicates = 0
     for number, line in enumerate(body, start=1):
         try:
             event = _EVENT.validate_python(json.loads(line))
+            if isinstance(event, StreamEvent | FailureEvent) and event.stream_id in seen:
+                duplicates += 1  # two writers before the lock existed: a stream counts once, as first logged
+                continue
             if isinstance(event, StreamEvent):
                 recordings.append(decode_recording(event.recording_npz_b64))
+                seen.add(event.stream_id)
         except Exception as exc:  # a parse boundary: JSON, the schema, base64, the npz inside (zip, zlib)
             problem = f"{type(exc).__name__}: {exc}"
             raise EventLogError(f"{path}: line {number}: not a valid event ({problem})") from None
@@ -203,6 +292,14 @@ def read_events(path: Path) -> RunLog:
             sessions.append(event)
         elif isinstance(event, FailureEvent):
             failures.append(event)
+            seen.add(event.stream_id)
     if start is None:
         raise EventLogError(f"{path}: no start event")
-    return RunLog(start=start, sessions=sessions, recordings=recordings, failures=failures, torn_tail=torn)
+    return RunLog(
+        start=start,
+        sessions=sessions,
+        recordings=recordings,
+        failures=failures,
+        torn_tail=torn,
+        duplicates=duplicates,
+    )

@@ -37,6 +37,7 @@ __all__ = [
     "RunInterrupted",
     "RunStopped",
     "StreamRunner",
+    "defer_signals",
     "failure_event",
     "interrupt_on_sigterm",
 ]
@@ -172,14 +173,18 @@ class NothingScoredError(ValueError):
     """No test stream finished: there is nothing to score (the failures are in the event log)."""
 
     def __init__(self, run_dir: Path, failures: Sequence[FailureEvent], stopped: str | None) -> None:
-        first = f"; first: stream {failures[0].stream_id!r}, frame {failures[0].frame}: {failures[0].message}"
-        why = stopped or f"{len(failures)} stream(s) failed{first if failures else ''}"
+        first = ""
+        if failures:
+            head = failures[0]
+            first = f"; first: stream {head.stream_id!r}, frame {head.frame}: {head.message}"
+        why = stopped or f"{len(failures)} stream(s) failed{first}"
         super().__init__(f"{run_dir}: no test stream was scored ({why}); see {run_dir / EVENTS_FILE}")
 
 
 @contextlib.contextmanager
 def interrupt_on_sigterm() -> Iterator[None]:
-    """SIGTERM raises :class:`RunInterrupted` in the run (Ctrl-C raises KeyboardInterrupt already)."""
+    """SIGTERM raises :class:`RunInterrupted` in the run, Ctrl-C (SIGINT) KeyboardInterrupt (unless
+    SIGINT is ignored, as in a background job); the handlers before are restored after."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -188,7 +193,38 @@ def interrupt_on_sigterm() -> Iterator[None]:
         raise RunInterrupted(f"signal {signal.Signals(signum).name}")
 
     old = signal.signal(signal.SIGTERM, handler)
+    old_int = signal.getsignal(signal.SIGINT)
+    if old_int is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
+        if old_int is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, old_int if old_int is not None else signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def defer_signals(second: str) -> Iterator[list[str]]:
+    """Hold SIGINT and SIGTERM while the block runs (scoring and writing a result whose streams are all
+    logged: a second or two that turn the measured streams into ``result.json``); yields the list of
+    the signals held, for the caller to honour once the block is done. A second signal does not wait:
+    :class:`RunInterrupted` with ``second`` (what is left, and how to finish it) at once (issue 18)."""
+    held: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        if held:
+            raise RunInterrupted(f"signal {held[0]}, then {name}: {second}")
+        held.append(name)
+
+    kept = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) is not signal.SIG_IGN]
+    old = {s: signal.signal(s, handler) for s in kept}
+    try:
+        yield held
+    finally:
+        for s, before in old.items():
+            signal.signal(s, before if before is not None else signal.SIG_DFL)

@@ -116,6 +116,7 @@ class IsolatedEngine:
         self._serving: list[bytes] = []  # sealed: the encoded frames of the stream being fed
         self._served = 0
         self._warmup: Stream | None = None
+        self.peak_rss_bytes: int | None = None  # the largest peak RSS any worker reported (issue 18)
 
     # -- public interface -------------------------------------------------------------------------------
 
@@ -174,6 +175,7 @@ class IsolatedEngine:
         header = self._request({"kind": "rebuild"}, _WARMUP_ID)
         if header["kind"] != "rebuilt":
             self._raise_reply(header)
+        self._note_peak(header)
 
     def count_flops(self, stream_id: str) -> tuple[int | None, str | None]:
         """:meth:`harness.engine.Engine.count_flops` on a stream's first frame, in the worker."""
@@ -215,6 +217,7 @@ class IsolatedEngine:
     def _recording(self, header: dict[str, Any], stream_id: str) -> StreamRecording:
         if header["kind"] != "ok":
             self._raise_reply(header)
+        self._note_peak(header)
         payload = self._recv(stream_id)
         with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
             (recording,) = from_arrays({key: arrays[key] for key in arrays.files})
@@ -275,6 +278,7 @@ class IsolatedEngine:
             self.close()
             self._raise_reply(header)
         self._info = AdapterInfo.model_validate(header["info"])
+        self._note_peak(header)
         self.stream_ids = tuple(header["stream_ids"]) if self._data is None else tuple(self._data)
         if self._data is not None:  # sealed: the checks build_adapter makes in a worker that has the data
             from harness.execution.setup import check_built
@@ -287,6 +291,12 @@ class IsolatedEngine:
         self.warmup_frames_run = int(header["warmup_frames"])
         self.warmup_stream_id = header["warmup_stream_id"]
         self.memory_limit_note = header["memory_limit_note"]
+
+    def _note_peak(self, header: dict[str, Any]) -> None:
+        """Keep the largest peak RSS a worker reported (each reports its own peak since it started)."""
+        peak = header.get("peak_rss_bytes")
+        if isinstance(peak, int) and (self.peak_rss_bytes is None or peak > self.peak_rss_bytes):
+            self.peak_rss_bytes = peak
 
     def _request(self, message: dict[str, Any], stream_id: str) -> dict[str, Any]:
         """Send a request about one stream (starting a worker if needed); the reply's header."""

@@ -8,9 +8,15 @@ the bytes of ``numpy.savez(to_arrays([recording]))`` — nothing is pickled.
 
 from __future__ import annotations
 
+import ctypes
 import io
 import json
+import multiprocessing
 import os
+import signal
+import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -23,7 +29,7 @@ from harness.execution.adapter_errors import AdapterError
 from harness.execution.sealed_feed import ParentFeed
 from protocols.recording import to_arrays
 
-__all__ = ["IDLE", "RESETTING", "worker_main"]
+__all__ = ["IDLE", "ORPHANED", "RESETTING", "bind_to_parent", "worker_main"]
 
 IDLE = -2
 """Progress slot: the worker is not inside the adapter (the parent's mark before each request)."""
@@ -84,6 +90,53 @@ def _limit_memory(limit_mb: int) -> str | None:
     return None
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+ORPHANED = 75
+"""Exit status of a worker that found its parent gone (the watchdog's, where no death signal came)."""
+
+
+def bind_to_parent(poll_s: float = 1.0) -> None:
+    """Make this worker die with the harness process that started it (issue 18, "Orphaned workers"): a
+    parent killed with SIGKILL must not leave a hung adapter running forever.
+
+    On Linux the kernel sends SIGKILL to the worker when its parent dies (``prctl(PR_SET_PDEATHSIG)``);
+    a parent already gone before that call is caught by comparing the parent pid. Everywhere, a daemon
+    thread checks the parent pid every ``poll_s`` seconds and ends the worker when it changes (a fallback
+    that also covers a platform without ``prctl``; a worker blocked on its pipe sees EOF anyway).
+    SIGINT is ignored: Ctrl-C reaches the whole process group, and the parent, which records the
+    interruption and ends this worker, is the one to report it (no traceback from here)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    parent_pid = parent.pid if parent is not None and parent.pid is not None else os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - no libc prctl: the watchdog alone
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the death signal was set
+        os._exit(ORPHANED)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        os._exit(ORPHANED)
+
+    threading.Thread(target=watch, name="streambench-parent-watchdog", daemon=True).start()
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident set since it started (``getrusage``: KiB on Linux, bytes on macOS);
+    None where ``resource`` is unavailable. Reported with every reply: the adapter's memory under
+    ``--isolate`` is the worker's (issue 18)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Linux/macOS
+        return None
+    peak = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
 def _send(conn: Connection, message: dict[str, Any]) -> None:
     conn.send_bytes(json.dumps(message).encode())
 
@@ -139,6 +192,7 @@ def worker_main(
     warm-up included, is fed frame by frame by the parent. A ``rebuild`` request replaces the adapter
     with a fresh instance in this same process (warmed up again), for the causality protocol's check of
     state shared across instances."""
+    bind_to_parent()
     try:
         import torch
 
@@ -193,6 +247,7 @@ def worker_main(
         conn,
         {
             "kind": "ready",
+            "peak_rss_bytes": peak_rss_bytes(),
             "info": adapter.info.model_dump(mode="json"),
             "stream_ids": list(streams),
             "warmup_frames": frames,
@@ -237,5 +292,5 @@ def worker_main(
         except Exception as exc:
             _send(conn, {"kind": "failed", **_describe(exc)})
             return
-        _send(conn, {"kind": "ok"})
+        _send(conn, {"kind": "ok", "peak_rss_bytes": peak_rss_bytes()})
         conn.send_bytes(buffer.getvalue())

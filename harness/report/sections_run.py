@@ -126,6 +126,13 @@ def summary_section(bundle: RunBundle) -> str:
         ("W at RTF = 1", num(res.power_at_rtf1_w, reason=res.power_at_rtf1_reason)),
         ("CPU energy (J, RAPL)", num(res.cpu_energy.energy_j, reason=res.cpu_energy.reason)),
         ("peak RSS (MiB)", num(res.memory.peak_rss_bytes / 2**20)),
+        (
+            "peak RSS of the adapter's worker (MiB)",
+            num(
+                None if res.worker_peak_rss_bytes is None else res.worker_peak_rss_bytes / 2**20,
+                reason=res.worker_peak_rss_reason,
+            ),
+        ),
         ("peak CUDA memory (MiB)", num(cuda_mib, reason=res.memory.cuda_reason)),
         ("FLOPs per frame", num(res.flops_per_frame, reason=res.flops_reason)),
     ]

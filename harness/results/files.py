@@ -134,6 +134,14 @@ class ResourceRecord(BaseModel):
     )
     flops_per_frame: int | None
     flops_reason: str | None
+    worker_peak_rss_bytes: int | None = Field(
+        None,
+        description="--isolate: peak resident memory of the worker process the adapter ran in (its own "
+        "peak since it started, the largest over the run's workers); memory.peak_rss_bytes is the "
+        "harness process's. None with worker_peak_rss_reason in process (the adapter's memory is then "
+        "memory.peak_rss_bytes) or where no worker reported one",
+    )
+    worker_peak_rss_reason: str | None = None
 
 
 class NormalisationRecord(BaseModel):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from harness.io.safe_text import safe
 from harness.results.files import RunResult
 from protocols.causality import CausalityReport
 from protocols.robustness import RobustnessReport
@@ -68,7 +68,7 @@ def print_summary(console: Console, result: RunResult) -> None:
         dev = speed.device.latency
         console.print(
             f"device share (CUDA events): p50 {dev.p50_ms:.3f} ms · p95 {dev.p95_ms:.3f} ms · "
-            f"{speed.device.divergent_frames} frames flagged {speed.device.first_divergent}",
+            f"{speed.device.divergent_frames} frames flagged {safe(speed.device.first_divergent)}",
             highlight=False,
         )
     replayed = speed.replay
@@ -86,7 +86,9 @@ def print_summary(console: Console, result: RunResult) -> None:
         for name, justify in (("stage", "left"), ("ms", "right"), ("share %", "right"), ("timing", "left")):
             stages.add_column(name, justify=justify)  # type: ignore[arg-type]
         for row in speed.breakdown:
-            stages.add_row(row.stage, f"{row.ms_per_frame:.4f}", f"{100 * row.share:.1f}", row.method)
+            stages.add_row(
+                safe(row.stage), f"{row.ms_per_frame:.4f}", f"{100 * row.share:.1f}", safe(row.method)
+            )
         console.print(stages)
 
     head = metrics.headline
@@ -101,19 +103,30 @@ def print_summary(console: Console, result: RunResult) -> None:
         highlight=False,
     )
     for warning in head.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"[yellow]warning:[/] {safe(warning)}", highlight=False)
     res = result.resources
     energy = (
-        f"{res.energy_per_frame_j:.4g} J/frame ({res.gpu_energy.method})"
+        f"{res.energy_per_frame_j:.4g} J/frame ({safe(res.gpu_energy.method)})"
         if res.energy_per_frame_j is not None
-        else f"null ({res.energy_per_frame_reason})"
+        else f"null ({safe(res.energy_per_frame_reason)})"
     )
-    flops = f"{res.flops_per_frame:,}" if res.flops_per_frame is not None else f"null ({res.flops_reason})"
+    flops = (
+        f"{res.flops_per_frame:,}" if res.flops_per_frame is not None else f"null ({safe(res.flops_reason)})"
+    )
+    rss = f"{res.memory.peak_rss_bytes / 2**20:.0f} MiB"
+    if result.execution.mode == "isolated":  # the adapter's memory is its worker's (issue 18)
+        worker = res.worker_peak_rss_bytes
+        shown = (
+            f"{worker / 2**20:.0f} MiB"
+            if worker is not None
+            else f"null ({safe(res.worker_peak_rss_reason)})"
+        )
+        rss = f"harness {rss}, adapter worker {shown}"
     console.print(
-        f"resources: peak RSS {res.memory.peak_rss_bytes / 2**20:.0f} MiB · GPU energy {energy} · "
+        f"resources: peak RSS {rss} · GPU energy {energy} · "
         f"FLOPs/frame {flops} · W@RTF=1 "
         f"{'null' if res.power_at_rtf1_w is None else f'{res.power_at_rtf1_w:.1f} W'} · "
-        f"environment fingerprint {result.fingerprint}",
+        f"environment fingerprint {safe(result.fingerprint)}",
         highlight=False,
     )
     if result.normalisation is not None:
@@ -124,8 +137,10 @@ def print_summary(console: Console, result: RunResult) -> None:
             if norm.flops_normalised_latency_ms is not None
             else "FLOPs-normalised latency null",
         )
-        reason = f" ({norm.reason})" if norm.reason else ""
-        console.print(f"against baseline {norm.baseline_run}: {' · '.join(figures)}{reason}", highlight=False)
+        reason = f" ({safe(norm.reason)})" if norm.reason else ""
+        console.print(
+            f"against baseline {safe(norm.baseline_run)}: {' · '.join(figures)}{reason}", highlight=False
+        )
     decision = metrics.decision
     rule = (
         decision.kind
@@ -136,8 +151,9 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"offline: segment F1 micro {_pct(acc.segment_f1_micro)} % · macro {_pct(acc.segment_f1_macro)} % · "
         f"frame accuracy {_pct(acc.frame_accuracy)} %\n"
         f"{len(metrics.streams)} test streams, {acc.num_frames} frames, {acc.num_segments} segments · "
-        f"decision: {rule} · adapter {result.adapter_info.name} on {result.adapter_info.device} · "
-        f"warm-up {result.warmup.frames if result.warmup else 0} frames · clock {result.clock.name}",
+        f"decision: {safe(rule)} · adapter {safe(result.adapter_info.name)} "
+        f"on {safe(result.adapter_info.device)} · "
+        f"warm-up {result.warmup.frames if result.warmup else 0} frames · clock {safe(result.clock.name)}",
         highlight=False,
     )
     _print_execution(console, result)
@@ -167,7 +183,7 @@ def _print_execution(console: Console, result: RunResult) -> None:
     )
     for f in result.failures:
         where = "before its first frame" if f.frame is None else f"frame {f.frame}"
-        console.print(f"  {escape(f.stream_id)}, {where}: {escape(f.message)}", highlight=False)
+        console.print(f"  {safe(f.stream_id)}, {where}: {safe(f.message)}", highlight=False)
 
 
 def print_robustness(console: Console, report: RobustnessReport) -> None:
@@ -190,16 +206,16 @@ def print_robustness(console: Console, report: RobustnessReport) -> None:
         if point.failure is not None:
             fail = point.failure
             table.add_row(
-                point.variant.name,
+                safe(point.variant.name),
                 "–",
                 "–",
                 "–",
-                f"failed: stream {fail.stream_id}, frame {fail.frame}: {fail.error}",
+                f"failed: stream {safe(fail.stream_id)}, frame {fail.frame}: {safe(fail.error)}",
             )
             continue
         f1, drop, rel = point.f1, point.abs_drop, point.rel_drop
         table.add_row(
-            point.variant.name,
+            safe(point.variant.name),
             "–" if f1 is None else _pct(f1),
             "–" if drop is None else f"{100 * drop:+.1f}",
             "–" if rel is None else f"{100 * rel:+.1f}",
@@ -221,16 +237,16 @@ def print_causality(console: Console, report: CausalityReport, skipped: dict[str
             frame = f"{frame} (from x_{check.first_source})"
         diff = check.max_difference
         table.add_row(
-            check.name,
+            safe(check.name),
             "[green]yes[/green]" if check.passed else "[red]NO[/red]",
-            check.first_stream or "–",
+            safe(check.first_stream or "–"),
             frame,
             "inf" if math.isinf(diff) else f"{diff:.3g}",
         )
     for name in skipped or {}:
-        table.add_row(name, "skipped", "–", "–", "–")
+        table.add_row(safe(name), "skipped", "–", "–", "–")
     console.print(table)
     for check in report.checks:
-        console.print(f"[bold]{check.name}[/]: {escape(check.detail)}", highlight=False)
+        console.print(f"[bold]{safe(check.name)}[/]: {safe(check.detail)}", highlight=False)
     for name, reason in (skipped or {}).items():
-        console.print(f"[bold]{name}[/] (skipped): {escape(reason)}", highlight=False)
+        console.print(f"[bold]{safe(name)}[/] (skipped): {safe(reason)}", highlight=False)

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from harness.datasets.catalog import make_streams, make_warmup_stream
@@ -28,6 +27,7 @@ from harness.execution.engine import Engine
 from harness.execution.executor import ProgressHook
 from harness.execution.setup import build_adapter, environment_for
 from harness.io.config_file import load_protocol_config as load_shared_protocol_config
+from harness.io.safe_text import safe
 from harness.io.score_file import write_score_file
 from harness.results.files import EnvironmentRecord
 from harness.results.headline import Figure
@@ -201,8 +201,9 @@ def print_result(console: Console, result: DetectionResult) -> int:
     r, m = result.report, result.report.metrics
     at = "the EER threshold" if result.config.threshold is None else f"threshold {m.threshold:.6g}"
     console.print(
-        f"Detection: {escape(result.adapter)} on {m.n_real} real + {m.n_fake} fake utterances\n"
-        f"frame score: {r.extraction} of {escape(r.positive_class)!r}; utterance score: {r.aggregation}",
+        f"Detection: {safe(result.adapter)} on {m.n_real} real + {m.n_fake} fake utterances\n"
+        f"frame score: {safe(r.extraction)} of {safe(repr(r.positive_class))}; "
+        f"utterance score: {safe(r.aggregation)}",
         highlight=False,
     )
     table = Table()
@@ -236,7 +237,7 @@ def print_result(console: Console, result: DetectionResult) -> int:
     )
     console.print(
         "labels: 1 = real, 0 = fake; accepted as real when score >= threshold; "
-        f"score file {result.score_file}",
+        f"score file {safe(result.score_file)}",
         highlight=False,
     )
     return 0

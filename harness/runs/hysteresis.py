@@ -16,7 +16,6 @@ from typing import Literal
 
 from pydantic import BaseModel
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from adapters.contract import Adapter, AdapterInfo, Stream
@@ -27,6 +26,7 @@ from harness.execution.engine import Engine
 from harness.execution.executor import ProgressHook
 from harness.execution.setup import build_adapter, environment_for
 from harness.io.config_file import load_protocol_config as load_shared_protocol_config
+from harness.io.safe_text import safe
 from harness.results.files import EnvironmentRecord
 from harness.results.headline import Figure
 from harness.runs.catalog import write_indexed
@@ -167,8 +167,9 @@ def print_result(console: Console, result: HysteresisResult) -> int:
     """One table per experiment (seed 001's four); returns the exit code (0)."""
     report, cfg = result.report, result.config
     console.print(
-        f"[bold]Router hysteresis[/] (seed 001) · adapter {escape(result.adapter)} · weights from "
-        f"{report.weights_source} · threshold {cfg.threshold:g}, K = {cfg.k} · A = {cfg.len_a} frames · "
+        f"[bold]Router hysteresis[/] (seed 001) · adapter {safe(result.adapter)} · weights from "
+        f"{safe(report.weights_source)} · threshold {cfg.threshold:g}, K = {cfg.k} · "
+        f"A = {cfg.len_a} frames · "
         f"means over {cfg.repeats} repeats",
         highlight=False,
     )
@@ -180,7 +181,7 @@ def print_result(console: Console, result: HysteresisResult) -> int:
             table.add_column(name, justify="left" if name == "setting" else "right")
         for r in rows:
             table.add_row(
-                escape(r.setting),
+                safe(r.setting),
                 _lag(r.lag_ab, r.lag_ab_undefined),
                 _lag(r.lag_ba, r.lag_ba_undefined),
                 _num(r.asymmetry, 2),

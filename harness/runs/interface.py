@@ -48,6 +48,8 @@ class Outcome:
     result: BaseModel
     run_dir: Path
     extra: Any = None
+    unchanged: bool = False
+    """Nothing was run or written: a resume of a run that was finished already (its result as it stands)."""
 
 
 @dataclasses.dataclass(frozen=True)

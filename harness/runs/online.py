@@ -11,11 +11,11 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel
 from rich.console import Console
-from rich.markup import escape
 
 from harness.execution.config import RunConfig
 from harness.execution.event_log import EVENTS_FILE
 from harness.execution.executor import ProgressHook
+from harness.io.safe_text import safe
 from harness.report.bundle import RunBundle, SectionSpec
 from harness.report.sections_quality import detection_section, reliability_section
 from harness.report.sections_run import (
@@ -36,7 +36,7 @@ from harness.results.files import (
 from harness.results.headline import CAPTION, LATENCY_KEYS, Figure, interval_fields
 from harness.results.summary import print_summary
 from harness.runs.interface import Outcome, RunProtocol
-from harness.runs.session import execute_run, resume_run
+from harness.runs.session import execute_run, finished_run, resume_run
 from protocols.online import OnlineConfig
 from protocols.online_speed import measured_latency
 
@@ -64,6 +64,9 @@ class OnlineProtocol(RunProtocol):
         return (run_dir / EVENTS_FILE).is_file()
 
     def resume(self, run_dir: Path, progress: ProgressHook | None) -> Outcome:
+        finished = finished_run(run_dir)
+        if finished is not None:  # a no-op that says so (issue 18): nothing rerun, nothing rewritten
+            return Outcome(finished, run_dir, None, unchanged=True)
         result, recordings, written = resume_run(run_dir, progress)
         return Outcome(result, written, recordings)
 
@@ -71,13 +74,14 @@ class OnlineProtocol(RunProtocol):
         return load_result(run_dir)
 
     def print_result(self, console: Console, outcome: Outcome) -> int:
-        """The summary; exit 130 if the run was interrupted, 1 if the adapter failed anywhere."""
+        """The summary; exit 130 if the run was interrupted (Ctrl-C, SIGTERM), 1 if the adapter failed
+        anywhere (``--on-error stop`` included: the run ended at a failure, not at the user's word)."""
         result = outcome.result
         assert isinstance(result, RunResult)
         print_summary(console, result)
-        if result.status == "incomplete":
+        if result.status == "incomplete" and (result.incomplete_reason or "").startswith("interrupted"):
             return 130
-        return 1 if result.failures else 0
+        return 1 if result.failures or result.status == "incomplete" else 0
 
     def closing_note(self, outcome: Outcome) -> str | None:
         result = outcome.result
@@ -85,8 +89,8 @@ class OnlineProtocol(RunProtocol):
         if result.status != "incomplete":
             return None
         return (
-            f"[bold yellow]incomplete:[/] {escape(result.incomplete_reason or '')}; finish it with "
-            f"[bold]streambench run --resume {escape(str(outcome.run_dir))}[/]"
+            f"[bold yellow]incomplete:[/] {safe(result.incomplete_reason or '')}; finish it with "
+            f"[bold]streambench run --resume {safe(str(outcome.run_dir))}[/]"
         )
 
     def headline(self, result: BaseModel) -> list[Figure]:

@@ -19,6 +19,7 @@ __all__ = [
     "BUILT_IN",
     "DEFAULT",
     "UnknownProtocolError",
+    "added",
     "get",
     "names",
     "protocols",
@@ -52,6 +53,12 @@ def register(protocol: RunProtocol, replace: bool = False) -> None:
         raise ValueError(f"a protocol named {protocol.name!r} is registered already")
     _targets[protocol.name] = protocol
     _loaded.pop(protocol.name, None)
+
+
+def added() -> list[RunProtocol]:
+    """The protocols joined by :func:`register` (not the built-in ones): what a process of a sweep's own
+    must register again to know them."""
+    return [target for target in _targets.values() if isinstance(target, RunProtocol)]
 
 
 def unregister(name: str) -> None:

@@ -23,6 +23,8 @@ from harness.execution.engine import Engine, clock_info
 from harness.execution.event_log import (
     EVENTS_FILE,
     EventLog,
+    EventLogError,
+    RunLock,
     RunLog,
     SessionEvent,
     StartEvent,
@@ -37,6 +39,7 @@ from harness.execution.executor import (
     RunInterrupted,
     RunStopped,
     StreamRunner,
+    defer_signals,
     interrupt_on_sigterm,
 )
 from harness.execution.isolation import IsolatedEngine
@@ -49,13 +52,17 @@ from harness.instruments.rapl import RaplMeter, RaplReport
 from harness.instruments.threads import ThreadRecord
 from harness.instruments.threads import apply as apply_threads
 from harness.results.files import (
+    RESULT_FILE,
     ExecutionRecord,
     FailureRecord,
     ResourceRecord,
+    ResultFileError,
     RunResult,
     ScoredRecord,
     SeedRecord,
     WarmupRecord,
+    load_recordings,
+    load_result,
     package_version,
     write_run,
 )
@@ -65,7 +72,7 @@ from protocols import online
 from protocols.base import Plan
 from protocols.recording import StreamRecording
 
-__all__ = ["execute_run", "resume_run"]
+__all__ = ["execute_run", "finished_run", "resume_run"]
 
 
 def execute_run(
@@ -81,16 +88,44 @@ def execute_run(
     run_id = config.run_id or run_id_for(config.adapter)
     config = config.model_copy(update={"run_id": run_id})
     run_dir = config.output_dir / run_id
-    if (run_dir / EVENTS_FILE).exists() or (run_dir / "result.json").exists():
-        raise ValueError(f"{run_dir}: a run with this id exists already; resume it with --resume {run_dir}")
-    return _execute(config, run_dir, previous=None, progress=progress)
+    with RunLock(run_dir):  # one writer per run directory, from this check to the result (issue 18)
+        if (run_dir / EVENTS_FILE).exists() or (run_dir / RESULT_FILE).exists():
+            raise ValueError(
+                f"{run_dir}: a run with this id exists already; resume it with --resume {run_dir}"
+            )
+        return _execute(config, run_dir, previous=None, progress=progress)
 
 
 def resume_run(
     run_dir: Path, progress: ProgressHook | None = None
 ) -> tuple[RunResult, list[StreamRecording], Path]:
     """Finish an interrupted run: the same configuration and seeds (read from its event log), the streams
-    not finished yet; the result is scored over all of them, as an uninterrupted run would be."""
+    not finished yet; the result is scored over all of them, as an uninterrupted run would be. The run
+    directory is held (:class:`RunLock`) while it runs: a second resume of it fails at once."""
+    if not (run_dir / EVENTS_FILE).is_file():
+        read_events(run_dir)  # the error naming the missing log, without creating anything
+    with RunLock(run_dir):
+        done = finished_run(run_dir)
+        if done is not None:  # nothing to run: the result stays as written (no new session, no rewrite)
+            return done, load_recordings(run_dir), run_dir
+        return _resume(run_dir, progress)
+
+
+def finished_run(run_dir: Path) -> RunResult | None:
+    """The result of a run that is finished (every planned stream in its event log, done or failed, and
+    a complete ``result.json``), else None: resuming it has nothing to do (issue 18)."""
+    try:
+        log = read_events(run_dir)
+        result = load_result(run_dir) if (run_dir / RESULT_FILE).is_file() else None
+    except (EventLogError, ResultFileError):
+        return None
+    planned = {stream_id for stream_id, _ in log.start.plan}
+    if result is None or result.status != "complete" or not planned <= log.done():
+        return None
+    return result
+
+
+def _resume(run_dir: Path, progress: ProgressHook | None) -> tuple[RunResult, list[StreamRecording], Path]:
     previous = read_events(run_dir)
     try:
         config = RunConfig.model_validate(previous.start.config)
@@ -136,6 +171,7 @@ class _Subject:
     mode: Literal["in-process", "isolated", "sealed"]
     count_flops: Callable[[], tuple[int | None, str | None]]
     warmup_stream_id: str | None
+    worker_peak_rss: Callable[[], int | None] = lambda: None
 
 
 @contextlib.contextmanager
@@ -157,6 +193,7 @@ def _subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | None
                 mode="sealed" if config.isolation.sealed else "isolated",
                 count_flops=lambda: isolated.count_flops(first.stream_id),
                 warmup_stream_id=warmup.stream_id if warmup is not None else None,
+                worker_peak_rss=lambda: isolated.peak_rss_bytes,
             )
         return
     adapter = build_adapter(config, first)
@@ -197,109 +234,119 @@ def _session(
                     f"{run_dir}: the run started with {what} {before}, this session has {now}; "
                     "its streams would mix two environments or data sets. Start a new run instead"
                 )
-    with EventLog(run_dir) as log:
-        if previous is None:
-            plan_items = [(s.stream_id, s.role) for s in run_plan.streams]
-            log.append(
-                StartEvent(
-                    run_id=config.run_id,
-                    created_at=created,
-                    config=config.model_dump(mode="json"),
-                    plan=plan_items,
-                    fingerprint=environment,
-                    data_hash=str(data_hash) if data_hash is not None else None,
-                )
-            )
-        done = previous.recordings if previous is not None else []
-        failed = previous.failures if previous is not None else []
-        log.append(
-            SessionEvent(
-                started_at=datetime.now(timezone.utc),
-                resumed=previous is not None,
-                streams_done=len(done) + len(failed),
-                isolated=subject.mode != "in-process",
-            )
-        )
-        executor = EngineExecutor(subject.runner, progress, log, config.on_error, done=done, failed=failed)
-
-        gpu_meter = PowerMeter.open(config.power)
-        cpu_meter = RaplMeter.open()
-        stopped: str | None = None
-        try:
-            with interrupt_on_sigterm():
-                gpu_meter.measure_idle()  # before warm-up, while the device is idle
-                executor.warm_up()
-                memory, gpu_energy, cpu_energy, frames, stopped = _measured(
-                    executor, run_plan, gpu_meter, cpu_meter
-                )
-        finally:
-            gpu_meter.close()
-            cpu_meter.close()
-    recordings = executor.ordered(run_plan)
-    if subject.mode != "in-process":  # the adapter's memory is the worker's, which this probe cannot see
-        memory = memory.model_copy(
-            update={
-                "peak_rss_method": f"{memory.peak_rss_method}; of the harness process only: the adapter ran "
-                "in an isolated worker, whose memory is not measured"
-            }
-        )
-    flops, flops_reason = subject.count_flops() if stopped is None else (None, f"not counted: {stopped}")
-    if not any(r.role == "test" for r in recordings):
-        raise NothingScoredError(run_dir, executor.failures, stopped)
-    metrics = online.score(recordings, config.protocol, subject.info.classes)
-    per_frame = gpu_energy.energy_per_frame_j(frames)
-    sessions = 1 + (len(previous.sessions) if previous is not None else 0)
-    result = RunResult(
-        run_id=config.run_id,
-        created_at=created,
-        streambench_version=package_version("streambench") or "unknown",
-        status="complete" if stopped is None else "incomplete",
-        incomplete_reason=stopped,
-        adapter=config.adapter,
-        adapter_options=config.adapter_options,
-        adapter_info=subject.info,
-        dataset=config.data.kind,
-        dataset_config=config.data.model_dump(mode="json"),
-        protocol_config=config.protocol,
-        engine=config.engine,
-        execution=ExecutionRecord(mode=subject.mode, on_error=config.on_error, sessions=sessions),
-        seeds=seeds,
-        clock=clock_info(subject.info.device),
-        threads=thread_record,
-        environment=manifest,
-        fingerprint=environment,
-        resources=ResourceRecord(
-            memory=memory,
-            gpu_energy=gpu_energy,
-            cpu_energy=cpu_energy,
-            energy_per_frame_j=per_frame,
-            energy_per_frame_reason=None
-            if per_frame is not None
-            else gpu_energy.reason or "no energy measured",
-            power_at_rtf1_w=gpu_energy.mean_power_w if config.engine.pacing == "paced" else None,
-            power_at_rtf1_reason=_rtf1_reason(config, gpu_energy),
-            frames_measured=frames,
-            flops_per_frame=flops,
-            flops_reason=flops_reason,
-        ),
-        warmup=WarmupRecord(stream_id=subject.warmup_stream_id, frames=executor.warmup_frames)
-        if subject.warmup_stream_id is not None and executor.warmup_frames
-        else None,
-        streams={role: run_plan.ids(role) for role in ("test", "validation")},
-        scored=ScoredRecord(
-            planned_streams=len(run_plan.streams),
-            scored_streams=len(recordings),
-            scored_frames=sum(r.num_frames for r in recordings),
-            failed_streams=len(executor.failures),
-            predictions_beyond_end=sum(r.beyond_end for r in recordings),
-        ),
-        failures=[FailureRecord(**f.model_dump(exclude={"kind"})) for f in executor.failures],
-        metrics=metrics,
+    second = (
+        f"no result written; every finished stream is in {run_dir / EVENTS_FILE}: finish it with "
+        f"streambench run --resume {run_dir}"
     )
-    if config.baseline is not None:
-        result.normalisation = normalise(result, config.baseline)
-    path = write_run(run_dir, result, recordings)
-    index_written(run_dir)
+    with defer_signals(second) as held:  # outside the measured window a signal waits for the result
+        with EventLog(run_dir) as log:
+            if previous is None:
+                plan_items = [(s.stream_id, s.role) for s in run_plan.streams]
+                log.append(
+                    StartEvent(
+                        run_id=config.run_id,
+                        created_at=created,
+                        config=config.model_dump(mode="json"),
+                        plan=plan_items,
+                        fingerprint=environment,
+                        data_hash=str(data_hash) if data_hash is not None else None,
+                    )
+                )
+            done = previous.recordings if previous is not None else []
+            failed = previous.failures if previous is not None else []
+            log.append(
+                SessionEvent(
+                    started_at=datetime.now(timezone.utc),
+                    resumed=previous is not None,
+                    streams_done=len(done) + len(failed),
+                    isolated=subject.mode != "in-process",
+                )
+            )
+            executor = EngineExecutor(
+                subject.runner, progress, log, config.on_error, done=done, failed=failed
+            )
+
+            gpu_meter = PowerMeter.open(config.power)
+            cpu_meter = RaplMeter.open()
+            stopped: str | None = None
+            try:
+                with interrupt_on_sigterm():
+                    gpu_meter.measure_idle()  # before warm-up, while the device is idle
+                    executor.warm_up()
+                    memory, gpu_energy, cpu_energy, frames, stopped = _measured(
+                        executor, run_plan, gpu_meter, cpu_meter
+                    )
+            finally:
+                gpu_meter.close()
+                cpu_meter.close()
+        recordings = executor.ordered(run_plan)
+        memory, worker_peak, worker_reason = _adapter_memory(subject, memory)
+        flops, flops_reason = subject.count_flops() if stopped is None else (None, f"not counted: {stopped}")
+        if not any(r.role == "test" for r in recordings):
+            if stopped is not None and stopped.startswith("interrupted"):  # nothing to score yet
+                raise RunInterrupted(f"{stopped} before the first test stream finished; {second}")
+            raise NothingScoredError(run_dir, executor.failures, stopped)
+        metrics = online.score(recordings, config.protocol, subject.info.classes)
+        per_frame = gpu_energy.energy_per_frame_j(frames)
+        sessions = 1 + (len(previous.sessions) if previous is not None else 0)
+        result = RunResult(
+            run_id=config.run_id,
+            created_at=created,
+            streambench_version=package_version("streambench") or "unknown",
+            status="complete" if stopped is None else "incomplete",
+            incomplete_reason=stopped,
+            adapter=config.adapter,
+            adapter_options=config.adapter_options,
+            adapter_info=subject.info,
+            dataset=config.data.kind,
+            dataset_config=config.data.model_dump(mode="json"),
+            protocol_config=config.protocol,
+            engine=config.engine,
+            execution=ExecutionRecord(mode=subject.mode, on_error=config.on_error, sessions=sessions),
+            seeds=seeds,
+            clock=clock_info(subject.info.device),
+            threads=thread_record,
+            environment=manifest,
+            fingerprint=environment,
+            resources=ResourceRecord(
+                memory=memory,
+                gpu_energy=gpu_energy,
+                cpu_energy=cpu_energy,
+                energy_per_frame_j=per_frame,
+                energy_per_frame_reason=None
+                if per_frame is not None
+                else gpu_energy.reason or "no energy measured",
+                power_at_rtf1_w=gpu_energy.mean_power_w if config.engine.pacing == "paced" else None,
+                power_at_rtf1_reason=_rtf1_reason(config, gpu_energy),
+                frames_measured=frames,
+                flops_per_frame=flops,
+                flops_reason=flops_reason,
+                worker_peak_rss_bytes=worker_peak,
+                worker_peak_rss_reason=worker_reason,
+            ),
+            warmup=WarmupRecord(stream_id=subject.warmup_stream_id, frames=executor.warmup_frames)
+            if subject.warmup_stream_id is not None and executor.warmup_frames
+            else None,
+            streams={role: run_plan.ids(role) for role in ("test", "validation")},
+            scored=ScoredRecord(
+                planned_streams=len(run_plan.streams),
+                scored_streams=len(recordings),
+                scored_frames=sum(r.num_frames for r in recordings),
+                failed_streams=len(executor.failures),
+                predictions_beyond_end=sum(r.beyond_end for r in recordings),
+            ),
+            failures=[FailureRecord(**f.model_dump(exclude={"kind"})) for f in executor.failures],
+            metrics=metrics,
+        )
+        if config.baseline is not None:
+            result.normalisation = normalise(result, config.baseline)
+        path = write_run(run_dir, result, recordings)
+        index_written(run_dir)
+
+    if held and stopped is None:  # honoured now that the result is written (issue 18)
+        raise RunInterrupted(
+            f"signal {held[0]} while scoring; it waited for the result, which is complete: {path}"
+        )
     return result, recordings, path.parent
 
 
@@ -329,6 +376,25 @@ def _measured(
         memory = probe.stop()
     frames = sum(r.num_frames for r in executor.recordings) - before
     return memory, gpu_energy, cpu_energy, frames, stopped
+
+
+def _adapter_memory(subject: _Subject, memory: MemoryReport) -> tuple[MemoryReport, int | None, str]:
+    """(the harness's memory report, the worker's peak RSS, why it is what it is). Under ``--isolate``
+    the adapter's memory is the worker's, which the harness's probe cannot see: the worker reports its
+    own peak with every reply (issue 18)."""
+    if subject.mode == "in-process":
+        return memory, None, "the adapter ran in this process: its memory is memory.peak_rss_bytes"
+    harness_only = memory.model_copy(
+        update={
+            "peak_rss_method": f"{memory.peak_rss_method}; of the harness process only: the adapter ran "
+            "in an isolated worker (resources.worker_peak_rss_bytes)"
+        }
+    )
+    peak = subject.worker_peak_rss()
+    if peak is None:
+        return harness_only, None, "no worker reported its peak (getrusage unavailable, or none finished)"
+    how = "getrusage(RUSAGE_SELF).ru_maxrss in the worker: its peak since it started, imports included"
+    return harness_only, peak, how + "; the largest over the run's workers, read after each stream"
 
 
 def _rtf1_reason(config: RunConfig, gpu_energy: EnergyReport) -> str | None:

@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from harness.datasets.catalog import make_streams, make_warmup_stream
@@ -30,6 +29,7 @@ from harness.execution.executor import ProgressHook
 from harness.execution.setup import build_adapter, environment_for
 from harness.io.atomic import atomic_write
 from harness.io.config_file import load_protocol_config as load_shared_protocol_config
+from harness.io.safe_text import safe
 from harness.results.files import EnvironmentRecord
 from harness.results.headline import Figure
 from harness.runs.catalog import write_indexed
@@ -183,7 +183,7 @@ def print_result(console: Console, result: StabilityResult) -> int:
     overall, rel = report.overall, report.overall.relation
     first, last = events.curve[0], events.curve[-1]
     title = (
-        f"Temporal stability (seed 000) · {escape(result.adapter_name)} · {report.feature_kind}, "
+        f"Temporal stability (seed 000) · {safe(result.adapter_name)} · {report.feature_kind}, "
         f"K = {report.k} of {report.num_features} · {overall.num_frames} frames, {overall.num_steps} steps"
     )
     table = Table(title=title, title_justify="left")
@@ -215,11 +215,11 @@ def print_result(console: Console, result: StabilityResult) -> int:
         for stream in report.streams:
             f1 = events.stream_f1.get(stream.stream_id)
             per_stream.add_row(
-                escape(stream.stream_id), *_stream_row(stream.figures), _pct(f1[0]) if f1 else "–"
+                safe(stream.stream_id), *_stream_row(stream.figures), _pct(f1[0]) if f1 else "–"
             )
         console.print(per_stream)
     for stream_id, why in report.skipped.items():
-        console.print(f"skipped {stream_id}: {why}", highlight=False, markup=False)
+        console.print(f"skipped {safe(stream_id)}: {safe(why)}", highlight=False)
     return 0
 
 

@@ -45,6 +45,7 @@ from harness.instruments.manifest import collect_manifest, fingerprint
 from harness.io.atomic import atomic_write
 from harness.runs import registry
 from harness.runs.catalog import index_run
+from harness.runs.interface import RunProtocol
 from harness.sweep.spec import RunSpec
 from harness.sweep.state import SweepProgress
 
@@ -273,9 +274,17 @@ class Executor(abc.ABC):
 
 
 def _isolated_measure(spec: RunSpec) -> Measured:
-    """One attempt in a fresh spawned process (nothing inherited from the driver but ``sys.path``)."""
+    """One attempt in a fresh spawned process (nothing inherited from the driver but ``sys.path`` and
+    the protocols registered here, which it registers again)."""
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
-        return pool.submit(measure, spec, True).result()
+        return pool.submit(_measure_registered, spec, registry.added()).result()
+
+
+def _measure_registered(spec: RunSpec, added: Sequence[RunProtocol]) -> Measured:
+    """:func:`measure` in a spawned process, after registering the driver's added protocols."""
+    for protocol in added:
+        registry.register(protocol, replace=True)
+    return measure(spec, True)
 
 
 class LocalExecutor(Executor):

@@ -1077,6 +1077,12 @@ def test_models_read_back(run_files: RunFiles, name: str) -> None:
     assert model.model_validate(json.loads(raw(run_files))) == expected
 
 
+def _is_a_name(run_id: str) -> bool:
+    """A run id the harness takes: one non-blank path component, no separator, no control character."""
+    control = any(ord(c) < 32 or 127 <= ord(c) < 160 for c in run_id)
+    return bool(run_id.strip()) and run_id not in (".", "..") and not set("/\\") & set(run_id) and not control
+
+
 @FUZZ
 @given(
     num_streams=st.integers(1, 10_000),
@@ -1086,7 +1092,7 @@ def test_models_read_back(run_files: RunFiles, name: str) -> None:
     adapter=st.text(min_size=1, max_size=20),
     warmup=st.integers(0, 10**6),
 )
-def test_run_config_round_trips(
+def test_run_config_round_trips_or_refuses_a_run_id_that_is_no_name(
     num_streams: int, seed: int, torch_seed: int, run_id: str | None, adapter: str, warmup: int
 ) -> None:
     values = {
@@ -1096,6 +1102,10 @@ def test_run_config_round_trips(
         "torch_seed": torch_seed,
         "run_id": run_id,
     }
+    if run_id is not None and not _is_a_name(run_id):  # issue 18: a run id never leaves the store
+        with pytest.raises(pydantic.ValidationError, match="run_id"):
+            RunConfig.model_validate(values)
+        return
     config = RunConfig.model_validate(values)
     assert (config.data.num_streams, config.data.seed, config.torch_seed) == (num_streams, seed, torch_seed)
     assert (config.run_id, config.adapter, config.engine.warmup_frames) == (run_id, adapter, warmup)

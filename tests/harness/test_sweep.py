@@ -392,3 +392,45 @@ def test_a_misspelt_adapter_or_option_fails_before_anything_runs(tmp_path: Path)
     tree = small_sweep(tmp_path / "results", adapters=[{"adapter": "reference"}, {"adapter": "refrence"}])
     with pytest.raises(SweepError, match="Did you mean 'reference'"):
         expand(SweepFile.model_validate(tree))
+
+
+def test_cli_sweep_runs_each_run_in_its_own_process_so_a_crash_costs_that_run_only(tmp_path: Path) -> None:
+    """Issue 18: an adapter that ends its process (``os._exit``) in a plain (not --isolate) run: by default
+    the sweep loses that run only; the runs after it are attempted and stored, the failure is reported."""
+    import signal
+    import subprocess
+    import sys
+
+    results = tmp_path / "results"
+    exiting = {"adapter": "faulty", "label": "exits", "options": {"fault": "exit", "at_frame": 3}}
+    tree = small_sweep(
+        results,
+        adapters=[
+            exiting,
+            {"adapter": "null", "label": "after-1"},
+            {"adapter": "reference", "label": "after-2"},
+        ],
+        protocols={"online": {}},
+    )
+    tree["sweep"].update(baseline=None, retries=0)
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(tree))
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from harness.cli import main; main()", "sweep", str(path), "--no-progress"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, (out, err)
+    assert "3 runs, 0 already in the store, 2 run now, 1 failed" in " ".join(out.split())
+    assert "worker process lost" in err
+    runs = {h.adapter for h in list_runs(results)}
+    assert runs == {"null", "reference"}
