@@ -8,25 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.execution.config import IsolationConfig, RunConfig
+from harness.execution.config import IsolationConfig
 from harness.runs.causality import CausalityResult, execute_causality
 from harness.runs.session import execute_run
 from protocols.causality import CausalityConfig
+from tests.harness.test_causality_run import small
 
 OFFENDERS = "tests.harness.sequence_offenders"
-
-
-def small(tmp_path: Path, adapter: str, **options: Any) -> RunConfig:
-    return RunConfig.model_validate(
-        {
-            "adapter": adapter,
-            "adapter_options": options,
-            "data": {"num_streams": 3, "duration_s": 5.0},
-            "engine": {"warmup_frames": 20},
-            "output_dir": tmp_path,
-            "run_id": "x",
-        }
-    )
 
 
 def causality(tmp_path: Path, adapter: str, sealed: bool = False, **options: Any) -> CausalityResult:
