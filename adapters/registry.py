@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,6 +59,19 @@ class AdapterLoadError(LookupError):
     """An adapter name or its options could not be turned into an adapter."""
 
 
+def _import_from_cwd(module_name: str) -> Any:
+    """Import ``module_name``; when its top-level package is not found, look in the current directory
+    too, as ``python -m`` would (a console script's path starts at its own directory, not the user's)."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        cwd = os.getcwd()
+        if exc.name != module_name.split(".")[0] or cwd in sys.path or "" in sys.path:
+            raise
+        sys.path.insert(0, cwd)
+        return importlib.import_module(module_name)
+
+
 def resolve(name: str) -> type:
     """Return the adapter class for a registry name or a ``module:Class`` path."""
     target = REGISTRY.get(name, name)
@@ -69,7 +84,7 @@ def resolve(name: str) -> type:
         )
     module_name, _, class_name = target.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        module = _import_from_cwd(module_name)
     except ImportError as exc:
         raise AdapterLoadError(f"adapter {name!r}: cannot import module {module_name!r}: {exc}") from exc
     except Exception as exc:  # the module's own code failed: a SyntaxError, an error at import time

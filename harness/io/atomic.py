@@ -1,6 +1,8 @@
 """Atomic file writes: a temporary file in the target's directory, flushed and fsynced, then renamed.
 
-A reader sees either the old file or the whole new one, never half (DESIGN.md "Results").
+A reader sees either the old file or the whole new one, never half (DESIGN.md "Results"). The file gets
+the mode an ``open()`` would give it (``0o666`` less the umask), not ``mkstemp``'s private ``0o600``, so
+a CI artifact uploader running as another user can read the results (issue 17).
 """
 
 from __future__ import annotations
@@ -13,11 +15,18 @@ from pathlib import Path
 from typing import IO
 
 
+def _file_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> Path:
     """Call ``write(handle)`` on a temporary binary file, then rename it over ``path``."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _file_mode())
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()

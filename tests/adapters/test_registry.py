@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,18 @@ def test_objects_without_the_interface_are_refused(monkeypatch: pytest.MonkeyPat
         create_adapter("not_adapters:Nope")
     with pytest.raises(AdapterLoadError, match="takes no options"):
         create_adapter("not_adapters:Nope", {"x": 1})
+
+
+def test_a_module_in_the_current_directory_is_found_as_python_m_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 17: the README's `--adapter my_adapter:LoudnessAdapter` from the directory holding
+    my_adapter.py. A console script's sys.path starts at its own directory, not the user's."""
+    (tmp_path / "cwd_only_adapter_mod.py").write_text(
+        "from adapters.null import NullAdapter\n\nclass Mine(NullAdapter):\n    pass\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    assert resolve("cwd_only_adapter_mod:Mine").__name__ == "Mine"
+    with pytest.raises(AdapterLoadError, match="cannot import module 'no_such_mod_anywhere'"):
+        resolve("no_such_mod_anywhere:X")

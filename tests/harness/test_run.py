@@ -190,3 +190,19 @@ def test_paced_run_end_to_end(tmp_path: Path) -> None:
     assert result.resources.power_at_rtf1_w is None and result.resources.power_at_rtf1_reason
     unpaced, _, _ = execute_run(small(tmp_path, run_id="u", data={"num_streams": 1, "duration_s": 5.0}))
     assert "paced run" in (unpaced.resources.power_at_rtf1_reason or "")
+
+
+def test_result_files_are_readable_by_other_users_as_open_would_make_them(tmp_path: Path) -> None:
+    """Issue 17: the atomic writer's temporary file is 0600; the result must get the umask's mode, so a
+    CI artifact uploader running as another user can read it."""
+    import os
+    import stat
+
+    from harness.io.atomic import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        path = atomic_write_text(tmp_path / "result.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
