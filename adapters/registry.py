@@ -10,6 +10,7 @@ import difflib
 import importlib
 import os
 import sys
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -123,13 +124,21 @@ def create_adapter(
             raise AdapterLoadError(f"adapter {name!r} takes no options, got {sorted(options)}")
         instance = _construct(name, cls, ())
     else:
+        _check_option_names(name, options_model, options)
         for key, value in (data_bound or {}).items():
             if key in DATA_BOUND_OPTIONS and key in options_model.model_fields and key not in options:
                 options[key] = value
+        options = {key: _listed(options_model, key, value) for key, value in options.items()}
         try:
             parsed = options_model.model_validate(options)
         except ValidationError as exc:
-            raise AdapterLoadError(f"adapter {name!r}: invalid options:\n{exc}") from exc
+            problems = "\n".join(
+                f"  {'.'.join(str(p) for p in error['loc']) or '(options)'}: {error['msg']}"
+                for error in exc.errors()
+            )
+            raise AdapterLoadError(
+                f"adapter {name!r}: invalid options:\n{problems}\n(streambench adapters {name} lists them)"
+            ) from None
         instance = _construct(name, cls, (parsed,))
     if not isinstance(instance, Adapter):
         raise AdapterLoadError(
@@ -137,6 +146,49 @@ def create_adapter(
             "(info, reset_state(), predict(frame))"
         )
     return instance
+
+
+def _check_option_names(name: str, model: type[AdapterOptions], options: Mapping[str, Any]) -> None:
+    """An option the adapter does not have: a clear error with a did-you-mean and the valid names."""
+    known = list(model.model_fields)
+    for key in options:
+        if key not in known:
+            hint = difflib.get_close_matches(key, known, n=2, cutoff=0.5)
+            suggestion = f" Did you mean {' or '.join(repr(h) for h in hint)}?" if hint else ""
+            raise AdapterLoadError(
+                f"adapter {name!r} has no option {key!r}.{suggestion} Its options: {', '.join(known)} "
+                f"(streambench adapters {name} describes them)"
+            )
+
+
+def _listed(model: type[AdapterOptions], key: str, value: Any) -> Any:
+    """``a,b`` for an option that takes a list or tuple of strings: ``["a", "b"]`` (the JSON form works
+    too, and a single name is a list of one)."""
+    if not isinstance(value, str):
+        return value
+    annotation = model.model_fields[key].annotation
+    kinds = {typing.get_origin(annotation)} | {typing.get_origin(a) for a in typing.get_args(annotation)}
+    if kinds & {tuple, list}:
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+def describe_options(name: str) -> list[tuple[str, str, str, str]]:
+    """The adapter's options as ``(name, type, default, description)``; data-bound ones say so."""
+    cls = resolve(name)
+    model: type[AdapterOptions] | None = getattr(cls, "Options", None)
+    if model is None or not issubclass(model, AdapterOptions):
+        return []
+    rows = []
+    for key, field in model.model_fields.items():
+        annotation = field.annotation
+        kind = annotation.__name__ if isinstance(annotation, type) else str(annotation).replace("typing.", "")
+        default = "(required)" if field.is_required() else repr(field.get_default(call_default_factory=True))
+        about = field.description or ""
+        if key in DATA_BOUND_OPTIONS:
+            about = f"{about} [data-bound: filled from the data set when unset]".strip()
+        rows.append((key, kind, default, about))
+    return rows
 
 
 def _construct(name: str, cls: type, args: tuple[Any, ...]) -> Any:

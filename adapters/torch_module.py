@@ -198,9 +198,11 @@ class TorchDriven(StreamingAdapter):
         try:
             self._step(np.zeros(dims, dtype=np.float32))
         except Exception as exc:
+            sizes = ", ".join(f"{m} {n}" for m, n in input_dims.items())
             raise self.load_error(
-                f"{self._info.name}: a zero frame of shape [1, {dims}] (input_dims {dict(input_dims)}) "
-                f"fails in mode {self.opts.mode!r}: {type(exc).__name__}: {exc}"
+                f"{self._info.name}: a zero frame of shape [1, {dims}] (modalities "
+                f"{','.join(self.opts.modalities)}) fails in mode {self.opts.mode!r}: {type(exc).__name__}: "
+                f"{exc}. The data's payloads: {sizes}; --option modalities=a,b picks and orders them"
             ) from exc
 
     @property

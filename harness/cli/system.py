@@ -9,18 +9,39 @@ from typing import Annotated
 import typer
 
 from adapters.registry import REGISTRY
-from harness.cli.common import out
+from harness.cli.common import fail, out
 from harness.io.safe_text import safe
 from harness.results.files import RunResult
 
 __all__ = ["register"]
 
 
-def adapters() -> None:
-    """List the registered adapters (any importable module:Class works too)."""
-    width = max(len(name) for name in REGISTRY)
-    for name, target in sorted(REGISTRY.items()):
-        out.print(f"{name:<{width}}  {target}", highlight=False, markup=False)
+def adapters(
+    name: Annotated[str | None, typer.Argument(help="an adapter: list its options")] = None,
+) -> None:
+    """List the registered adapters (any importable module:Class works too), or one adapter's options."""
+    if name is not None:
+        from rich.table import Table
+
+        from adapters.registry import AdapterLoadError, describe_options
+
+        try:
+            rows = describe_options(name)
+        except AdapterLoadError as exc:
+            raise fail(str(exc)) from None
+        if not rows:
+            out.print(f"adapter {safe(name)} takes no options")
+            return
+        table = Table(title=f"options of {safe(name)} (--option KEY=VALUE)")
+        for column in ("option", "type", "default", "description"):
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*(safe(cell) for cell in row))
+        out.print(table)
+        return
+    width = max(len(entry) for entry in REGISTRY)
+    for entry, target in sorted(REGISTRY.items()):
+        out.print(f"{entry:<{width}}  {target}", highlight=False, markup=False)
 
 
 def selftest(

@@ -106,3 +106,29 @@ def test_a_module_in_the_current_directory_is_found_as_python_m_would(
     assert resolve("cwd_only_adapter_mod:Mine").__name__ == "Mine"
     with pytest.raises(AdapterLoadError, match="cannot import module 'no_such_mod_anywhere'"):
         resolve("no_such_mod_anywhere:X")
+
+
+def test_an_option_typo_names_the_option_its_neighbour_and_the_valid_ones() -> None:
+    with pytest.raises(AdapterLoadError, match=r"has no option 'clases'\. Did you mean 'classes'\?") as info:
+        create_adapter("null", {"clases": ["a"]})
+    assert "Its options: classes" in str(info.value) and "https://errors.pydantic.dev" not in str(info.value)
+    with pytest.raises(AdapterLoadError) as bad:
+        create_adapter("reference-lookahead", {"lookahead_frames": "many"})
+    assert "lookahead_frames" in str(bad.value) and "pydantic.dev" not in str(bad.value)
+
+
+def test_a_comma_list_fills_a_list_option() -> None:
+    adapter = create_adapter("null", {"classes": "a,b , c"})
+    assert adapter.info.classes == ("a", "b", "c")
+
+
+def test_streambench_adapters_name_lists_the_options() -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    done = CliRunner().invoke(app, ["adapters", "reference-lookahead"])
+    assert done.exit_code == 0, done.output
+    assert "lookahead_frames" in done.output and "data-bound" in done.output
+    wrong = CliRunner().invoke(app, ["adapters", "torch-modul"])
+    assert wrong.exit_code == 2 and "Did you mean 'torch-module'" in wrong.output

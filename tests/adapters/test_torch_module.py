@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from adapters.contract import Frame, Stream
-from adapters.registry import create_adapter
+from adapters.registry import AdapterLoadError, create_adapter
 from adapters.torch_module import TorchModuleAdapter, TorchModuleLoadError, TorchModuleOptions
 from harness.execution.engine import Engine, EngineConfig
 
@@ -247,7 +247,7 @@ def test_without_a_sequence_method_there_is_no_sequence_mode_and_a_wrong_name_is
         not sequence_plan(plain).run
         and "declares no sequence mode" in sequence_plan(plain).skipped["gradient_flow"]
     )
-    with pytest.raises(TorchModuleLoadError, match="sequence_method 'nope': the module has no such method"):
+    with pytest.raises(AdapterLoadError, match="sequence_method 'nope': the module has no such method"):
         create_adapter(
             "torch-module", {"factory": f"{models}:StepGru", "sequence_method": "nope"}, data_bound=bound
         )
