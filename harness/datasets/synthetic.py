@@ -145,7 +145,12 @@ class SyntheticConfig(BaseModel):
 
     @model_validator(mode="after")
     def _events_fit(self) -> SyntheticConfig:
-        # a model validator, not a field one: it must also see the default max_event_segments
+        # a model validator, not a field one: it must also see the default max_event_segments. Defaults
+        # follow a short stream (--duration 2: events of 1-2 segments); values the user set are checked
+        if "max_event_segments" not in self.model_fields_set and self.max_event_segments > self.num_segments:
+            self.__dict__["max_event_segments"] = self.num_segments
+        if "min_event_segments" not in self.model_fields_set:
+            self.__dict__["min_event_segments"] = min(self.min_event_segments, self.max_event_segments)
         if self.max_event_segments > self.num_segments:
             raise ValueError(
                 f"max_event_segments ({self.max_event_segments}) exceeds the number of segments per stream "

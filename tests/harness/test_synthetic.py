@@ -207,7 +207,7 @@ def test_warmup_stream_is_disjoint() -> None:
         ({"segment_length_s": 0.03}, "segment_length_s"),
         ({"duration_s": 10.5}, "duration_s"),
         ({"max_event_segments": 11}, ""),  # checked across fields: the message names them
-        ({"duration_s": 2.0}, ""),  # the default max_event_segments (5) does not fit in 2 segments
+        ({"duration_s": 2.0, "max_event_segments": 5}, ""),  # a set value that does not fit in 2 segments
         ({"min_event_segments": 4, "max_event_segments": 3}, "max_event_segments"),
         ({"num_streams": 0}, "num_streams"),
         ({"noise_std": -1.0}, "noise_std"),
@@ -237,3 +237,14 @@ def test_noise_correlation_is_an_ar1_process() -> None:
         lag1 = np.mean(audio[1:] * audio[:-1]) / np.mean(audio * audio)
         assert lag1 == pytest.approx(rho, abs=0.03)
         assert np.var(audio) == pytest.approx(1.0, abs=0.05)  # stationary: unit variance
+
+
+def test_a_short_stream_gets_shorter_default_events_and_a_set_value_is_still_checked() -> None:
+    """Issue 17: `--duration 2` was refused (the default max_event_segments 5 exceeds 2 segments)."""
+    short = SyntheticConfig(duration_s=2.0, num_streams=2)
+    assert (short.min_event_segments, short.max_event_segments) == (2, 2)
+    assert SyntheticConfig(duration_s=1.0).max_event_segments == 1
+    assert SyntheticConfig.model_validate(short.model_dump()) == short  # a saved config reads back
+    assert len(make_streams(short)) == 2
+    with pytest.raises(ValueError, match=r"max_event_segments \(5\) exceeds"):
+        SyntheticConfig(duration_s=2.0, max_event_segments=5)
