@@ -374,9 +374,11 @@ def _headline(recs: Sequence[StreamRecording], tallies: Sequence[_Tally], config
     """Intervals over streams (DESIGN.md "Results"), and a warning when latencies spread widely."""
     n, level = config.bootstrap_resamples, config.confidence
     f1 = []
+    predicted = 0
     for delta in config.deltas_ms:
         counts = [t.counts[("frame", "strict", delta)] for t in tallies]
         tp, fp, fn = (np.array([getattr(c, name).sum() for c in counts]) for name in ("tp", "fp", "fn"))
+        predicted += int(tp.sum() + fp.sum())
         f1.append(bootstrap_micro_f1(tp, fp, fn, n_resamples=n, confidence=level))
     processing = np.array([r.latency_ns.sum() for r in recs], dtype=np.float64)
     frames = np.array([measured_latency(r).size for r in recs], dtype=np.float64)
@@ -391,6 +393,12 @@ def _headline(recs: Sequence[StreamRecording], tallies: Sequence[_Tally], config
         )
     if len(recs) < 10:
         warnings.append(f"only {len(recs)} test streams: the intervals over streams are rough")
+    if predicted == 0 and any(r.num_predictions for r in recs):
+        warnings.append(
+            f"the model never predicted a label: no score passed the decision rule ({config.decision.kind}), "
+            "so F1 is 0; check the scores' scale (probabilities for a threshold), the --threshold or "
+            "--decision, and that the model's classes are the data's"
+        )
     return Headline(
         f1_strict=f1,
         mean_latency_ms=mean_latency,

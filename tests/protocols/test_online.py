@@ -286,6 +286,22 @@ def test_headline_intervals_and_spread_warning() -> None:
     assert any("spread" in w for w in warned) and any("only 1 test streams" in w for w in warned)
 
 
+def test_a_model_that_never_predicts_a_label_is_warned_about() -> None:
+    """Issue 17: scores all below the threshold give F1 0 with no word; now a warning says why."""
+    labels = labels_bg_then_event()
+    silent = [
+        recording(list(range(10)), list(range(10)), np.full(labels.shape, 0.2), stream_id=f"q{i}")
+        for i in range(10)
+    ]
+    warned = online.score(silent, CONFIG, CLASSES).headline.warnings
+    assert any("never predicted a label" in w for w in warned)
+    speaking = [
+        recording(list(range(10)), list(range(10)), one_hot_scores(labels), stream_id=f"p{i}")
+        for i in range(10)
+    ]
+    assert not any("never predicted" in w for w in online.score(speaking, CONFIG, CLASSES).headline.warnings)
+
+
 def test_unanswered_units_are_never_hits_even_with_empty_references() -> None:
     # only the background class exists in the reference; scoring without it leaves empty label sets
     labels = np.zeros((10, 2), dtype=bool)
