@@ -20,7 +20,7 @@ from harness.execution.isolation import WorkerError
 from harness.io.safe_text import safe
 from harness.results.files import ResultFileError
 from harness.runs import registry
-from harness.runs.catalog import write_report
+from harness.runs.catalog import check_joinable, write_report
 from harness.runs.interface import Outcome, RunProtocol
 
 
@@ -144,6 +144,8 @@ def run(
         takers = ", ".join(p.name for p in registry.protocols() if p.config_file)
         raise fail(f"--protocol-config applies to {takers}, not to --protocol {protocol}")
     try:
+        if chosen.name != registry.DEFAULT:  # the default protocol writes a new run (or refuses an old one)
+            check_joinable(config)
         chosen.check_options(config, frozenset(given))
         protocol_settings = chosen.load_config(protocol_config)
     except ValueError as exc:

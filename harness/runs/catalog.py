@@ -15,16 +15,18 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from harness.execution.config import RunConfig
 from harness.io.atomic import atomic_write_text
 from harness.report import build_report
 from harness.report.bundle import RunBundle
 from harness.results import store
-from harness.results.files import ResultFileError, write_protocol_result
+from harness.results.files import RESULT_FILE, ResultFileError, load_result, write_protocol_result
 from harness.results.headline import Figure, RunHeadline
 from harness.results.store import ReindexReport, StoreError
 from harness.runs import registry
 
 __all__ = [
+    "check_joinable",
     "figure_keys",
     "figures_of",
     "get_run",
@@ -102,6 +104,36 @@ def index_run(run_dir: Path) -> RunHeadline:
     head = load_headline(run_dir)  # read before the transaction: it stays short
     store.upsert(run_dir.parent, head)
     return head
+
+
+def check_joinable(config: RunConfig) -> None:
+    """Refuse to add a protocol's result to a run directory whose scored (online) run measured another
+    adapter, other adapter options or other data (issue 17: a reference robustness run written into a
+    GRU's run would be shown as the GRU's). Nothing to check for a new run directory."""
+    if config.run_id is None:
+        return
+    path = config.output_dir / config.run_id / RESULT_FILE
+    if not path.is_file():
+        return
+    try:
+        scored = load_result(path)
+    except ResultFileError:
+        return  # an unreadable result is reported where it is read; it cannot vouch either way
+    differences = [
+        what
+        for what, before, now in (
+            ("adapter", scored.adapter, config.adapter),
+            ("adapter options", scored.adapter_options, config.adapter_options),
+            ("data set", scored.dataset_config, config.data.model_dump(mode="json")),
+        )
+        if before != now
+    ]
+    if differences:
+        raise ValueError(
+            f"{path.parent}: this run measured adapter {scored.adapter!r} with its own options and data; "
+            f"this job has another {', '.join(differences)}. Results of two configurations would be shown "
+            "as one run: use another --run-id, or the run's own settings"
+        )
 
 
 def write_indexed(output_dir: Path, run_id: str, filename: str, result: BaseModel) -> Path:

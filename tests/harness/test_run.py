@@ -206,3 +206,22 @@ def test_result_files_are_readable_by_other_users_as_open_would_make_them(tmp_pa
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_a_protocol_refuses_to_join_a_run_of_another_adapter_or_data(tmp_path: Path) -> None:
+    """Issue 17: the report's hint `--protocol robustness --run-id <run>` with another adapter would
+    show a reference robustness run as the GRU's. The same adapter and data may join."""
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    base = ["--streams", "2", "--duration", "5", "--warmup-frames", "0", "--output-dir", str(tmp_path)]
+    base += ["--run-id", "r", "--no-progress", "--no-report"]
+    assert CliRunner().invoke(app, ["run", *base, "--adapter", "null"]).exit_code == 0
+    other = CliRunner().invoke(app, ["run", *base, "--protocol", "robustness"])
+    assert other.exit_code == 2 and "another adapter" in other.output
+    assert not (tmp_path / "r" / "robustness.json").exists()
+    seed = CliRunner().invoke(
+        app, ["run", *base, "--adapter", "null", "--protocol", "robustness", "--seed", "3"]
+    )
+    assert seed.exit_code == 2 and "data set" in seed.output
