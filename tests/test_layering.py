@@ -42,7 +42,7 @@ def test_lower_floors_never_import_harness(path: Path) -> None:
 def test_adapters_import_only_the_contract(path: Path) -> None:
     # (the registry reaches concrete adapters only through importlib, by name, at run time)
     ours = {m for m in _imports(path) if m.split(".")[0] in OURS}
-    allowed = {"adapters.contract"}
+    allowed = {"adapters.contract", "adapters.codebook"}  # the codebook: data and models share it
     if path.name in ("torchscript.py", "onnx_runtime.py"):  # wrappers share the torch-module driver
         allowed.add("adapters.torch_module")
     if path.name == "sneaky.py":  # more planted offenders, on the offenders' honest model
@@ -269,3 +269,14 @@ def test_the_code_that_iterates_the_registry_names_no_protocol(path: Path) -> No
         }
     )
     assert not named, f"{path.name} names protocols: {named}"
+
+
+def test_the_cli_starts_without_torch_or_scipy() -> None:
+    """Issue 17: every command paid 4-10 s of start-up (`import harness.cli` imported torch through the
+    data set and scipy.stats through compare). A fresh interpreter imports the CLI and neither."""
+    import subprocess
+    import sys
+
+    code = "import sys, harness.cli; print(sorted({'torch', 'scipy.stats'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -26,8 +26,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from adapters.codebook import class_signature, default_classes
 from adapters.contract import Frame, Stream
-from adapters.reference import class_signature, default_classes
 
 __all__ = [
     "MODALITIES",
