@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from adapters.registry import AdapterLoadError
@@ -87,6 +88,9 @@ def run(
         Path | None, typer.Option(help="finish an interrupted run (its directory): same configuration")
     ] = None,
     report: Annotated[bool, typer.Option(help="write <run dir>/report.html (streambench report)")] = True,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print the run's directory, exit code and headline as JSON")
+    ] = False,
     isolate: Annotated[
         bool, typer.Option(help="run the adapter in a worker process: timeouts, survives crashes")
     ] = False,
@@ -108,7 +112,7 @@ def run(
     if resume is not None:
         if given or config_file is not None:
             raise fail("--resume takes no other run options: the run's own configuration is used")
-        _resume(resume, progress=progress, report=report)
+        _resume(resume, progress=progress, report=report, as_json=as_json)
         return
     options = RunOptions(
         adapter=adapter,
@@ -153,7 +157,7 @@ def run(
     outcome = _run_with_progress(
         progress, f"{adapter} · {protocol}", lambda hook: chosen.execute(config, protocol_settings, hook)
     )
-    _finish(chosen, outcome, report)
+    _finish(chosen, outcome, report, as_json)
 
 
 def _typed(ctx: typer.Context, name: str) -> bool:
@@ -162,7 +166,7 @@ def _typed(ctx: typer.Context, name: str) -> bool:
     return getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
 
 
-def _resume(run_dir: Path, progress: bool, report: bool) -> None:
+def _resume(run_dir: Path, progress: bool, report: bool, as_json: bool = False) -> None:
     """``--resume DIR``: the protocol that can finish the run directory finishes it (without one, the
     default protocol says what is missing there)."""
     able = [p for p in registry.protocols() if p.can_resume(run_dir)]
@@ -170,11 +174,15 @@ def _resume(run_dir: Path, progress: bool, report: bool) -> None:
     outcome = _run_with_progress(
         progress, f"resume {run_dir.name}", lambda hook: chosen.resume(run_dir, hook)
     )
-    _finish(chosen, outcome, report)
+    _finish(chosen, outcome, report, as_json)
 
 
-def _finish(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
-    """Print the result, the file written and the report; exit with the protocol's code."""
+def _finish(protocol: RunProtocol, outcome: Outcome, report: bool, as_json: bool = False) -> None:
+    """Print the result, the file written and the report; exit with the protocol's code. ``as_json``:
+    one JSON object instead (run directory, result file, exit code, the run's headline)."""
+    if as_json:
+        _finish_json(protocol, outcome, report)
+        return
     code = protocol.print_result(out, outcome)
     if outcome.unchanged:
         err.print(
@@ -190,6 +198,28 @@ def _finish(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
     note = protocol.closing_note(outcome)
     if note is not None:
         err.print(note, highlight=False)
+    if code:
+        raise typer.Exit(code=code)
+
+
+def _finish_json(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
+    import io
+
+    from rich.console import Console
+
+    from harness.runs.catalog import load_headline
+
+    code = protocol.print_result(Console(file=io.StringIO()), outcome)  # its verdict, not its tables
+    if report and not outcome.unchanged:
+        _write_report(outcome.run_dir, report, say=err)  # stdout holds the JSON alone
+    document = {
+        "run_dir": str(outcome.run_dir),
+        "result_file": str(outcome.run_dir / protocol.result_file),
+        "exit_code": code,
+        "unchanged": outcome.unchanged,
+        "headline": load_headline(outcome.run_dir).model_dump(mode="json"),
+    }
+    out.print_json(json.dumps(document))
     if code:
         raise typer.Exit(code=code)
 
@@ -238,7 +268,7 @@ def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook],
             raise typer.Exit(code=130) from None
 
 
-def _write_report(run_dir: Path, enabled: bool) -> None:
+def _write_report(run_dir: Path, enabled: bool, say: Console | None = None) -> None:
     """The run's HTML report next to its results; a report that cannot be built costs a warning, never
     the run."""
     if not enabled:
@@ -248,7 +278,7 @@ def _write_report(run_dir: Path, enabled: bool) -> None:
     except (ValueError, OSError) as exc:
         err.print(f"[yellow]warning:[/] no report written ({safe(str(exc))})", highlight=False)
         return
-    out.print(f"wrote [bold]{safe(str(path))}[/]", highlight=False)
+    (say or out).print(f"wrote [bold]{safe(str(path))}[/]", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -18,6 +18,7 @@ __all__ = ["register"]
 
 def adapters(
     name: Annotated[str | None, typer.Argument(help="an adapter: list its options")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the list or the options as JSON")] = False,
 ) -> None:
     """List the registered adapters (any importable module:Class works too), or one adapter's options."""
     if name is not None:
@@ -29,6 +30,12 @@ def adapters(
             rows = describe_options(name)
         except AdapterLoadError as exc:
             raise fail(str(exc)) from None
+        if as_json:
+            keys = ("option", "type", "default", "description")
+            out.print_json(
+                json.dumps({"adapter": name, "options": [dict(zip(keys, r, strict=True)) for r in rows]})
+            )
+            return
         if not rows:
             out.print(f"adapter {safe(name)} takes no options")
             return
@@ -38,6 +45,9 @@ def adapters(
         for row in rows:
             table.add_row(*(safe(cell) for cell in row))
         out.print(table)
+        return
+    if as_json:
+        out.print_json(json.dumps(dict(sorted(REGISTRY.items()))))
         return
     width = max(len(entry) for entry in REGISTRY)
     for entry, target in sorted(REGISTRY.items()):

@@ -225,3 +225,23 @@ def test_a_protocol_refuses_to_join_a_run_of_another_adapter_or_data(tmp_path: P
         app, ["run", *base, "--adapter", "null", "--protocol", "robustness", "--seed", "3"]
     )
     assert seed.exit_code == 2 and "data set" in seed.output
+
+
+def test_run_and_adapters_speak_json(tmp_path: Path) -> None:
+    """Issue 17: --json for run (its directory, exit code and headline, nothing else on stdout) and for
+    adapters (the registry, or one adapter's options)."""
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    args = ["run", "--streams", "2", "--duration", "5", "--warmup-frames", "0", "--output-dir", str(tmp_path)]
+    done = CliRunner().invoke(app, [*args, "--run-id", "j", "--no-progress", "--json"])
+    assert done.exit_code == 0, done.output
+    document = json.loads(done.stdout)
+    assert document["exit_code"] == 0 and Path(document["run_dir"]).name == "j"
+    assert document["headline"]["figures"][0]["key"] == "f1@0ms"
+    assert (tmp_path / "j" / "report.html").is_file()
+    registry = json.loads(CliRunner().invoke(app, ["adapters", "--json"]).stdout)
+    assert registry["reference"].endswith(":CausalReferenceAdapter")
+    options = json.loads(CliRunner().invoke(app, ["adapters", "null", "--json"]).stdout)
+    assert [o["option"] for o in options["options"]] == ["classes"]
