@@ -9,7 +9,14 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from adapters.registry import AdapterLoadError
 from harness.cli.common import check_output_dir, err, fail, out, show_traceback
@@ -245,6 +252,8 @@ def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook],
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
         TextColumn("{task.fields[stream]}"),
         console=err,
         transient=True,
