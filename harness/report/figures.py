@@ -96,17 +96,35 @@ def to_svg(fig: Any) -> str:
 _MARKS = (("p50", "p50_ms", "tab:green"), ("p95", "p95_ms", "tab:orange"), ("p99", "p99_ms", "tab:red"))
 
 
+def latency_bins(latency_ms: np.ndarray) -> tuple[np.ndarray | int, bool]:
+    """Histogram bins for per-frame latencies, and whether the x axis is logarithmic: log-spaced bins on a
+    log axis when the latencies span more than a factor of 10 (a few 4 ms frames would otherwise squeeze
+    a typical 0.03-0.2 ms range into one bar, p50 and p95 in it), linear otherwise (issue 17)."""
+    count = min(80, max(10, latency_ms.size // 20))
+    positive = latency_ms[latency_ms > 0]
+    if positive.size < 2 or positive.max() <= 10 * positive.min():
+        return count, False
+    return np.geomspace(positive.min(), positive.max(), count + 1), True
+
+
 def latency_figure(latency_ms: np.ndarray, summary: LatencySummary) -> str:
     """Histogram (log-count) and empirical CDF of the per-frame latencies, with the result's p50, p95
-    and p99 drawn as vertical lines labelled with their values."""
+    and p99 drawn as vertical lines labelled with their values; a log latency axis when the latencies
+    span more than a factor of 10 (:func:`latency_bins`)."""
+    bins, log_axis = latency_bins(latency_ms)
+    shown = latency_ms[latency_ms > 0] if log_axis else latency_ms
     with figure(1, 2, figsize=(10, 3.6)) as (fig, (hist, cdf)):
-        hist.hist(latency_ms, bins=min(80, max(10, latency_ms.size // 20)), color="tab:blue", alpha=0.8)
+        hist.hist(shown, bins=bins, color="tab:blue", alpha=0.8)
         hist.set_yscale("log")
-        hist.set_xlabel("latency of predict() (ms)")
+        if log_axis:
+            hist.set_xscale("log")
+            cdf.set_xscale("log")
+        axis = "latency of predict() (ms, log scale)" if log_axis else "latency of predict() (ms)"
+        hist.set_xlabel(axis)
         hist.set_ylabel("frames")
-        ordered = np.sort(latency_ms)
+        ordered = np.sort(shown)
         cdf.step(ordered, np.arange(1, ordered.size + 1) / ordered.size, where="post", color="tab:blue")
-        cdf.set_xlabel("latency of predict() (ms)")
+        cdf.set_xlabel(axis)
         cdf.set_ylabel("share of frames ≤ x")
         cdf.set_ylim(0, 1.02)
         for ax in (hist, cdf):
