@@ -177,21 +177,36 @@ def timeline_figure(timeline: Timeline, max_boundaries: int = 40) -> str:
 
 def f1_curves_figure(curves: dict[Unit, dict[Mode, list[Any]]], strict_intervals: Sequence[Interval]) -> str:
     """F1@Δt (micro) against Δt for every unit the result holds, Strict left and Early-ok right; the
-    frame-level Strict curve carries its bootstrap interval over streams as error bars."""
+    frame-level Strict curve carries its bootstrap interval over streams as error bars. Each curve is
+    drawn as the step it is (F1@Δt only changes when Δt passes a delay: it holds from one Δt to the
+    next), each unit with its own marker so curves that coincide stay visible; ticks at the Δt points."""
+    markers = ("o", "s", "^", "D", "v", "x")
     with figure(1, 2, figsize=(10, 3.8), sharey=True) as (fig, axes):
         modes: tuple[Mode, ...] = ("strict", "early_ok")
         for ax, mode in zip(axes, modes, strict=True):
-            for unit, by_mode in curves.items():
+            ticks: set[float] = set()
+            for k, (unit, by_mode) in enumerate(curves.items()):
                 points = by_mode[mode]
                 x = [p.delta_ms for p in points]
                 y = [p.f1_micro for p in points]
+                ticks.update(x)
                 style = "-" if unit.startswith("frame") else ":"
-                ax.plot(x, y, style, marker="o", ms=3, label=UNIT_LABELS.get(unit, unit))
+                ax.step(
+                    x,
+                    y,
+                    style,
+                    where="post",
+                    marker=markers[k % len(markers)],
+                    ms=4,
+                    alpha=0.85,
+                    label=UNIT_LABELS.get(unit, unit),
+                )
                 if unit == "frame" and mode == "strict" and len(strict_intervals) == len(points):
                     low = [max(p - i.low, 0.0) for p, i in zip(y, strict_intervals, strict=True)]
                     high = [max(i.high - p, 0.0) for p, i in zip(y, strict_intervals, strict=True)]
                     ax.errorbar(x, y, yerr=[low, high], fmt="none", ecolor="black", capsize=2, lw=0.8)
             ax.set_xscale("symlog", linthresh=50)
+            ax.set_xticks(sorted(ticks), [f"{t:g}" for t in sorted(ticks)], fontsize=7, rotation=45)
             ax.set_xlabel("Δt (ms)")
             ax.set_title("Strict: 0 ≤ delay ≤ Δt" if mode == "strict" else "Early-ok: |delay| ≤ Δt")
             ax.set_ylim(0, 1)
