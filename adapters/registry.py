@@ -133,7 +133,8 @@ def create_adapter(
             parsed = options_model.model_validate(options)
         except ValidationError as exc:
             problems = "\n".join(
-                f"  {'.'.join(str(p) for p in error['loc']) or '(options)'}: {error['msg']}"
+                f"  {'.'.join(str(p) for p in error['loc']) or '(options)'}: {error['msg']} "
+                f"(got {error.get('input')!r})"
                 for error in exc.errors()
             )
             raise AdapterLoadError(
