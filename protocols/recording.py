@@ -47,6 +47,11 @@ class StreamRecording:
       ``EngineConfig.record``): ``Prediction.features`` (top-k indices, or an activation vector) and
       ``Prediction.weights`` (a distribution over domains) of prediction p, for the stability and router
       protocols (seeds 000, 001).
+    - ``cpu_ns`` ``[T]`` int64 (only when the engine was asked, ``EngineConfig.cpu_time``): CPU time of
+      each ``predict()`` on ``cpu_clock`` ("thread": the thread that called it, ``time.thread_time_ns``;
+      "process": the whole process, ``time.process_time_ns``, for multi-threaded models).
+    - ``context_switches``: the timing thread's voluntary / involuntary context switches during the
+      stream (``getrusage``), empty where not readable.
     """
 
     stream_id: str
@@ -65,6 +70,9 @@ class StreamRecording:
     device_ns: np.ndarray | None = None
     features: np.ndarray | None = None
     weights: np.ndarray | None = None
+    cpu_ns: np.ndarray | None = None
+    cpu_clock: str | None = None
+    context_switches: dict[str, int] = field(default_factory=dict)
 
     @property
     def num_frames(self) -> int:
@@ -95,6 +103,12 @@ def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
         for extra in ("features", "weights"):
             if getattr(rec, extra) is not None:
                 out[f"s{i}/{extra}"] = getattr(rec, extra)
+        if rec.cpu_ns is not None:
+            out[f"s{i}/cpu_ns"] = rec.cpu_ns
+            out[f"s{i}/cpu_clock"] = np.array(rec.cpu_clock or "thread")
+        if rec.context_switches:
+            out[f"s{i}/switch_names"] = np.array(list(rec.context_switches), dtype=str)
+            out[f"s{i}/switches"] = np.array(list(rec.context_switches.values()), dtype=np.int64)
         if rec.paced_start_ns is not None:
             out[f"s{i}/paced_start_ns"] = rec.paced_start_ns
             out[f"s{i}/paced_policy"] = np.array(rec.paced_policy or "queue")
@@ -111,6 +125,14 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
         names = arrays.get(f"s{i}/stage_names", np.array([], dtype=str))
         totals = arrays.get(f"s{i}/stage_ns", np.array([], dtype=np.int64))
         stages = {str(n): int(v) for n, v in zip(names, totals, strict=True)}
+        switches = {
+            str(n): int(v)
+            for n, v in zip(
+                arrays.get(f"s{i}/switch_names", np.array([], dtype=str)),
+                arrays.get(f"s{i}/switches", np.array([], dtype=np.int64)),
+                strict=True,
+            )
+        }
         if role not in ("test", "validation"):
             raise ValueError(f"stream {stream_id!r}: unknown role {role!r} in recorded arrays")
         recordings.append(
@@ -127,6 +149,9 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 device_ns=np.asarray(arrays[f"s{i}/device_ns"]) if f"s{i}/device_ns" in arrays else None,
                 features=np.asarray(arrays[f"s{i}/features"]) if f"s{i}/features" in arrays else None,
                 weights=np.asarray(arrays[f"s{i}/weights"]) if f"s{i}/weights" in arrays else None,
+                cpu_ns=np.asarray(arrays[f"s{i}/cpu_ns"]) if f"s{i}/cpu_ns" in arrays else None,
+                cpu_clock=str(arrays[f"s{i}/cpu_clock"]) if f"s{i}/cpu_clock" in arrays else None,
+                context_switches=switches,
                 **fields,
             )
         )
