@@ -2,14 +2,16 @@
 
 ``run`` (run.py) runs a protocol; ``runs`` / ``show`` / ``compare`` / ``reindex`` (results.py) read the run
 store; ``report`` (report.py) writes the HTML report; ``sweep`` (sweep.py) runs a sweep file; ``score``
-(score.py) re-scores files offline; ``adapters`` / ``selftest`` / ``env`` / ``schema`` (system.py).
+(score.py) re-scores files offline;
+``ab`` (ab.py) compares base and head in interleaved rounds; ``adapters`` / ``selftest`` / ``env`` /
+``schema`` (system.py).
 """
 
 from __future__ import annotations
 
 import typer
 
-from harness.cli import report, results, run, sweep, system
+from harness.cli import ab, report, results, run, sweep, system
 from harness.cli.score import score_app
 
 __all__ = ["app", "main"]
@@ -21,7 +23,7 @@ app = typer.Typer(
 )
 run.register(app)
 app.add_typer(score_app, name="score")
-for group in (sweep, report, results, system):
+for group in (sweep, report, results, ab, system):
     group.register(app)
 
 

@@ -7,8 +7,9 @@ checkout. In CI the two sides are two commits, so a side here is a plain child p
     PYTHON -c BOOTSTRAP CONN_FD SLOT_FD MEMORY_LIMIT CPUS     (env PYTHONPATH = the side's paths)
 
 The bootstrap (below; small, and using only what ``harness/execution/isolation_worker.py`` has offered
-since ``--isolate`` exists, so an older checkout can be a side) drops the current directory from
-``sys.path`` (so the working directory's checkout does not shadow the side's), pins itself to ``CPUS``
+since ``--isolate`` exists, so an older checkout can be a side) drops the current directory that ``-c``
+puts first on ``sys.path`` (so the working directory's checkout does not shadow the side's),
+pins itself to ``CPUS``
 when given (duet mode), wraps its inherited socket in a ``multiprocessing`` :class:`Connection`, maps the
 progress slot (8 bytes of a shared temporary file: the frame being run, as the ``RawArray`` does for
 ``--isolate``), reads the run configuration and calls that checkout's ``worker_main``. The parent
@@ -36,7 +37,8 @@ __all__ = ["ChildProcess", "WorkerCommand", "default_pythonpath", "pin", "start_
 
 _BOOTSTRAP = """\
 import ctypes, mmap, os, sys
-sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+if sys.path and sys.path[0] == "":
+    del sys.path[0]
 if sys.argv[4]:
     os.sched_setaffinity(0, {int(c) for c in sys.argv[4].split(",")})
 from multiprocessing.connection import Connection
