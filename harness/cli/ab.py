@@ -24,6 +24,7 @@ from harness.execution.isolation import WorkerError
 from harness.execution.rounds import Rounds, RoundsConfig, Side
 from harness.execution.worker_process import WorkerCommand, default_pythonpath
 from harness.results.compare import FailOnSpec, FailOnSpecError
+from harness.results.gate import GATE_KEYS
 from harness.runs.ab import ABReport, ab_markdown, run_ab
 
 __all__ = ["ab", "register"]
@@ -163,6 +164,9 @@ def ab(
         raise fail(f"--on {on!r}: expected wall or cpu")
     try:
         spec = FailOnSpec.parse(fail_on)
+        for rule in spec.rules:
+            if rule.key not in GATE_KEYS:
+                raise ValueError(f"--fail-on {rule.describe()}: ab judges {', '.join(GATE_KEYS)} only")
         data = {"kind": "synthetic", "seed": seed, "num_streams": streams, "duration_s": duration}
         base = _side("base", base_adapter, base_option, base_python, base_path, data, warmup_frames, on)
         head = _side(
