@@ -125,14 +125,16 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
         names = arrays.get(f"s{i}/stage_names", np.array([], dtype=str))
         totals = arrays.get(f"s{i}/stage_ns", np.array([], dtype=np.int64))
         stages = {str(n): int(v) for n, v in zip(names, totals, strict=True)}
-        switches = {
-            str(n): int(v)
-            for n, v in zip(
-                arrays.get(f"s{i}/switch_names", np.array([], dtype=str)),
-                arrays.get(f"s{i}/switches", np.array([], dtype=np.int64)),
-                strict=True,
-            )
-        }
+        switch_names = np.asarray(arrays.get(f"s{i}/switch_names", np.array([], dtype=str)))
+        switch_counts = np.asarray(arrays.get(f"s{i}/switches", np.array([], dtype=np.int64)))
+        if switch_counts.dtype.kind not in "iu" or switch_names.dtype.kind != "U":
+            raise ValueError(f"stream {stream_id!r}: context switch counts must be integers named by strings")
+        switches = {str(n): int(v) for n, v in zip(switch_names, switch_counts, strict=True)}
+        if set(switches) - {"voluntary", "involuntary"}:
+            raise ValueError(f"stream {stream_id!r}: unknown context switch kinds {sorted(switches)}")
+        cpu_clock = str(arrays[f"s{i}/cpu_clock"]) if f"s{i}/cpu_clock" in arrays else None
+        if cpu_clock not in (None, "thread", "process"):
+            raise ValueError(f"stream {stream_id!r}: unknown CPU clock {cpu_clock!r}")
         if role not in ("test", "validation"):
             raise ValueError(f"stream {stream_id!r}: unknown role {role!r} in recorded arrays")
         recordings.append(
@@ -150,7 +152,7 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 features=np.asarray(arrays[f"s{i}/features"]) if f"s{i}/features" in arrays else None,
                 weights=np.asarray(arrays[f"s{i}/weights"]) if f"s{i}/weights" in arrays else None,
                 cpu_ns=np.asarray(arrays[f"s{i}/cpu_ns"]) if f"s{i}/cpu_ns" in arrays else None,
-                cpu_clock=str(arrays[f"s{i}/cpu_clock"]) if f"s{i}/cpu_clock" in arrays else None,
+                cpu_clock=cpu_clock,
                 context_switches=switches,
                 **fields,
             )

@@ -304,6 +304,7 @@ def load_recordings(run_dir: Path) -> list[StreamRecording]:
         "scores": ("f", 2, "P"),
         "paced_start_ns": ("iu", 1, "T"),
         "device_ns": ("iu", 1, "T"),
+        "cpu_ns": ("iu", 1, "T"),
     }
     for i, rec in enumerate(recordings):
         sizes = {"T": np.shape(rec.frame_times_ns)[:1], "P": np.shape(rec.emitted_at)[:1]}
