@@ -8,6 +8,7 @@ measurement"). Each returns one preallocated, read-only :class:`Prediction` with
 - :class:`BusyWaitAdapter` spins on ``time.perf_counter_ns()`` (the engine's clock) until
   ``duration_us`` has passed. It never sleeps, so no scheduler wake-up latency is added; it can
   still be pre-empted on a loaded machine, which shows in the tail, not the median.
+- :class:`WorkAdapter` runs a fixed number of blocks of work (matrix products): its time grows under load.
 - :class:`CudaSleepAdapter` enqueues ``torch.cuda._sleep`` for a cycle count calibrated once at
   construction with CUDA events, then synchronises, so the measured time is device time plus the
   launch and synchronisation overhead (seed 004 §6.2.3 "计时点": the timing ends with the
@@ -34,6 +35,8 @@ __all__ = [
     "CudaUnavailableError",
     "NullAdapter",
     "NullOptions",
+    "WorkAdapter",
+    "WorkOptions",
 ]
 
 
@@ -98,6 +101,41 @@ class BusyWaitAdapter(NullAdapter):
         end = clock() + self.duration_ns
         while clock() < end:
             pass
+        return self._prediction
+
+
+class WorkOptions(NullOptions):
+    """Options of :class:`WorkAdapter`."""
+
+    blocks: int = Field(
+        100, gt=0, description="blocks of work each predict() runs (one 64x64 matrix product)"
+    )
+
+
+class WorkAdapter(NullAdapter):
+    """``predict()`` runs ``blocks`` identical blocks of work (a 64 x 64 float64 matrix product each):
+    fixed *work*, not fixed time.
+
+    Unlike :class:`BusyWaitAdapter` (which spins until a wall-clock deadline, so its latency hides how much
+    CPU it got), its latency grows when the machine takes the core away, like a real CPU-bound model's.
+    Its cost is linear in ``blocks`` (x 1.10 blocks is 1.10 x the time, measured in one process), which a
+    pure-Python loop of N iterations is not (CPython's loop speed moves by several per cent with N and the
+    code around it), so ``blocks`` x 1.10 is a model 10 % slower: the A/B gate's benchmark.
+    """
+
+    Options = WorkOptions
+    NAME = "work"
+
+    def __init__(self, options: WorkOptions | None = None) -> None:
+        super().__init__(options)
+        assert isinstance(self.options, WorkOptions)
+        self.blocks = self.options.blocks
+        self._matrix = np.random.default_rng(0).random((64, 64))
+
+    def predict(self, frame: Frame) -> PredictOutput:
+        matrix = self._matrix
+        for _ in range(self.blocks):
+            matrix @ matrix  # the work itself
         return self._prediction
 
 

@@ -29,6 +29,7 @@ REGISTRY: dict[str, str] = {
     "reference-router-hard": "adapters.router:ReferenceHardLabelRouter",
     "null": "adapters.null:NullAdapter",
     "busywait": "adapters.null:BusyWaitAdapter",
+    "work": "adapters.null:WorkAdapter",
     "cuda-sleep": "adapters.null:CudaSleepAdapter",
     # planted offenders: test fixtures for the causality protocol, each caught by one check
     "offender-peeking": "adapters.offenders:PeekingAdapter",

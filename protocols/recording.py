@@ -49,6 +49,11 @@ class StreamRecording:
       protocols (seeds 000, 001).
     - ``beyond_end``: predictions dropped because their ``refers_to`` lay at or beyond the stream's end
       (an anticipating model cannot know where a stream ends; not an error, but counted).
+    - ``cpu_ns`` ``[T]`` int64 (only when the engine was asked, ``EngineConfig.cpu_time``): CPU time of
+      each ``predict()`` on ``cpu_clock`` ("thread": the thread that called it, ``time.thread_time_ns``;
+      "process": the whole process, ``time.process_time_ns``, for multi-threaded models).
+    - ``context_switches``: the timing thread's voluntary / involuntary context switches during the
+      stream (``getrusage``), empty where not readable.
     """
 
     stream_id: str
@@ -68,6 +73,9 @@ class StreamRecording:
     features: np.ndarray | None = None
     weights: np.ndarray | None = None
     beyond_end: int = 0
+    cpu_ns: np.ndarray | None = None
+    cpu_clock: str | None = None
+    context_switches: dict[str, int] = field(default_factory=dict)
 
     @property
     def num_frames(self) -> int:
@@ -100,6 +108,12 @@ def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
                 out[f"s{i}/{extra}"] = getattr(rec, extra)
         if rec.beyond_end:
             out[f"s{i}/beyond_end"] = np.array(rec.beyond_end, dtype=np.int64)
+        if rec.cpu_ns is not None:
+            out[f"s{i}/cpu_ns"] = rec.cpu_ns
+            out[f"s{i}/cpu_clock"] = np.array(rec.cpu_clock or "thread")
+        if rec.context_switches:
+            out[f"s{i}/switch_names"] = np.array(list(rec.context_switches), dtype=str)
+            out[f"s{i}/switches"] = np.array(list(rec.context_switches.values()), dtype=np.int64)
         if rec.paced_start_ns is not None:
             out[f"s{i}/paced_start_ns"] = rec.paced_start_ns
             out[f"s{i}/paced_policy"] = np.array(rec.paced_policy or "queue")
@@ -116,6 +130,16 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
         names = arrays.get(f"s{i}/stage_names", np.array([], dtype=str))
         totals = arrays.get(f"s{i}/stage_ns", np.array([], dtype=np.int64))
         stages = {str(n): int(v) for n, v in zip(names, totals, strict=True)}
+        switch_names = np.asarray(arrays.get(f"s{i}/switch_names", np.array([], dtype=str)))
+        switch_counts = np.asarray(arrays.get(f"s{i}/switches", np.array([], dtype=np.int64)))
+        if switch_counts.dtype.kind not in "iu" or switch_names.dtype.kind != "U":
+            raise ValueError(f"stream {stream_id!r}: context switch counts must be integers named by strings")
+        switches = {str(n): int(v) for n, v in zip(switch_names, switch_counts, strict=True)}
+        if set(switches) - {"voluntary", "involuntary"}:
+            raise ValueError(f"stream {stream_id!r}: unknown context switch kinds {sorted(switches)}")
+        cpu_clock = str(arrays[f"s{i}/cpu_clock"]) if f"s{i}/cpu_clock" in arrays else None
+        if cpu_clock not in (None, "thread", "process"):
+            raise ValueError(f"stream {stream_id!r}: unknown CPU clock {cpu_clock!r}")
         if role not in ("test", "validation"):
             raise ValueError(f"stream {stream_id!r}: unknown role {role!r} in recorded arrays")
         recordings.append(
@@ -133,6 +157,9 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 features=np.asarray(arrays[f"s{i}/features"]) if f"s{i}/features" in arrays else None,
                 weights=np.asarray(arrays[f"s{i}/weights"]) if f"s{i}/weights" in arrays else None,
                 beyond_end=int(arrays[f"s{i}/beyond_end"]) if f"s{i}/beyond_end" in arrays else 0,
+                cpu_ns=np.asarray(arrays[f"s{i}/cpu_ns"]) if f"s{i}/cpu_ns" in arrays else None,
+                cpu_clock=cpu_clock,
+                context_switches=switches,
                 **fields,
             )
         )

@@ -1,7 +1,8 @@
 """``streambench runs | show | reindex | compare``: the run store and the regression gate on the command line.
 
-Exit codes: 0 fine; 1 ``compare`` found a regression under ``--fail-on``; 2 bad input (the message names
-the file, run or option).
+Exit codes: 0 fine; 1 ``compare`` found a regression under ``--fail-on``; 3 ``compare`` saw a latency
+regression between runs one of which is INVALID (measurement quality) and did not call it; 2 bad input
+(the message names the file, run or option).
 """
 
 from __future__ import annotations
@@ -218,6 +219,16 @@ def _print_comparison(comparison: Comparison) -> None:
             f"[bold red]{verdict}[/]" if change.regression else verdict,
         )
     out.print(table)
+    for h in (base, head):
+        q = h.measurement
+        if q is not None:
+            why = "; ".join(q.reasons + q.notes)
+            out.print(
+                f"{safe(h.run)} measurement {q.verdict}" + (f": {safe(why)}" if why else ""),
+                highlight=False,
+            )
+    if comparison.refusal:
+        out.print(f"[yellow]not called:[/] {safe(comparison.refusal)}", highlight=False)
     if comparison.regressions:
         out.print(f"[bold red]regression:[/] {safe(', '.join(comparison.regressions))}", highlight=False)
     elif comparison.rules:
@@ -238,7 +249,10 @@ def compare(
         ),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="compare runs whose environment fingerprints differ")
+        bool,
+        typer.Option(
+            "--force", help="compare runs whose fingerprints differ; call regressions of INVALID measurements"
+        ),
     ] = False,
     alpha: Annotated[
         float, typer.Option(help="level of the Mann-Whitney test gating latency regressions")
@@ -265,7 +279,7 @@ def compare(
         typer.echo(compare_markdown(comparison), nl=False)
     else:
         _print_comparison(comparison)
-    raise typer.Exit(code=1 if comparison.regressions else 0)
+    raise typer.Exit(code=1 if comparison.regressions else 3 if comparison.refusal else 0)
 
 
 def register(app: typer.Typer) -> None:

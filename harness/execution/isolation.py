@@ -61,12 +61,12 @@ from harness.execution.adapter_errors import (
 from harness.execution.config import IsolationConfig, RunConfig
 from harness.execution.isolation_worker import IDLE, RESETTING, worker_main
 from harness.execution.sealed_feed import NEXT, encode_frame, stream_header
+from harness.execution.worker_process import ChildProcess, SharedSlot, WorkerCommand, start_worker
 from protocols.recording import StreamRecording, StreamRole, from_arrays
 
 __all__ = ["IsolatedEngine", "WorkerError"]
 
 _WARMUP_ID = "syn-warmup"  # harness.datasets.synthetic.make_warmup_stream's id, for errors before "ready"
-
 
 
 class WorkerError(RuntimeError):
@@ -97,13 +97,20 @@ class IsolatedEngine:
 
     mode: Literal["isolated"] = "isolated"
 
-    def __init__(self, run_config: RunConfig, isolation: IsolationConfig | None = None) -> None:
+    def __init__(
+        self,
+        run_config: RunConfig,
+        isolation: IsolationConfig | None = None,
+        command: WorkerCommand | None = None,
+    ) -> None:
         self.run_config = run_config
         self.isolation = isolation or IsolationConfig()
-        self._config_json = run_config.model_dump_json()
+        self.command = command  # None: a multiprocessing "spawn" child; else its own interpreter and path
+        self._config_json = run_config.model_dump_json(exclude_unset=command is not None)
         self._ctx = multiprocessing.get_context("spawn")
-        self._progress: Any = self._ctx.RawArray("q", 1)  # ctypes c_longlong[1]: the frame being run
-        self._process: BaseProcess | None = None
+        # the frame being run: ctypes c_longlong[1] in shared memory (a shared file across an exec)
+        self._progress: Any = SharedSlot() if command is not None else self._ctx.RawArray("q", 1)
+        self._process: BaseProcess | ChildProcess | None = None
         self._conn: Connection | None = None
         self._info: AdapterInfo | None = None
         self.stream_ids: tuple[str, ...] = ()
@@ -261,16 +268,24 @@ class IsolatedEngine:
         if self._process is not None:
             self.close()  # a worker that died while idle: collect it, start afresh
         sealed_json = self._sealed_args() if self.sealed else None
-        parent, child = self._ctx.Pipe(duplex=True)
         self._progress[0] = IDLE
-        process = self._ctx.Process(
-            target=worker_main,
-            args=(self._config_json, self.isolation.memory_limit_mb, child, self._progress, sealed_json),
-            name="streambench-adapter",
-            daemon=True,
-        )
-        process.start()
-        child.close()  # the worker holds the only write end: its death is an EOF here
+        process: BaseProcess | ChildProcess
+        if self.command is not None:
+            if sealed_json is not None:
+                raise ValueError("a sealed worker runs this checkout's interpreter; it takes no command")
+            process, parent = start_worker(
+                self.command, self._config_json, self.isolation.memory_limit_mb, self._progress
+            )
+        else:
+            parent, child = self._ctx.Pipe(duplex=True)
+            process = self._ctx.Process(
+                target=worker_main,
+                args=(self._config_json, self.isolation.memory_limit_mb, child, self._progress, sealed_json),
+                name="streambench-adapter",
+                daemon=True,
+            )
+            process.start()
+            child.close()  # the worker holds the only write end: its death is an EOF here
         self._process, self._conn = process, parent
         self.starts += 1
         header = self._await(_WARMUP_ID, self.isolation.start_timeout_s, "start")
@@ -433,7 +448,7 @@ class IsolatedEngine:
         ) from cause
 
 
-def _end(process: BaseProcess) -> None:
+def _end(process: BaseProcess | ChildProcess) -> None:
     """Terminate (SIGTERM), then kill (SIGKILL) a worker that does not stop within a second."""
     process.terminate()
     process.join(1.0)

@@ -18,8 +18,9 @@ of seed 004 §6.2.3 ("计时点"): ``time.perf_counter_ns()`` around ``predict()
   the duration's tolerance. The busy-wait spins on the engine's own clock, so every frame must be
   measured at least at its duration; a frame below it fails the check whatever the median.
 
-Seconds-level busy waits on a loaded machine can be pre-empted; the median is robust to that, the
-p99 shows it. The report passes when every busy-wait duration passes.
+Busy waits on a loaded machine are pre-empted: that only adds time to a frame, so the timer is judged on
+the low end (p1) and interference is reported apart, from the median ("timer accurate, machine busy" is
+a pass; issue 16). The report passes when the timer passes at every busy-wait duration.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
@@ -121,9 +123,15 @@ class BusyWaitFigures(BaseModel):
     min_ns: int
     max_ns: int
     below_nominal: int = Field(description="frames measured below the busy-wait's duration (must be 0)")
-    relative_error: float = Field(description="(median - nominal) / nominal")
+    low_ns: float = Field(0.0, description="the 1st percentile: the frames the machine left alone")
+    timer_error: float = Field(0.0, description="(p1 - nominal) / nominal: the clock's own error")
+    relative_error: float = Field(description="(median - nominal) / nominal: clock error plus interference")
     tolerance: float
-    passed: bool
+    machine: Literal["quiet", "busy"] = Field(
+        "quiet", description="busy: the median is off by more than the tolerance while the low end is not"
+    )
+    verdict: str = Field("", description="timer accurate, machine quiet | timer accurate, machine busy | ...")
+    passed: bool = Field(description="the timer is accurate: judged on the low end, never on interference")
 
 
 class SelfTestReport(BaseModel):
@@ -140,8 +148,12 @@ class SelfTestReport(BaseModel):
 
 
 def judge_busy_wait(duration_us: float, latency_ns: np.ndarray, tolerance: float) -> BusyWaitFigures:
-    """Figures of one busy-wait run and its verdict: ``|median - nominal| / nominal <= tolerance``,
-    no frame below nominal, and a finite error."""
+    """Figures of one busy-wait run and its verdict (issue 16). The busy-wait ends at the first clock
+    read past its deadline, so another process can only *add* time to a frame: the clock's own error
+    shows at the low end (the 1st percentile, the frames the machine left alone), interference in the
+    median. The timer passes when ``|p1 - nominal| / nominal <= tolerance``, no frame is below nominal
+    and the error is finite; the machine is *busy* when the median's error exceeds the tolerance — a
+    separate finding ("timer accurate, machine busy"), not a failure."""
     lat = np.asarray(latency_ns, dtype=np.int64)
     if lat.ndim != 1 or lat.size == 0:
         raise ValueError("latency_ns must be a non-empty 1-D array")
@@ -149,6 +161,16 @@ def judge_busy_wait(duration_us: float, latency_ns: np.ndarray, tolerance: float
     median = float(np.median(lat))
     error = (median - nominal) / nominal
     below = int(np.count_nonzero(lat < round(nominal)))
+    low = float(np.percentile(lat, 1, method="lower"))
+    timer_error = (low - nominal) / nominal
+    accurate = bool(np.isfinite(timer_error) and abs(timer_error) <= tolerance and below == 0)
+    busy = bool(abs(error) > tolerance)
+    if accurate:
+        verdict = f"timer accurate, machine {'busy' if busy else 'quiet'}"
+    elif below:
+        verdict = f"timer inaccurate: {below} frame(s) measured below the busy-wait's duration"
+    else:
+        verdict = f"timer inaccurate: p1 off by {timer_error:+.2%} (tolerance {tolerance:.0%})"
     return BusyWaitFigures(
         duration_us=duration_us,
         frames=int(lat.size),
@@ -157,9 +179,13 @@ def judge_busy_wait(duration_us: float, latency_ns: np.ndarray, tolerance: float
         min_ns=int(lat.min()),
         max_ns=int(lat.max()),
         below_nominal=below,
+        low_ns=low,
+        timer_error=timer_error,
         relative_error=error,
         tolerance=tolerance,
-        passed=bool(np.isfinite(error) and abs(error) <= tolerance and below == 0),
+        machine="busy" if busy else "quiet",
+        verdict=verdict,
+        passed=accurate,
     )
 
 
@@ -289,20 +315,39 @@ def print_selftest(console: Console, report: SelfTestReport) -> None:
     floor.add_row(*(_us(v) for v in columns.values()))
     console.print(floor)
     busy = Table(title="Busy-wait adapter: measured against nominal (µs)", title_justify="left")
-    for name in ("nominal", "frames", "p50", "p99", "min", "error %", "tolerance %", "below nominal", ""):
+    for name in (
+        "nominal",
+        "frames",
+        "p1",
+        "p50",
+        "p99",
+        "timer error %",
+        "p50 error %",
+        "tolerance %",
+        "below",
+        "",
+    ):
         busy.add_column(name, justify="right")
     for b in report.busy_wait:
         busy.add_row(
             f"{b.duration_us:g}",
             str(b.frames),
+            _us(b.low_ns),
             _us(b.median_ns),
             _us(b.p99_ns),
-            _us(b.min_ns),
+            f"{100 * b.timer_error:+.3f}",
             f"{100 * b.relative_error:+.3f}",
             f"{100 * b.tolerance:g}",
             str(b.below_nominal),
-            "[green]PASS[/]" if b.passed else "[bold red]FAIL[/]",
+            ("[green]PASS[/] " if b.passed else "[bold red]FAIL[/] ") + b.verdict,
         )
     console.print(busy)
-    verdict = "[bold green]selftest passed[/]" if report.passed else "[bold red]selftest FAILED[/]"
+    busy_note = (
+        " (machine busy: medians moved, the timer's low end did not)"
+        if any(b.machine == "busy" for b in report.busy_wait)
+        else ""
+    )
+    verdict = (
+        f"[bold green]selftest passed[/]{busy_note}" if report.passed else "[bold red]selftest FAILED[/]"
+    )
     console.print(verdict)

@@ -282,6 +282,15 @@ def streambench_latency(request: pytest.FixtureRequest, benchmark: Any, tmp_path
 # --- hooks ---------------------------------------------------------------------------------------
 
 
+@pytest.fixture
+def streambench_ab(request: pytest.FixtureRequest) -> Any:
+    """The interleaved A/B latency gate (harness/integrations/pytest_ab.py): call it with the head's
+    adapter; fails the test on a regression."""
+    from harness.integrations.pytest_ab import make_gate
+
+    return make_gate(request)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("streambench", "streambench latency benchmarks")
     group.addoption(
@@ -290,6 +299,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="refuse",
         help="when --benchmark-compare meets saved streambench benchmarks from another environment "
         "fingerprint: refuse to compare (default) or only warn",
+    )
+    group.addoption(
+        "--streambench-base-path",
+        default=None,
+        help="streambench_ab: the base checkout (first on the base worker's PYTHONPATH); default: this one",
+    )
+    group.addoption(
+        "--streambench-strict",
+        action="store_true",
+        help="streambench_ab: fail the test when the gate is inconclusive, not only on a regression",
     )
 
 

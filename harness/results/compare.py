@@ -10,6 +10,9 @@
   per-frame latencies agrees at level ``alpha`` — in the direction that makes the figure worse. The
   effect floor keeps a tiny, significant shift from failing the gate; the rank test keeps a few outliers
   moving a tail percentile from failing it.
+* A latency regression is not called when either run's measurement-quality verdict is INVALID
+  (:mod:`harness.results.quality`; MLPerf LoadGen's VALID / INVALID) unless forced: the figure is then
+  "not called" and ``streambench compare`` exits 3 (inconclusive).
 * Other figures (F1, accuracy, energy, causality checks) are regressions when they breach their floor.
 
 Pure but for scipy: the caller loads the runs and their per-frame samples.
@@ -27,6 +30,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.results.headline import LATENCY_KEYS, Figure, RunHeadline
+from harness.results.quality import refusal
 
 __all__ = [
     "Comparison",
@@ -171,6 +175,9 @@ class Comparison(BaseModel):
     rules: tuple[FailRule, ...]
     changes: list[FigureChange]
     regressions: list[str]
+    refusal: str | None = Field(
+        None, description="why latency regressions were not called: a run's measurement is INVALID"
+    )
 
 
 def _rank_test(
@@ -322,6 +329,16 @@ def compare_runs(
     if base_latency_ns is not None and head_latency_ns is not None:
         samples = (np.asarray(base_latency_ns, dtype=np.int64), np.asarray(head_latency_ns, dtype=np.int64))
     changes = [_change(k, base.figure(k), head.figure(k), rules.get(k), samples, alpha) for k in keys]
+    refused = None if force else refusal({base.run: base.measurement, head.run: head.measurement})
+    if refused is not None and any(c.regression and c.key in LATENCY_KEYS for c in changes):
+        changes = [
+            c.model_copy(update={"regression": False, "verdict": f"not called ({c.verdict}): {refused}"})
+            if c.regression and c.key in LATENCY_KEYS
+            else c
+            for c in changes
+        ]
+    else:
+        refused = None
     return Comparison(
         base=base,
         head=head,
@@ -331,4 +348,5 @@ def compare_runs(
         rules=spec.rules,
         changes=changes,
         regressions=[c.key for c in changes if c.regression],
+        refusal=refused,
     )

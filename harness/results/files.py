@@ -26,6 +26,7 @@ from harness.instruments.rapl import RaplReport
 from harness.instruments.threads import ThreadRecord
 from harness.io.atomic import atomic_write, atomic_write_text
 from harness.io.json_file import read_json
+from harness.results.quality import MeasurementQuality
 from protocols.online import OnlineConfig, OnlineScore
 from protocols.recording import StreamRecording, from_arrays, to_arrays
 
@@ -196,6 +197,9 @@ class RunResult(BaseModel):
     scored: ScoredRecord
     failures: list[FailureRecord] = Field(description="every adapter failure, in the order they happened")
     metrics: OnlineScore = Field(description="over the scored (finished) streams")
+    measurement_quality: MeasurementQuality | None = Field(
+        None, description="VALID / INVALID with reasons (issue 16); null in runs recorded before it"
+    )
     arrays_file: str = ARRAYS_FILE
 
 
@@ -314,6 +318,7 @@ def load_recordings(run_dir: Path) -> list[StreamRecording]:
         "scores": ("f", 2, "P"),
         "paced_start_ns": ("iu", 1, "T"),
         "device_ns": ("iu", 1, "T"),
+        "cpu_ns": ("iu", 1, "T"),
     }
     for i, rec in enumerate(recordings):
         sizes = {"T": np.shape(rec.frame_times_ns)[:1], "P": np.shape(rec.emitted_at)[:1]}

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.results.quality import MeasurementQuality
 from protocols.metrics.bootstrap import Interval
 
 __all__ = ["CAPTION", "LATENCY_KEYS", "Figure", "RunHeadline", "interval_fields"]
@@ -65,6 +66,9 @@ class RunHeadline(BaseModel):
     fingerprint_reason: str | None = None
     figures: list[Figure]
     warnings: list[str] = Field(default_factory=list)
+    measurement: MeasurementQuality | None = Field(
+        None, description="the run's measurement-quality verdict (VALID / INVALID), where it records one"
+    )
     captions: list[str] = Field(
         default_factory=list, description="how the figures are defined, one line per protocol that says"
     )

@@ -127,6 +127,8 @@ def compare_markdown(comparison: Comparison) -> str:
         status = f"**{len(comparison.regressions)} regression(s):** " + ", ".join(
             escape_md(k) for k in comparison.regressions
         )
+    elif comparison.refusal:
+        status = f"**Inconclusive:** {escape_md(comparison.refusal)}"
     elif comparison.rules:
         status = "**No regression** against " + ", ".join(escape_md(r.describe()) for r in comparison.rules)
     else:
@@ -141,6 +143,12 @@ def compare_markdown(comparison: Comparison) -> str:
     ]
     if comparison.fingerprint_note:
         lines.append(f"- note: {escape_md(comparison.fingerprint_note)}")
+    for side, h in (("base", base), ("head", head)):
+        if h.measurement is not None:
+            why = "; ".join(h.measurement.reasons + h.measurement.notes)
+            lines.append(
+                f"- {side} measurement: {h.measurement.verdict}" + (f" ({escape_md(why)})" if why else "")
+            )
     lines += [
         "",
         "| figure | base | head | change | verdict |",

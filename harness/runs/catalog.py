@@ -22,6 +22,7 @@ from harness.report.bundle import RunBundle
 from harness.results import store
 from harness.results.files import RESULT_FILE, ResultFileError, load_result, write_protocol_result
 from harness.results.headline import Figure, RunHeadline
+from harness.results.quality import MeasurementQuality
 from harness.results.store import ReindexReport, StoreError
 from harness.runs import registry
 
@@ -77,6 +78,10 @@ def load_headline(run_dir: Path) -> RunHeadline:
     when: datetime = getattr(first, "created_at")  # noqa: B009
     created = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
     files = " and ".join(registry.get(name).result_file for name, _ in found)
+    quality = next(
+        (q for _, r in found if isinstance(q := getattr(r, "measurement_quality", None), MeasurementQuality)),
+        None,
+    )
     return RunHeadline(
         run=run_dir.name,
         run_id=str(getattr(first, "run_id")),  # noqa: B009
@@ -86,6 +91,7 @@ def load_headline(run_dir: Path) -> RunHeadline:
         fingerprint=fingerprint,
         fingerprint_reason=None if fingerprint is not None else f"{files} record no environment fingerprint",
         figures=figures,
+        measurement=quality,
         warnings=notes,
         captions=captions,
     )

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 from pydantic import ValidationError
 
 from adapters.contract import AdapterInfo, Stream
@@ -45,6 +46,7 @@ from harness.execution.executor import (
 from harness.execution.isolation import IsolatedEngine
 from harness.execution.setup import build_adapter
 from harness.instruments.data_hash import hash_streams
+from harness.instruments.interference import cpu_frequency_khz
 from harness.instruments.manifest import EnvironmentManifest, collect_manifest, fingerprint
 from harness.instruments.memory import MemoryProbe, MemoryReport
 from harness.instruments.power import EnergyReport, PowerMeter
@@ -67,9 +69,11 @@ from harness.results.files import (
     write_run,
 )
 from harness.results.normalisation import normalise
+from harness.results.quality import MeasurementQuality, judge_quality
 from harness.runs.catalog import index_written
 from protocols import online
 from protocols.base import Plan
+from protocols.online_speed import measured_latency
 from protocols.recording import StreamRecording
 
 __all__ = ["execute_run", "finished_run", "resume_run"]
@@ -287,6 +291,7 @@ def _session(
                 raise RunInterrupted(f"{stopped} before the first test stream finished; {second}")
             raise NothingScoredError(run_dir, executor.failures, stopped)
         metrics = online.score(recordings, config.protocol, subject.info.classes)
+        quality = _measurement_quality(recordings, subject.info.device)
         per_frame = gpu_energy.energy_per_frame_j(frames)
         sessions = 1 + (len(previous.sessions) if previous is not None else 0)
         result = RunResult(
@@ -337,6 +342,7 @@ def _session(
             ),
             failures=[FailureRecord(**f.model_dump(exclude={"kind"})) for f in executor.failures],
             metrics=metrics,
+            measurement_quality=quality,
         )
         if config.baseline is not None:
             result.normalisation = normalise(result, config.baseline)
@@ -401,3 +407,16 @@ def _rtf1_reason(config: RunConfig, gpu_energy: EnergyReport) -> str | None:
     if config.engine.pacing != "paced":
         return "needs a paced run (--pacing paced): unpaced frames do not arrive in real time"
     return None if gpu_energy.mean_power_w is not None else gpu_energy.reason or "no power measured"
+
+
+def _measurement_quality(recordings: Sequence[StreamRecording], device: str) -> MeasurementQuality:
+    """The run's measurement-quality verdict (harness/results/quality.py) from its recordings."""
+    counts = [r.context_switches.get("involuntary") for r in recordings]
+    latency = [measured_latency(r) for r in recordings]
+    return judge_quality(
+        np.concatenate(latency) if latency else np.zeros(0, dtype=np.int64),
+        streams=len(recordings),
+        involuntary_switches=None if None in counts else sum(c or 0 for c in counts),
+        clock_resolution_ns=clock_info(device).resolution_ns,
+        cpu_frequency=cpu_frequency_khz(),
+    )

@@ -176,7 +176,11 @@ def invoke(*args: str) -> tuple[int, str]:
 
 
 def test_a_slowed_adapter_is_caught_and_a_rerun_is_not(busy: Path) -> None:
-    code, output = invoke("base", "slowed", "--results-dir", str(busy), "--fail-on", GATE, "--json")
+    # --force: these runs are measured on whatever load the test machine has; a run the quality verdict
+    # calls INVALID would (rightly) not be called a regression: that is tested on synthetic data below
+    code, output = invoke(
+        "base", "slowed", "--results-dir", str(busy), "--fail-on", GATE, "--json", "--force"
+    )
     assert code == 1, output
     slowed = json.loads(output)
     assert slowed["regressions"] == ["p50"]
@@ -189,7 +193,7 @@ def test_a_slowed_adapter_is_caught_and_a_rerun_is_not(busy: Path) -> None:
     assert rerun["regressions"] == []
     assert abs(next(c for c in rerun["changes"] if c["key"] == "p50")["relative"]) < 0.5
 
-    code, output = invoke("base", "slowed", "--results-dir", str(busy), "--fail-on", GATE)
+    code, output = invoke("base", "slowed", "--results-dir", str(busy), "--fail-on", GATE, "--force")
     assert code == 1 and "regression: p50" in output and "REGRESSION: breaches p50:+50%" in output
     code, output = invoke("base", "rerun", "--results-dir", str(busy))  # no rules: changes only, exit 0
     assert code == 0 and "no rule" in output
@@ -212,3 +216,25 @@ def test_cli_refuses_other_environments_and_bad_input(busy: Path, tmp_path: Path
     assert code == 2 and "--fail-on item 1 'p95:10%'" in " ".join(output.split())
     code, output = invoke("base", "slowd", "--results-dir", str(busy))
     assert code == 2 and "did you mean 'slowed'?" in " ".join(output.split())
+
+
+def test_a_latency_regression_between_invalid_measurements_is_not_called_unless_forced() -> None:
+    from harness.results.quality import judge_quality
+
+    rng = np.random.default_rng(0)
+    base_ns = rng.normal(1e6, 1e4, 400).astype(np.int64)
+    head_ns = (base_ns * 1.5).astype(np.int64)
+    spec = FailOnSpec.parse("p50:+10%,f1@100ms:-0.01")
+    valid = judge_quality(base_ns, 4, 0, 1.0)
+    invalid = judge_quality(head_ns[:50], 1, 0, 1.0)  # too few frames for its p99
+    base = headline("base", p50=1.0, **{"f1@100ms": 0.9}).model_copy(update={"measurement": valid})
+    head = headline("head", p50=1.5, **{"f1@100ms": 0.5}).model_copy(update={"measurement": invalid})
+    called = compare_runs(base, head.model_copy(update={"measurement": valid}), spec, base_ns, head_ns)
+    assert called.regressions == ["p50", "f1@100ms"] and called.refusal is None
+    refused = compare_runs(base, head, spec, base_ns, head_ns)
+    assert refused.regressions == ["f1@100ms"]  # quality is about timing: accuracy is still judged
+    assert refused.refusal is not None and "head: p99 of 50 frames" in refused.refusal
+    p50 = next(c for c in refused.changes if c.key == "p50")
+    assert not p50.regression and p50.verdict.startswith("not called")
+    forced = compare_runs(base, head, spec, base_ns, head_ns, force=True)
+    assert forced.regressions == ["p50", "f1@100ms"] and forced.refusal is None

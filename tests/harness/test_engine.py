@@ -391,3 +391,36 @@ def test_reused_output_buffers_are_copied_in_every_loop() -> None:
         np.testing.assert_array_equal(rec.scores[:, 0], [0, 1, 2, 3, 4])
     assert timed.features is not None
     np.testing.assert_array_equal(timed.features[:, 0], [0, 1, 2, 3, 4])
+
+
+def test_cpu_time_is_recorded_beside_wall_time_and_survives_the_arrays() -> None:
+    from protocols.recording import from_arrays, to_arrays
+
+    def spin(frame: Frame) -> Prediction:
+        end = time.thread_time_ns() + 200_000  # 0.2 ms of this thread's CPU
+        while time.thread_time_ns() < end:
+            pass
+        return Prediction(scores=np.asarray(OK, dtype=np.float32))
+
+    stream = make_stream("s", num_frames=12)
+    plain = Engine(ScriptedAdapter(spin), EngineConfig(warmup_frames=0)).run_stream(stream)
+    assert plain.cpu_ns is None and plain.cpu_clock is None
+    rec = Engine(ScriptedAdapter(spin), EngineConfig(warmup_frames=0, cpu_time="thread")).run_stream(stream)
+    assert rec.cpu_clock == "thread" and rec.cpu_ns is not None and rec.cpu_ns.shape == (12,)
+    assert (rec.cpu_ns >= 200_000).all() and rec.latency_ns.shape == (12,) and (rec.latency_ns > 0).all()
+    assert rec.num_predictions == 12
+    assert set(rec.context_switches) == {"voluntary", "involuntary"}
+    assert all(v >= 0 for v in rec.context_switches.values())
+    (back,) = from_arrays(to_arrays([rec]))
+    np.testing.assert_array_equal(back.cpu_ns, rec.cpu_ns)
+    assert back.cpu_clock == "thread" and back.context_switches == rec.context_switches
+    (old,) = from_arrays(to_arrays([plain]))  # a recording without them reads back without them
+    assert old.cpu_ns is None and old.cpu_clock is None
+
+
+def test_cpu_time_needs_an_unpaced_run() -> None:
+    engine = Engine(
+        ScriptedAdapter(constant(OK)), EngineConfig(warmup_frames=0, pacing="paced", cpu_time="thread")
+    )
+    with pytest.raises(ValueError, match="CPU time needs an unpaced run"):
+        engine.run_stream(make_stream("s", num_frames=3))

@@ -240,3 +240,23 @@ def test_a_worker_that_cannot_build_the_adapter_is_a_worker_error() -> None:
         engine.warm_up()
     assert caught.value.kind == "AdapterLoadError"
     assert "Traceback" in caught.value.remote_traceback
+
+
+def test_a_worker_command_runs_its_own_pythonpath(tmp_path: Any) -> None:
+    # the side's checkout is only on its own PYTHONPATH: the adapter module is found there, not here
+    from harness.execution.worker_process import WorkerCommand, default_pythonpath
+
+    side = tmp_path / "side"
+    side.mkdir()
+    (side / "side_only_adapter.py").write_text(
+        "from adapters.null import NullAdapter\n\n\nclass SideAdapter(NullAdapter):\n    NAME = 'side-only'\n"
+    )
+    config = RunConfig(adapter="side_only_adapter:SideAdapter", data=DATA, engine=ENGINE)
+    command = WorkerCommand(pythonpath=[str(side), *default_pythonpath()])
+    with IsolatedEngine(config, IsolationConfig(), command=command) as engine:
+        assert engine.warm_up() == 10
+        assert engine.info.name == "side-only"
+        recording = engine.run_stream("syn-0001")
+        assert recording.num_frames == STREAMS[1].num_frames and (recording.latency_ns > 0).all()
+    with IsolatedEngine(config, IsolationConfig()) as engine, pytest.raises(WorkerError):
+        engine.warm_up()  # without the side's path the module is not importable

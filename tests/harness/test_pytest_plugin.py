@@ -207,3 +207,21 @@ def test_readme_shows_the_example_file() -> None:
     root = Path(__file__).resolve().parents[2]
     code = (root / "examples" / "test_latency_example.py").read_text().split('"""', 2)[2].strip()
     assert f"```python\n{code}\n```" in (root / "README.md").read_text()
+
+
+AB_TEST = """
+def test_gate(streambench_ab):
+    report = streambench_ab(adapter="null", rounds=2, max_rounds=None, streams=2, streams_per_round=1,
+                            restart_every=None, mode="interleaved")
+    assert report.pairs == 2 and report.mode == "interleaved"
+"""
+
+
+def test_ab_fixture_runs_the_interleaved_gate(pytester: pytest.Pytester) -> None:
+    # two pairs are too few for an interval: inconclusive, a warning by default, a failure when strict
+    pytester.makepyfile(test_ab=AB_TEST)
+    result = _run(pytester)
+    result.assert_outcomes(passed=1, warnings=1)
+    result = _run(pytester, "--streambench-strict")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*streambench ab: inconclusive*", "*too few rounds*"])

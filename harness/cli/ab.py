@@ -1,0 +1,212 @@
+"""``streambench ab``: base against head in interleaved (or duet) rounds in one job, and a three-valued gate.
+
+Exit codes: 0 no regression; 1 regression; 3 inconclusive (the noise of this job is larger than the floor
+asked, or a side's measurement is INVALID; the output says how many more rounds would resolve it);
+2 bad input. See harness/runs/ab.py, harness/results/gate.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+
+from adapters.registry import AdapterLoadError
+from harness.cli.common import err, fail, out
+from harness.cli.run import _parse_options
+from harness.execution.config import RunConfig
+from harness.execution.engine import AdapterError
+from harness.execution.isolation import WorkerError
+from harness.execution.rounds import Rounds, RoundsConfig, Side
+from harness.execution.worker_process import WorkerCommand, default_pythonpath
+from harness.io.safe_text import safe
+from harness.results.compare import FailOnSpec, FailOnSpecError
+from harness.results.gate import GATE_KEYS
+from harness.runs.ab import ABReport, ab_markdown, run_ab
+
+__all__ = ["ab", "register"]
+
+
+def _side(
+    label: str,
+    adapter: str,
+    options: list[str] | None,
+    python: str | None,
+    paths: list[Path] | None,
+    data: dict[str, Any],
+    warmup_frames: int,
+    on: str,
+) -> Side:
+    engine: dict[str, Any] = {"warmup_frames": warmup_frames}
+    if on == "cpu":
+        engine["cpu_time"] = "thread"
+    run = RunConfig.model_validate(
+        {"adapter": adapter, "adapter_options": _parse_options(options or []), "data": data, "engine": engine}
+    )
+    command: dict[str, Any] = {
+        "pythonpath": [str(p.resolve()) for p in paths] if paths else default_pythonpath()
+    }
+    if python is not None:
+        command["python"] = python
+    return Side(label=label, run=run, command=WorkerCommand.model_validate(command))
+
+
+def _print(report: ABReport) -> None:
+    base, head = report.sides
+    out.print(
+        f"[bold]{safe(base.label)}[/] {safe(base.adapter)} vs [bold]{safe(head.label)}[/] "
+        f"{safe(head.adapter)} · {report.mode} mode ({safe(report.mode_reason)}) · "
+        f"{report.pairs} pairs · "
+        f"on {'CPU time (' + str(report.cpu_clock) + ')' if report.on == 'cpu' else 'wall time'} · "
+        f"{report.seconds:.0f} s",
+        highlight=False,
+    )
+    table = Table(
+        caption=f"Hodges–Lehmann ratio over pairs of rounds, {report.confidence_per_look:.3g} interval"
+    )
+    for column in ("figure", "base ms", "head ms", "head / base", "interval", "noise"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    for e in report.gate.effects:
+        pct = "null" if e.ratio is None else f"{(e.ratio - 1) * 100:+.1f} %"
+        interval = (
+            "–"
+            if e.low is None or e.high is None
+            else f"[{(e.low - 1) * 100:+.1f}, {(e.high - 1) * 100:+.1f}] %"
+        )
+        table.add_row(
+            e.key,
+            f"{e.base_median / 1e6:.4g}",
+            f"{e.head_median / 1e6:.4g}",
+            pct,
+            interval,
+            f"±{e.pair_spread:.1%}",
+        )
+    out.print(table)
+    for v in report.gate.rules:
+        colour = {"regression": "bold red", "inconclusive": "yellow"}.get(v.verdict, "green")
+        out.print(
+            f"[{colour}]{safe(v.rule.describe())}: {v.verdict}[/] — {safe(v.reason)}", highlight=False
+        )
+    for side in report.sides:
+        q = side.quality
+        colour = "green" if q.verdict == "VALID" else "bold red"
+        why = "; ".join(q.reasons + q.notes)
+        out.print(
+            f"{safe(side.label)} measurement [{colour}]{q.verdict}[/]"
+            + (f": {safe(why)}" if why else ""),
+            highlight=False,
+        )
+    if report.refusal:
+        out.print(f"[yellow]not called:[/] {safe(report.refusal)}", highlight=False)
+    colour = {"regression": "bold red", "inconclusive": "yellow"}.get(report.verdict, "bold green")
+    out.print(f"[{colour}]{report.verdict}[/] (exit {report.exit_code})", highlight=False)
+
+
+def ab(
+    base_adapter: Annotated[str, typer.Option(help="base: registry name or module:Class")] = "reference",
+    head_adapter: Annotated[
+        str | None, typer.Option(help="head: registry name or module:Class (default: base's)")
+    ] = None,
+    base_option: Annotated[
+        list[str] | None, typer.Option(help="base adapter option KEY=VALUE (repeatable)")
+    ] = None,
+    head_option: Annotated[
+        list[str] | None, typer.Option(help="head adapter option KEY=VALUE (repeatable)")
+    ] = None,
+    base_path: Annotated[
+        list[Path] | None,
+        typer.Option(help="base's PYTHONPATH, e.g. a checkout of the base commit (repeatable)"),
+    ] = None,
+    head_path: Annotated[list[Path] | None, typer.Option(help="head's PYTHONPATH (repeatable)")] = None,
+    base_python: Annotated[str | None, typer.Option(help="base's interpreter (default: this one)")] = None,
+    head_python: Annotated[str | None, typer.Option(help="head's interpreter (default: this one)")] = None,
+    seed: Annotated[int, typer.Option(help="data set seed (synthetic)")] = 0,
+    streams: Annotated[
+        int, typer.Option("--streams", "-n", help="streams in the data set (cycled over rounds)")
+    ] = 8,
+    duration: Annotated[float, typer.Option(help="seconds per synthetic stream")] = 10.0,
+    warmup_frames: Annotated[int, typer.Option(help="warm-up frames of each worker")] = 100,
+    rounds: Annotated[int, typer.Option(help="pairs of rounds (before the first look)")] = 12,
+    max_rounds: Annotated[
+        int | None,
+        typer.Option(
+            help="sequential: add pairs until decided or this many (error rate spent over the looks)"
+        ),
+    ] = None,
+    step: Annotated[int, typer.Option(help="sequential: pairs added between looks")] = 4,
+    streams_per_round: Annotated[int, typer.Option(help="streams per side per round")] = 2,
+    mode: Annotated[
+        str, typer.Option(help="auto | interleaved | duet (both sides at once, one core each)")
+    ] = "auto",
+    restart_every: Annotated[
+        int, typer.Option(help="fresh worker processes every this many pairs (0: one per side for the job)")
+    ] = 1,
+    order_seed: Annotated[int, typer.Option(help="seed of the order within pairs / the cores in duet")] = 0,
+    fail_on: Annotated[
+        str, typer.Option("--fail-on", help='rules on p50, p95, p99, mean, e.g. "p50:+5%,p99:+20%"')
+    ] = "p50:+5%",
+    on: Annotated[
+        str, typer.Option(help="wall (default; latency's truth) | cpu (thread CPU time of predict())")
+    ] = "wall",
+    confidence: Annotated[float, typer.Option(help="confidence of the intervals (whole job)")] = 0.95,
+    force: Annotated[
+        bool, typer.Option("--force", help="call a regression even when a side is INVALID")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print machine-readable JSON")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="print Markdown (a CI job summary)")] = False,
+    progress: Annotated[bool, typer.Option(help="print each pair as it finishes (stderr)")] = True,
+) -> None:
+    """Base against head latency in interleaved rounds: exit 0 no regression, 1 regression, 3 inconclusive."""
+    if on not in ("wall", "cpu"):
+        raise fail(f"--on {on!r}: expected wall or cpu")
+    try:
+        spec = FailOnSpec.parse(fail_on)
+        for rule in spec.rules:
+            if rule.key not in GATE_KEYS:
+                raise ValueError(f"--fail-on {rule.describe()}: ab judges {', '.join(GATE_KEYS)} only")
+        data = {"kind": "synthetic", "seed": seed, "num_streams": streams, "duration_s": duration}
+        base = _side("base", base_adapter, base_option, base_python, base_path, data, warmup_frames, on)
+        head = _side(
+            "head", head_adapter or base_adapter, head_option, head_python, head_path, data, warmup_frames, on
+        )
+        config = RoundsConfig.model_validate(
+            {
+                "rounds": rounds,
+                "max_rounds": max_rounds,
+                "step": step,
+                "streams_per_round": streams_per_round,
+                "mode": mode,
+                "seed": order_seed,
+                "restart_every": restart_every or None,
+            }
+        )
+    except (FailOnSpecError, ValidationError, ValueError) as exc:
+        raise fail(str(exc)) from None
+
+    def report_pair(job: Rounds) -> None:
+        if progress:
+            base_ms = job.base.latency_ns[-1].mean() / 1e6
+            head_ms = job.head.latency_ns[-1].mean() / 1e6
+            err.print(
+                f"pair {job.pairs}: {job.orders[-1]} · mean {base_ms:.3f} / {head_ms:.3f} ms", highlight=False
+            )
+
+    on_clock: Literal["wall", "cpu"] = "cpu" if on == "cpu" else "wall"
+    try:
+        report = run_ab(base, head, config, spec.rules, on_clock, confidence, force, report_pair)
+    except (AdapterError, AdapterLoadError, WorkerError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        out.print_json(report.model_dump_json())
+    elif markdown:
+        typer.echo(ab_markdown(report), nl=False)
+    else:
+        _print(report)
+    raise typer.Exit(code=report.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ab")(ab)

@@ -1,0 +1,262 @@
+"""Interleaved rounds of two sides, base and head, for the A/B latency gate (issue 16; ``streambench ab``).
+
+Each side runs in its own worker process (:class:`~harness.execution.isolation.IsolatedEngine` with a
+:class:`~harness.execution.worker_process.WorkerCommand`: its own interpreter, ``PYTHONPATH``, adapter and
+options), warmed up once. A **pair** is one round of each side on the same few streams:
+
+* ``interleaved``: the two rounds of a pair run one after the other, in an order drawn at random per pair
+  (ABBA-free randomisation, so neither side always runs first, when the caches are cold or a periodic
+  load starts); a drift in the machine's load between pairs hits both sides of a pair alike.
+* ``duet`` (Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy in the Cloud", ICPE 2020):
+  the two rounds of a pair run **at the same time**, each worker pinned (``sched_setaffinity``) to its
+  own core, in lockstep (a pair ends when both rounds have), so both sides share the interference of
+  that moment. Which side gets which core is drawn at random per pair, so a core that is busier than the
+  other does not favour one side. ``auto`` picks duet where this process may use at least
+  :data:`DUET_MIN_CORES` cores (one per side, one for the harness and the rest of the machine), else
+  interleaved, and says why.
+
+Worker processes: by default each pair runs on **fresh workers** of both sides (pyperf's convention of
+many worker processes): two processes of the same code differ in speed by a few per cent for the whole
+of their life (memory layout, hash seed; measured here at -1 .. +4 % for one loop), an effect rounds inside
+one pair of processes never see and an interval over them would not cover. ``restart_every`` trades that
+for fewer starts.
+
+Sequential stopping: the first look after ``rounds`` pairs, then one every ``step`` pairs up to
+``max_rounds``; the caller's ``decide`` says whether the verdict is reached (it spends its error rate over
+:func:`planned_looks`, :func:`harness.results.gate.per_look_confidence`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from harness.execution.config import IsolationConfig, RunConfig
+from harness.execution.isolation import IsolatedEngine
+from harness.execution.worker_process import WorkerCommand, pin
+from protocols.recording import StreamRecording
+
+__all__ = [
+    "DUET_MIN_CORES",
+    "Rounds",
+    "RoundsConfig",
+    "Side",
+    "SideRounds",
+    "choose_mode",
+    "planned_looks",
+    "run_rounds",
+]
+
+DUET_MIN_CORES = 3
+Mode = Literal["interleaved", "duet"]
+
+
+class Side(BaseModel):
+    """One side of the comparison: the run it makes and how its worker is started."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    run: RunConfig
+    command: WorkerCommand = Field(default_factory=WorkerCommand)
+
+
+class RoundsConfig(BaseModel):
+    """How many rounds, how large, in which mode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rounds: int = Field(12, ge=1, description="pairs of rounds before the first look")
+    max_rounds: int | None = Field(None, ge=1, description="sequential: add pairs up to this many")
+    step: int = Field(4, ge=1, description="sequential: pairs added between looks")
+    streams_per_round: int = Field(2, ge=1, description="streams each side runs per round")
+    mode: Literal["auto", "interleaved", "duet"] = "auto"
+    seed: int = Field(0, description="seed of the order within pairs and of the cores in duet mode")
+    restart_every: int | None = Field(
+        1,
+        ge=1,
+        description="fresh worker processes for both sides every this many pairs (None: one per side for the "
+        "job); a process's own speed (memory layout, hash seed) differs from the next one's by a few per "
+        "cent, which rounds in one process cannot see",
+    )
+
+    @model_validator(mode="after")
+    def _max_after_first(self) -> RoundsConfig:
+        if self.max_rounds is not None and self.max_rounds < self.rounds:
+            raise ValueError(f"max_rounds ({self.max_rounds}) is below rounds ({self.rounds})")
+        return self
+
+
+def planned_looks(config: RoundsConfig) -> int:
+    """How many times the sequential gate may look (1 without ``max_rounds``)."""
+    if config.max_rounds is None:
+        return 1
+    return 1 + math.ceil((config.max_rounds - config.rounds) / config.step)
+
+
+@dataclass
+class SideRounds:
+    """What one side measured, round by round (round ``k`` pairs with the other side's round ``k``)."""
+
+    label: str
+    adapter: str
+    latency_ns: list[np.ndarray] = field(default_factory=list)
+    cpu_ns: list[np.ndarray] | None = field(default_factory=list)
+    cpu_clock: str | None = None
+    involuntary_switches: list[int | None] = field(default_factory=list)
+    recordings: list[list[StreamRecording]] = field(default_factory=list)
+
+    def add(self, recordings: list[StreamRecording]) -> None:
+        self.recordings.append(recordings)
+        self.latency_ns.append(np.concatenate([r.latency_ns for r in recordings]))
+        if self.cpu_ns is not None and all(r.cpu_ns is not None for r in recordings):
+            self.cpu_ns.append(np.concatenate([r.cpu_ns for r in recordings if r.cpu_ns is not None]))
+            self.cpu_clock = recordings[0].cpu_clock
+        else:
+            self.cpu_ns = None
+        counts = [r.context_switches.get("involuntary") for r in recordings]
+        self.involuntary_switches.append(None if None in counts else sum(c or 0 for c in counts))
+
+
+@dataclass
+class Rounds:
+    """The job: both sides' rounds, the mode that ran and why, the order (or cores) of every pair."""
+
+    mode: Mode
+    mode_reason: str
+    base: SideRounds
+    head: SideRounds
+    orders: list[str] = field(default_factory=list)
+    stream_ids: list[list[str]] = field(default_factory=list)
+    looks: int = 0
+    workers: int = 0
+
+    @property
+    def pairs(self) -> int:
+        return len(self.orders)
+
+
+def choose_mode(requested: Literal["auto", "interleaved", "duet"]) -> tuple[Mode, str]:
+    """The mode to run and why (duet needs a core per side; ``auto`` also leaves one for the rest)."""
+    cores = len(os.sched_getaffinity(0))
+    if requested == "interleaved":
+        return "interleaved", "asked for"
+    if requested == "duet":
+        if cores < 2:
+            raise ValueError(f"duet mode needs 2 cores (one per side); this process may use {cores}")
+        return "duet", f"asked for; {cores} usable cores"
+    if cores >= DUET_MIN_CORES:
+        return (
+            "duet",
+            f"auto: {cores} usable cores (duet needs {DUET_MIN_CORES}: one per side, one for the rest)",
+        )
+    return "interleaved", (
+        f"auto: {cores} usable cores; duet needs {DUET_MIN_CORES} (one per side, one for the harness and the "
+        "rest of the machine)"
+    )
+
+
+def run_rounds(
+    base: Side,
+    head: Side,
+    config: RoundsConfig,
+    decide: Callable[[Rounds], bool] | None = None,
+    progress: Callable[[Rounds], None] | None = None,
+    isolation: IsolationConfig | None = None,
+) -> Rounds:
+    """Start both workers, warm them up, run pairs until ``rounds`` (then, sequentially, until ``decide``
+    says the verdict is reached or ``max_rounds``); adapter failures propagate (the job has no verdict)."""
+    mode, why = choose_mode(config.mode)
+    rng = random.Random(config.seed)
+    cores = sorted(os.sched_getaffinity(0))
+    labels = (base.label, head.label)
+    specs = {base.label: base, head.label: head}
+    engines: dict[str, IsolatedEngine] = {}
+    job: Rounds | None = None
+    with ThreadPoolExecutor(2) as pool:
+        try:
+            while True:
+                target = (
+                    config.rounds if job is None else min(job.pairs + config.step, config.max_rounds or 0)
+                )
+                while job is None or job.pairs < target:
+                    k = job.pairs if job is not None else 0
+                    if not engines or (config.restart_every and k % config.restart_every == 0):
+                        _restart(engines, specs, isolation, pool)
+                    if job is None:
+                        job = Rounds(
+                            mode=mode,
+                            mode_reason=why,
+                            base=SideRounds(base.label, engines[base.label].info.name),
+                            head=SideRounds(head.label, engines[head.label].info.name),
+                        )
+                    ids = engines[base.label].stream_ids
+                    per = config.streams_per_round
+                    chosen = [ids[(k * per + j) % len(ids)] for j in range(per)]
+                    order = list(labels)
+                    rng.shuffle(order)
+                    if mode == "interleaved":
+                        done = {label: _run(engines[label], chosen) for label in order}
+                        job.orders.append(" then ".join(order))
+                    else:
+                        placed = rng.sample(cores, 2)
+                        for label, core in zip(order, placed, strict=True):
+                            pid = engines[label].worker_pid
+                            if pid is not None:
+                                pin(pid, (core,))
+                        futures = {label: pool.submit(_run, engines[label], chosen) for label in order}
+                        done = {label: f.result() for label, f in futures.items()}
+                        job.orders.append(
+                            ", ".join(f"{label}@cpu{core}" for label, core in zip(order, placed, strict=True))
+                        )
+                    job.base.add(done[base.label])
+                    job.head.add(done[head.label])
+                    job.stream_ids.append(chosen)
+                    if progress is not None:
+                        progress(job)
+                job.looks += 1
+                if decide is None or config.max_rounds is None or job.pairs >= config.max_rounds:
+                    break
+                if decide(job):
+                    break
+        finally:
+            for engine in engines.values():
+                engine.close()
+    assert job is not None
+    job.workers = (
+        job.pairs // config.restart_every + (job.pairs % config.restart_every > 0)
+        if config.restart_every
+        else 1
+    )
+    return job
+
+
+def _restart(
+    engines: dict[str, IsolatedEngine],
+    specs: dict[str, Side],
+    isolation: IsolationConfig | None,
+    pool: ThreadPoolExecutor,
+) -> None:
+    """Fresh workers for both sides (started and warmed up at the same time), after closing the old."""
+    for engine in engines.values():
+        engine.close()
+    engines.clear()
+    for label, spec in specs.items():
+        engines[label] = IsolatedEngine(spec.run, isolation, command=spec.command)
+    for future in [pool.submit(engine.warm_up) for engine in engines.values()]:
+        future.result()
+    first, second = engines.values()
+    if first.stream_ids != second.stream_ids:
+        raise ValueError("base and head see different streams: their data sets must be the same")
+
+
+def _run(engine: IsolatedEngine, stream_ids: Sequence[str]) -> list[StreamRecording]:
+    return [engine.run_stream(stream_id) for stream_id in stream_ids]

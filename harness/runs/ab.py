@@ -1,0 +1,182 @@
+"""An A/B latency comparison in one job: interleaved (or duet) rounds, the three-valued gate, the quality
+verdict of each side (issue 16). Shared by ``streambench ab`` and the pytest plugin's gate.
+
+:func:`run_ab` runs the rounds (harness/execution/rounds.py), judges the pairs of rounds
+(harness/results/gate.py; on wall time, or with ``on="cpu"`` on the CPU time of the thread that ran
+``predict()``), judges each side's measurement quality (harness/results/quality.py) and, when either side
+is INVALID, refuses to call a regression unless forced (the verdict is then *inconclusive*).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from harness.execution.config import IsolationConfig
+from harness.execution.rounds import Rounds, RoundsConfig, Side, SideRounds, planned_looks, run_rounds
+from harness.instruments.interference import cpu_frequency_khz
+from harness.results.compare import FailRule
+from harness.results.gate import EXIT_CODES, GateResult, Verdict, judge, per_look_confidence
+from harness.results.quality import MeasurementQuality, judge_quality, refusal
+
+__all__ = ["ABReport", "SideReport", "ab_markdown", "run_ab"]
+
+
+class SideReport(BaseModel):
+    label: str
+    adapter: str
+    adapter_name: str
+    adapter_options: dict[str, Any]
+    python: str
+    pythonpath: list[str]
+    frames: int
+    quality: MeasurementQuality
+
+
+class ABReport(BaseModel):
+    """Everything ``streambench ab`` prints and exits on."""
+
+    verdict: Verdict
+    exit_code: int
+    mode: Literal["interleaved", "duet"]
+    mode_reason: str
+    on: Literal["wall", "cpu"]
+    cpu_clock: str | None = Field(description="on cpu: which CPU clock (thread / process)")
+    pairs: int
+    workers: int = Field(
+        description="worker processes started per side (fresh ones every restart_every pairs)"
+    )
+    looks: int
+    planned_looks: int
+    confidence: float = Field(description="the confidence asked for the whole job")
+    confidence_per_look: float
+    orders: list[str] = Field(description="per pair: the order (interleaved) or the cores (duet)")
+    streams_per_round: int
+    sides: list[SideReport]
+    gate: GateResult
+    refusal: str | None = Field(description="why a regression the gate saw was not called (INVALID side)")
+    forced: bool
+    seconds: float
+
+
+def _rounds_of(side: SideRounds, on: Literal["wall", "cpu"]) -> list[np.ndarray]:
+    if on == "wall":
+        return side.latency_ns
+    if side.cpu_ns is None:
+        raise ValueError(f"{side.label}: no CPU time was recorded (its engine does not support cpu_time)")
+    return side.cpu_ns
+
+
+def _quality(side: SideRounds) -> MeasurementQuality:
+    switches = side.involuntary_switches
+    latency = np.concatenate(side.latency_ns) if side.latency_ns else np.zeros(0, dtype=np.int64)
+    return judge_quality(
+        latency,
+        streams=sum(len(r) for r in side.recordings),
+        involuntary_switches=None if None in switches else sum(s or 0 for s in switches),
+        clock_resolution_ns=time.get_clock_info("perf_counter").resolution * 1e9,
+        cpu_frequency=cpu_frequency_khz(),
+    )
+
+
+def run_ab(
+    base: Side,
+    head: Side,
+    rounds: RoundsConfig,
+    rules: tuple[FailRule, ...],
+    on: Literal["wall", "cpu"] = "wall",
+    confidence: float = 0.95,
+    force: bool = False,
+    progress: Callable[[Rounds], None] | None = None,
+    isolation: IsolationConfig | None = None,
+) -> ABReport:
+    """Run and judge; ``on="cpu"`` needs both sides' engines to record CPU time (``engine.cpu_time``)."""
+    started = time.monotonic()
+    looks = planned_looks(rounds)
+    level = per_look_confidence(confidence, looks)
+
+    def decide(job: Rounds) -> bool:
+        result = judge(_rounds_of(job.base, on), _rounds_of(job.head, on), rules, level, on)
+        return result.verdict != "inconclusive"
+
+    job = run_rounds(base, head, rounds, decide=decide, progress=progress, isolation=isolation)
+    gate = judge(_rounds_of(job.base, on), _rounds_of(job.head, on), rules, level, on)
+    qualities = {job.base.label: _quality(job.base), job.head.label: _quality(job.head)}
+    refused = refusal(qualities) if gate.verdict == "regression" and not force else None
+    verdict: Verdict = "inconclusive" if refused else gate.verdict
+    sides = [
+        SideReport(
+            label=spec.label,
+            adapter=spec.run.adapter,
+            adapter_name=measured.adapter,
+            adapter_options=spec.run.adapter_options,
+            python=spec.command.python,
+            pythonpath=spec.command.pythonpath,
+            frames=int(sum(r.size for r in measured.latency_ns)),
+            quality=qualities[spec.label],
+        )
+        for spec, measured in ((base, job.base), (head, job.head))
+    ]
+    return ABReport(
+        verdict=verdict,
+        exit_code=EXIT_CODES[verdict],
+        mode=job.mode,
+        mode_reason=job.mode_reason,
+        on=on,
+        cpu_clock=job.base.cpu_clock if on == "cpu" else None,
+        pairs=job.pairs,
+        workers=job.workers,
+        looks=job.looks,
+        planned_looks=looks,
+        confidence=confidence,
+        confidence_per_look=level,
+        orders=job.orders,
+        streams_per_round=rounds.streams_per_round,
+        sides=sides,
+        gate=gate,
+        refusal=refused,
+        forced=force,
+        seconds=time.monotonic() - started,
+    )
+
+
+def _pct(value: float | None) -> str:
+    return "null" if value is None else f"{(value - 1) * 100:+.1f} %"
+
+
+def ab_markdown(report: ABReport) -> str:
+    """The report as Markdown (a CI job summary)."""
+    base, head = report.sides
+    lines = [
+        f"### streambench ab: **{report.verdict}** (exit {report.exit_code})",
+        "",
+        f"{base.label} `{base.adapter}` vs {head.label} `{head.adapter}` · {report.mode} mode "
+        f"({report.mode_reason}) · {report.pairs} pairs of rounds, {report.streams_per_round} streams each, "
+        f"{report.workers} worker processes per side · "
+        f"judged on {'CPU time (' + str(report.cpu_clock) + ')' if report.on == 'cpu' else 'wall time'} · "
+        f"{report.confidence_per_look:.3g} intervals "
+        f"({report.looks} of {report.planned_looks} planned looks)",
+        "",
+        "| figure | base (median of rounds) | head | head / base | interval | noise between pairs |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for e in report.gate.effects:
+        lines.append(
+            f"| {e.key} | {e.base_median / 1e6:.4g} ms | {e.head_median / 1e6:.4g} ms | {_pct(e.ratio)} | "
+            f"[{_pct(e.low)}, {_pct(e.high)}] | ±{e.pair_spread:.1%} |"
+        )
+    lines += ["", "| rule | verdict | why |", "|---|---|---|"]
+    for v in report.gate.rules:
+        label = v.verdict + (" (improvement)" if v.improvement else "")
+        lines.append(f"| `{v.rule.describe()}` | {label} | {v.reason} |")
+    lines += ["", "| side | measurement | reasons / notes |", "|---|---|---|"]
+    for side in report.sides:
+        why = "; ".join(side.quality.reasons + side.quality.notes) or "–"
+        lines.append(f"| {side.label} | {side.quality.verdict} | {why} |")
+    if report.refusal:
+        lines += ["", f"**Not called:** {report.refusal}"]
+    return "\n".join(lines) + "\n"

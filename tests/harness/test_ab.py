@@ -1,0 +1,90 @@
+"""``streambench ab`` (harness/cli/ab.py, harness/runs/ab.py, harness/execution/rounds.py) and the
+measurement-quality verdict (harness/results/quality.py). The CLI tests check the shape of a job (mode,
+pairs, workers, looks, which clock), never its timings; the quality verdict is judged on synthetic data."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.results.quality import QualityLimits, judge_quality, refusal
+
+SMALL = ["--base-adapter", "null", "--streams", "2", "--duration", "5", "--warmup-frames", "10",
+         "--streams-per-round", "1", "--no-progress"]  # fmt: skip
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["ab", *SMALL, *args], env={"COLUMNS": "200"})
+    return result.exit_code, result.output
+
+
+def test_interleaved_job_in_one_pair_of_workers() -> None:
+    code, output = invoke("--mode", "interleaved", "--rounds", "6", "--restart-every", "0", "--json")
+    assert code in (0, 1, 3), output
+    report = json.loads(output)
+    assert report["exit_code"] == code
+    assert report["mode"] == "interleaved" and report["mode_reason"] == "asked for"
+    assert report["pairs"] == 6 and report["workers"] == 1 and report["looks"] == 1
+    assert all(o in ("base then head", "head then base") for o in report["orders"])
+    assert [s["label"] for s in report["sides"]] == ["base", "head"]
+    assert all(s["quality"]["verdict"] in ("VALID", "INVALID") for s in report["sides"])
+    assert {e["key"] for e in report["gate"]["effects"]} == {"p50", "p95", "p99", "mean"}
+    assert report["on"] == "wall" and report["cpu_clock"] is None
+
+
+def test_duet_sequential_on_cpu_time_with_fresh_workers() -> None:
+    code, output = invoke(
+        "--mode", "duet", "--rounds", "6", "--max-rounds", "8", "--step", "2", "--restart-every", "4",
+        "--on", "cpu", "--fail-on", "p50:+50%", "--json",
+    )  # fmt: skip
+    assert code in (0, 1, 3), output
+    report = json.loads(output)
+    assert report["mode"] == "duet" and all("@cpu" in o for o in report["orders"])
+    assert report["on"] == "cpu" and report["cpu_clock"] == "thread"
+    assert report["pairs"] in (6, 8) and report["planned_looks"] == 2
+    assert report["workers"] == (2 if report["pairs"] > 4 else 1)
+    assert report["confidence_per_look"] == pytest.approx(0.975)
+
+
+def test_markdown_and_bad_input() -> None:
+    code, output = invoke("--rounds", "2", "--restart-every", "0", "--markdown")
+    assert code == 3, output  # two pairs are too few for any interval
+    assert "streambench ab: **inconclusive**" in output and "too few rounds" in output
+    code, output = invoke("--on", "gpu")
+    assert code == 2 and "expected wall or cpu" in output
+    code, output = invoke("--fail-on", "f1@100ms:-0.01")
+    assert code == 2 and "ab judges p50" in output
+    code, output = invoke("--rounds", "8", "--max-rounds", "4")
+    assert code == 2 and "max_rounds" in output
+
+
+def test_quality_verdict_reasons() -> None:
+    rng = np.random.default_rng(0)
+    clean = rng.normal(1e6, 2e4, 1000)
+    good = judge_quality(clean, streams=4, involuntary_switches=3, clock_resolution_ns=1.0)
+    assert good.verdict == "VALID" and good.reasons == [] and good.notes == []
+    busy = judge_quality(clean, streams=4, involuntary_switches=100, clock_resolution_ns=1.0)
+    assert busy.verdict == "VALID" and "machine busy" in busy.notes[0]
+    assert busy.preempted_share == pytest.approx(0.1)
+    preempted = judge_quality(clean, streams=4, involuntary_switches=900, clock_resolution_ns=1.0)
+    assert preempted.verdict == "INVALID" and "involuntary" in preempted.reasons[0]
+    few = judge_quality(clean[:50], streams=1, involuntary_switches=0, clock_resolution_ns=1.0)
+    assert few.verdict == "INVALID" and few.reasons == [
+        "p99 of 50 frames is not a percentile: it needs at least 100 frames"
+    ]
+    spread = np.concatenate([clean, clean * 4])
+    wide = judge_quality(spread, streams=4, involuntary_switches=0, clock_resolution_ns=1.0)
+    assert wide.verdict == "INVALID" and "spread" in wide.reasons[0]
+    coarse = judge_quality(clean, streams=4, involuntary_switches=0, clock_resolution_ns=1e5)
+    assert coarse.verdict == "INVALID" and "resolution" in coarse.reasons[0]
+    unknown = judge_quality(clean, streams=4, involuntary_switches=None, clock_resolution_ns=None)
+    assert unknown.preempted_share is None and unknown.preempted_reason
+    strict = judge_quality(clean, 4, 100, 1.0, limits=QualityLimits(max_preempted_share=0.05))
+    assert strict.verdict == "INVALID"
+    assert refusal({"base": good, "head": None}) is None
+    message = refusal({"base": good, "head": few})
+    assert message is not None and "head: p99 of 50 frames" in message and "--force" in message
