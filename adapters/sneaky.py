@@ -9,7 +9,9 @@ deterministic per-frame model (``sigmoid(gain * mean of the payloads)``) apart f
   worker (``--sealed``) it finds nothing and is honest by construction. ``honest_resets`` keeps it
   honest for its first N ``reset_state()`` calls (a model that behaves while an audit on a fresh
   instance looks); ``avoid`` keeps it honest whenever a module whose name contains that text is on the
-  call stack (a model that tells an audit from the scored run by its call stack).
+  call stack (a model that tells an audit from the scored run by its call stack); ``spare_fractions``
+  keeps it honest at the frames a fixed-fraction cut would land on (a model that never reads past a
+  predictable cut).
 * :class:`CallStackAdapter` answers as the honest model plus a tiny offset computed from what it can see
   of its caller: the function and module names of its call stack, its thread, and the types of its
   argument and payloads. Its outputs are the same in two runs only if it was called the same way, so it
@@ -21,6 +23,7 @@ deterministic per-frame model (``sigmoid(gain * mean of the payloads)``) apart f
 from __future__ import annotations
 
 import gc
+import math
 import sys
 import threading
 import zlib
@@ -43,6 +46,11 @@ class StackPeekingOptions(OffenderOptions):
     via: Literal["stack", "gc"] = Field("stack", description="where to look for the engine's frame list")
     honest_resets: int = Field(0, ge=0, description="honest during the first N reset_state() calls")
     avoid: str | None = Field(None, description="honest while a module named like this is on the call stack")
+    spare_fractions: tuple[float, ...] = Field(
+        (),
+        description="honest at the frames an audit with fixed cut fractions would cut at (floor(f * T)): "
+        "a model that never reads past a predictable cut",
+    )
 
 
 def _future_list(candidate: Any, index: int) -> Sequence[Frame] | None:
@@ -68,6 +76,7 @@ class StackPeekingAdapter(_OffenderBase):
         self._via = opts.via
         self._honest_resets = opts.honest_resets
         self._avoid = opts.avoid
+        self._spare = opts.spare_fractions
         self._resets = 0
         self._found: Sequence[Frame] | None = None
         self.peeked = 0  # frames scored with a look at the future
@@ -104,6 +113,10 @@ class StackPeekingAdapter(_OffenderBase):
         feature = frame_feature(frame.inputs)
         if self._resets > self._honest_resets and not self._watched():
             frames = self._look(frame.index)
+            if frames is not None and self._spare:
+                last = len(frames) - 2
+                if frame.index in {min(max(math.floor(f * len(frames)), 0), last) for f in self._spare}:
+                    frames = None  # the audit's predictable cut: behave there
             if frames is not None:
                 self.peeked += 1
                 feature = 0.5 * (feature + frame_feature(frames[frame.index + 1].inputs))

@@ -350,7 +350,9 @@ def _caching(runner: AuditRunner, stream: Stream, causality: CausalityConfig) ->
         names = ["repeat", "control"] if order.random() < 0.5 else ["control", "repeat"]
         latency = {name: runner.run(pair[name]).latency_ns for name in names}
         rounds.append((latency["repeat"], latency["control"]))
-    return judge_caching(rounds, causality.caching_ratio, stream.stream_id, causality.caching_alpha)
+    return judge_caching(
+        rounds, causality.caching_ratio, stream.stream_id, causality.caching_alpha, causality.caching_quantile
+    )
 
 
 def _timed_untimed(runner: AuditRunner, streams: Sequence[Stream], causality: CausalityConfig) -> CheckResult:

@@ -276,3 +276,16 @@ def test_an_existing_result_file_is_never_overwritten(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"causality\.json: exists already; give the run another --run-id"):
         execute_causality(config, checks)
     assert (tmp_path / "x" / RESULT_FILE).read_bytes() == before
+
+
+def test_a_model_that_never_reads_past_a_predictable_cut_is_caught_by_random_cuts(tmp_path: Path) -> None:
+    """It reads frame t + 1 everywhere except at the frames fixed cut fractions would cut at: fixed cuts
+    are fooled (the weakness random cuts remove), random cuts drawn from a recorded seed are not."""
+    spare = (0.25, 0.5, 0.75)
+    config = small(tmp_path, "offender-stack-peeking", spare_fractions=list(spare))
+    fixed = CausalityConfig(cuts=spare, sealed=False, occluders=("zeros",))
+    fooled, _ = execute_causality(config, fixed)
+    assert fooled.report.passed, fooled.report.failed
+    drawn = CausalityConfig(cut_seed=9, sealed=False, occluders=("zeros",))
+    caught, _ = execute_causality(config.model_copy(update={"run_id": "y"}), drawn)
+    assert "occlusion" in caught.report.failed

@@ -429,6 +429,25 @@ def test_caching_audit_passes_honest_timing(name: str, streams: list[Stream]) ->
     assert result.passed, result.detail
 
 
+def test_a_partial_cache_hides_from_the_median_but_not_from_the_lower_quartile(streams: list[Stream]) -> None:
+    """A cache that keeps 40 % of the payloads: the median frame of a repeat is still a miss, so a median
+    audit passes it; the audit's lower quartile (CausalityConfig.caching_quantile) catches it."""
+    adapter = CachingAdapter(CachingOptions(classes=CLASSES, miss_cost_ms=0.5, cache_share=0.4))
+    engine = Engine(adapter, EngineConfig(warmup_frames=0))
+    stream = streams[0]
+    engine.run_stream(stream)
+    rounds, shares = [], []
+    for r in range(8):
+        before = adapter.hits
+        repeat = engine.run_stream(stream)
+        shares.append((adapter.hits - before) / stream.num_frames)
+        rounds.append((repeat.latency_ns, engine.run_stream(nudge(stream, r + 1)).latency_ns))
+    assert all(0.25 < share < 0.5 for share in shares), shares  # a partial cache: under half the frames
+    assert judge_caching(rounds, quantile=0.5).passed  # the median misses it
+    quartile = judge_caching(rounds, quantile=CausalityConfig().caching_quantile)
+    assert not quartile.passed and quartile.max_difference > 2.0, quartile.detail
+
+
 def test_caching_audit_catches_caching_adapter(streams: list[Stream]) -> None:
     adapter = CachingAdapter(CachingOptions(classes=CLASSES))
     result = caching_audit(adapter, streams)
