@@ -135,6 +135,8 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
         if switch_counts.dtype.kind not in "iu" or switch_names.dtype.kind != "U":
             raise ValueError(f"stream {stream_id!r}: context switch counts must be integers named by strings")
         switches = {str(n): int(v) for n, v in zip(switch_names, switch_counts, strict=True)}
+        if any(v < 0 for v in switches.values()):
+            raise ValueError(f"stream {stream_id!r}: negative context switch counts {switches}")
         if set(switches) - {"voluntary", "involuntary"}:
             raise ValueError(f"stream {stream_id!r}: unknown context switch kinds {sorted(switches)}")
         cpu_clock = str(arrays[f"s{i}/cpu_clock"]) if f"s{i}/cpu_clock" in arrays else None
@@ -156,7 +158,7 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 device_ns=np.asarray(arrays[f"s{i}/device_ns"]) if f"s{i}/device_ns" in arrays else None,
                 features=np.asarray(arrays[f"s{i}/features"]) if f"s{i}/features" in arrays else None,
                 weights=np.asarray(arrays[f"s{i}/weights"]) if f"s{i}/weights" in arrays else None,
-                beyond_end=int(arrays[f"s{i}/beyond_end"]) if f"s{i}/beyond_end" in arrays else 0,
+                beyond_end=_count(arrays, f"s{i}/beyond_end", stream_id),
                 cpu_ns=np.asarray(arrays[f"s{i}/cpu_ns"]) if f"s{i}/cpu_ns" in arrays else None,
                 cpu_clock=cpu_clock,
                 context_switches=switches,
@@ -165,3 +167,13 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
         )
         i += 1
     return recordings
+
+
+def _count(arrays: Mapping[str, np.ndarray], key: str, stream_id: str) -> int:
+    """A recorded non-negative count (a 0-d integer array); 0 when absent."""
+    if key not in arrays:
+        return 0
+    value = np.asarray(arrays[key])
+    if value.ndim != 0 or value.dtype.kind not in "iu" or int(value) < 0:
+        raise ValueError(f"stream {stream_id!r}: {key} must be one non-negative integer, got {value!r}")
+    return int(value)

@@ -424,3 +424,17 @@ def test_cpu_time_needs_an_unpaced_run() -> None:
     )
     with pytest.raises(ValueError, match="CPU time needs an unpaced run"):
         engine.run_stream(make_stream("s", num_frames=3))
+
+
+def test_the_beyond_end_count_survives_the_arrays_and_a_corrupt_one_is_refused() -> None:
+    from protocols.recording import from_arrays, to_arrays
+
+    def script(frame: Frame) -> Prediction:
+        return Prediction(scores=np.asarray(OK, dtype=np.float32), refers_to=frame.index + 2)
+
+    rec = Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0)).run_stream(make_stream(num_frames=6))
+    arrays = to_arrays([rec])
+    assert from_arrays(arrays)[0].beyond_end == rec.beyond_end == 2
+    arrays["s0/beyond_end"] = np.array([1, 2])
+    with pytest.raises(ValueError, match="beyond_end must be one non-negative integer"):
+        from_arrays(arrays)
