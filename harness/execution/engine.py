@@ -213,56 +213,18 @@ class Engine:
         )
 
     def run_untimed(self, stream: Stream, max_frames: int | None = None) -> StreamRecording:
-        """Audit run (DESIGN.md "Audits"): reset, then the frames (the first ``max_frames`` if given:
-        an untimed warm-up) through ``predict()`` with no clock read, no device timer and no pacing —
-        what the model answers when nothing measures it. The outputs are validated as in a timed run;
-        ``latency_ns`` is all zeros (compared, never reported)."""
-        frames = frames_of(stream) if max_frames is None else seal_frames(islice(stream.frames(), max_frames))
+        """Audit run (DESIGN.md "Audits"): :meth:`run_stream` with ``untimed=True`` — the same loop, no
+        clock read, no device timer, no pacing — on the stream or its first ``max_frames`` frames (an
+        untimed warm-up). ``latency_ns`` is all zeros (compared, never reported)."""
         if max_frames is not None:
+            prefix = list(islice(stream.frames(), max_frames))
             stream = dataclasses.replace(
-                stream, labels=stream.labels[: len(frames)], frame_times=stream.frame_times[: len(frames)]
+                stream,
+                labels=stream.labels[: len(prefix)],
+                frame_times=stream.frame_times[: len(prefix)],
+                frame_source=lambda: prefix,
             )
-        self._reset(stream.stream_id)
-        scores: list[np.ndarray] = []
-        emitted_at: list[int] = []
-        refers_to: list[int] = []
-        predict = self.adapter.predict
-        for i, frame in enumerate(frames):
-            try:
-                out = predict(frame)
-            except Exception as exc:
-                raise AdapterCallError(
-                    self.name, stream.stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
-                ) from exc
-            if out is None:
-                continue
-            for pred_scores, ref, _ in self._slow_path(out, stream.stream_id, i, len(frames)):
-                scores.append(np.array(pred_scores, dtype=np.float32))  # a copy: buffers may be reused
-                emitted_at.append(i)
-                refers_to.append(ref)
-        if self.stages is not None:
-            self.stages.drain()
-        stacked = np.stack(scores) if scores else np.zeros((0, self.num_classes), dtype=np.float32)
-        bad = ~np.isfinite(stacked).all(axis=1)
-        if bad.any():
-            raise self._error(stream.stream_id, emitted_at[int(np.argmax(bad))], "scores contain NaN or Inf")
-        emitted, refers = np.asarray(emitted_at, dtype=np.int64), np.asarray(refers_to, dtype=np.int64)
-        inside = _beyond_end(refers, len(frames))
-        if inside is not None:
-            emitted, refers, stacked = emitted[inside], refers[inside], stacked[inside]
-        return StreamRecording(
-            stream_id=stream.stream_id,
-            role="test",
-            t0_ns=round(stream.t0 * 1e9),
-            segment_length_ns=round(stream.segment_length_s * 1e9) if stream.segment_length_s else None,
-            frame_times_ns=np.round(stream.frame_times * 1e9).astype(np.int64),
-            labels=stream.labels,
-            latency_ns=np.zeros(len(frames), dtype=np.int64),
-            emitted_at=emitted,
-            refers_to=refers,
-            scores=stacked,
-            beyond_end=0 if inside is None else int((~inside).sum()),
-        )
+        return self.run_stream(stream, untimed=True)
 
     def run_sequence(self, stream: Stream) -> StreamRecording:
         """Sequence mode (capability ``sequence``, DESIGN.md "Causality"): reset, then the whole sealed

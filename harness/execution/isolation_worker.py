@@ -225,18 +225,15 @@ def worker_main(
             def build() -> Adapter:
                 return create_bound(config, sealed["data_bound"])
 
-        def built() -> tuple[Adapter, Engine, int]:
-            adapter = build()
+        def warmed(adapter: Adapter) -> tuple[Engine, int]:
             engine = Engine(_Progress(adapter, slot), config.engine)
             frames = engine.warm_up(warmup) if warmup is not None else 0
             slot[0] = IDLE
-            return adapter, engine, frames
+            return engine, frames
 
         adapter = build()
-        note = _limit_memory(memory_limit_mb) if memory_limit_mb is not None else None
-        engine = Engine(_Progress(adapter, slot), config.engine)
-        frames = engine.warm_up(warmup) if warmup is not None else 0
-        slot[0] = IDLE
+        note = _limit_memory(memory_limit_mb) if memory_limit_mb is not None else None  # once built
+        engine, frames = warmed(adapter)
     except AdapterError as exc:
         _send(conn, _adapter_error(exc))
         return
@@ -265,7 +262,8 @@ def worker_main(
             return
         try:
             if kind == "rebuild":
-                adapter, engine, frames = built()
+                adapter = build()
+                engine, frames = warmed(adapter)
                 _send(conn, {"kind": "rebuilt", "warmup_frames": frames})
                 continue
             stream = (

@@ -20,7 +20,13 @@ from harness.io.atomic import atomic_write_text
 from harness.report import build_report
 from harness.report.bundle import RunBundle
 from harness.results import store
-from harness.results.files import RESULT_FILE, ResultFileError, load_result, write_protocol_result
+from harness.results.files import (
+    RESULT_FILE,
+    ResultFileError,
+    RunResult,
+    load_result,
+    write_protocol_result,
+)
 from harness.results.headline import Figure, RunHeadline
 from harness.results.quality import MeasurementQuality
 from harness.results.store import ReindexReport, StoreError
@@ -38,6 +44,7 @@ __all__ = [
     "list_runs",
     "load_bundle",
     "load_headline",
+    "measured_differences",
     "reindex",
     "resolve_run",
     "result_files",
@@ -112,6 +119,20 @@ def index_run(run_dir: Path) -> RunHeadline:
     return head
 
 
+def measured_differences(scored: RunResult, config: RunConfig) -> list[str]:
+    """What ``config`` measures that the online run ``scored`` did not: its adapter, adapter options or
+    data set (empty when they are the same measurement)."""
+    return [
+        what
+        for what, before, now in (
+            ("adapter", scored.adapter, config.adapter),
+            ("adapter options", scored.adapter_options, config.adapter_options),
+            ("data set", scored.dataset_config, config.data.model_dump(mode="json")),
+        )
+        if before != now
+    ]
+
+
 def check_joinable(config: RunConfig) -> None:
     """Refuse to add a protocol's result to a run directory whose scored (online) run measured another
     adapter, other adapter options or other data (issue 17: a reference robustness run written into a
@@ -125,15 +146,7 @@ def check_joinable(config: RunConfig) -> None:
         scored = load_result(path)
     except ResultFileError:
         return  # an unreadable result is reported where it is read; it cannot vouch either way
-    differences = [
-        what
-        for what, before, now in (
-            ("adapter", scored.adapter, config.adapter),
-            ("adapter options", scored.adapter_options, config.adapter_options),
-            ("data set", scored.dataset_config, config.data.model_dump(mode="json")),
-        )
-        if before != now
-    ]
+    differences = measured_differences(scored, config)
     if differences:
         raise ValueError(
             f"{path.parent}: this run measured adapter {scored.adapter!r} with its own options and data; "

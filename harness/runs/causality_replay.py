@@ -16,6 +16,7 @@ from adapters.contract import Stream
 from harness.execution.config import RunConfig
 from harness.results.files import RESULT_FILE as ONLINE_RESULT_FILE
 from harness.results.files import load_recordings, load_result
+from harness.runs.catalog import measured_differences
 from harness.runs.causality_variants import AuditRunner, aggregate_runs, occlusion_runs
 from protocols.causality import CausalityConfig, CheckResult, compare_recordings, plan_occlusion
 from protocols.recording import StreamRecording
@@ -34,12 +35,7 @@ def replay_plan(
     if not (run_dir / ONLINE_RESULT_FILE).is_file():
         return [], None  # no online run in this directory: nothing to replay, nothing to say
     scored = load_result(run_dir / ONLINE_RESULT_FILE)
-    same = (
-        scored.adapter == config.adapter
-        and scored.adapter_options == config.adapter_options
-        and scored.dataset_config == config.data.model_dump(mode="json")
-    )
-    if not same:
+    if measured_differences(scored, config):
         return [], "the run directory's online run used another adapter, adapter options or data set"
     by_id = {s.stream_id: s for s in all_streams}
     saved = [r for r in load_recordings(run_dir) if r.stream_id in by_id]

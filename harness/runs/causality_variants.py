@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from adapters.contract import Adapter, Frame, Stream
+from adapters.contract import Frame, Stream
 from adapters.offenders import PeekingAdapter
 from harness.datasets.catalog import make_warmup_stream
 from harness.execution.config import RunConfig
@@ -122,12 +122,6 @@ class AuditRunner:
         self._engine: Engine | None = None
         n = engine.warmup_frames
         self._warmup = make_warmup_stream(config.data, n) if n else None
-
-    @property
-    def adapter(self) -> Adapter:
-        """The current in-process instance (in-process runner only)."""
-        assert self._engine is not None, "no in-process instance"
-        return self._engine.adapter
 
     def fresh(self) -> None:
         """A new adapter instance, warmed up; later :meth:`run` calls use it."""
