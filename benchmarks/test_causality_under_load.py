@@ -6,7 +6,7 @@ the reference adapter 30 times with different data and noise seeds (3 streams of
 drawn afresh every run); every check must pass every time. The caching audit is the timing-sensitive
 one: it compares a repeat with a one-ulp control in interleaved rounds and a sign test, so load that hits
 one run does not make a cache. Each run starts two sealed workers (the default); about 4 minutes on 2
-cores (measured 2026-11-24: 30 runs, 0 false failures, 232 s).
+cores (measured 2026-11-24, lower-quartile audit: 30 runs, 0 false failures, 212 s).
 """
 
 from __future__ import annotations
