@@ -2,12 +2,17 @@
 "Results": ``report.html``, every string escaped; seed 004 §6.3 for the Pareto analysis and the latency
 breakdown).
 
-Per run: the sections of every registered protocol, in registry order (the online protocol's summary
-with intervals, latency histogram and CDF, latency over the run, F1@Δt curves, latency breakdown,
+One run: the sections of every registered protocol that ran, in registry order (the online protocol's
+summary with intervals, latency histogram and CDF, latency over the run, F1@Δt curves, latency breakdown,
 reliability diagram, DET / ROC; robustness curves; causality checks), the headline figures of the
-protocols that draw no section of their own, and the environment manifest. Across runs: a comparison
-table and the Pareto fronts of F1 against latency and, where measured, energy. A section without data
-says why. The bundles are read by :func:`harness.runs.catalog.load_bundle`; this room only draws.
+protocols that draw no section of their own, one note naming the sections a missing protocol run would
+fill, and the environment manifest.
+
+Several runs: the comparison first (:mod:`harness.report.compare`: runs, headline figures with their
+differences and intervals, overlaid latency distributions, Pareto fronts), then each run's own report
+collapsed, to open when wanted (issue 17: a reader looks for the comparison, not for the 20,000 pixels
+of stacked single-run reports above it). The bundles are read by
+:func:`harness.runs.catalog.load_bundle`; this room only draws.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from harness.report.bundle import RunBundle, SectionSpec
-from harness.report.compare import comparison_sections
-from harness.report.html import Section, esc, page
+from harness.report.compare import comparison_sections, run_label
+from harness.report.html import Group, Section, esc, page
+from harness.report.numbers import latency_ms
 from harness.report.sections_quality import protocols_section
 from harness.report.sections_run import environment_section
 
@@ -26,31 +32,93 @@ __all__ = ["RunBundle", "SectionSpec", "build_report"]
 _OTHER_PROTOCOLS = SectionSpec("protocols", "Other protocols", protocols_section)
 
 
-def _environment(bundle: RunBundle) -> str:
-    return environment_section(bundle.result, bundle.result_reason)
+def _lacking_note(bundle: RunBundle) -> str | None:
+    """One note for every section whose protocol did not run here (instead of a box per section), and
+    the protocols that draw no section and did not run either."""
+    items = []
+    for protocol, specs in bundle.sections_without_data().items():
+        titles = ", ".join(spec.title for spec in specs)
+        why = bundle.missing.get(protocol, f"no {protocol} result")
+        hint = ""
+        if bundle.result is not None:  # a protocol joins an online run's directory (same adapter and data)
+            command = f"streambench run --protocol {protocol} --run-id {bundle.name}"
+            hint = f"; add one with <code>{esc(command)}</code>"
+        items.append(f"<li>{esc(titles)}: need a {esc(protocol)} run ({esc(why)}){hint}</li>")
+    if not bundle.headlines:
+        absent_files = [
+            f for name, f in bundle.others.items() if bundle.missing.get(name, "").startswith("no ")
+        ]
+        if absent_files:
+            names = ", ".join(n for n, f in bundle.others.items() if f in absent_files)
+            items.append(
+                f"<li>{esc(names)} (headline figures): none of {esc(', '.join(absent_files))} here</li>"
+            )
+        for name in bundle.others:
+            why = bundle.missing.get(name, "")
+            if why and not why.startswith("no "):
+                items.append(f"<li>{esc(name)}: {esc(why)}</li>")
+    if not items:
+        return None
+    return f'<div class="absent">Not in this run directory:<ul>{"".join(items)}</ul></div>'
+
+
+def _run_sections(index: int, bundle: RunBundle) -> list[Section]:
+    """A run's own sections: those with data, one note for the rest, the environment."""
+    lacking = {spec.key for specs in bundle.sections_without_data().values() for spec in specs}
+    specs = [s for s in bundle.sections if s.key not in lacking]
+    if bundle.headlines:
+        specs.append(_OTHER_PROTOCOLS)
+    sections = [Section(f"run{index}-{spec.key}", spec.title, spec.render(bundle)) for spec in specs]
+    note = _lacking_note(bundle)
+    if note is not None:
+        sections.append(Section(f"run{index}-lacking", "Sections without data", note))
+    sections.append(Section(f"run{index}-environment", "Environment", environment_section(bundle)))
+    return sections
+
+
+def _run_summary(index: int, bundle: RunBundle) -> str:
+    """The one line a collapsed run shows: its name, adapter, F1 at its largest Δt, mean latency."""
+    r = bundle.result
+    text = f"Run {run_label(index, bundle)}"
+    if r is not None:
+        delta = r.protocol_config.deltas_ms[-1]
+        mean = r.metrics.headline.mean_latency_ms.estimate
+        text += (
+            f": {r.adapter}, F1@{delta:g} ms {r.metrics.f1_at(delta):.4f}, mean latency {latency_ms(mean)}"
+        )
+    else:
+        text += f": {', '.join(bundle.results) or 'no readable result'}"
+    return f'{esc(text)} <span class="small">(the run\'s own report: click to open)</span>'
+
+
+def _title(bundles: Sequence[RunBundle]) -> str:
+    if len(bundles) == 1:
+        return f"streambench report: {bundles[0].name}"
+    if len(bundles) == 2:
+        return f"streambench comparison: {bundles[0].name} vs {bundles[1].name}"
+    return f"streambench comparison: {len(bundles)} runs"
 
 
 def build_report(bundles: Sequence[RunBundle], pareto_delta_ms: float | None = None) -> str:
-    """The report's HTML for ``bundles`` (in the order given)."""
+    """The report's HTML for ``bundles`` (in the order given; the first is the reference of the
+    comparison's differences)."""
     if not bundles:
         raise ValueError("a report needs at least one run")
-    groups: list[tuple[str, str, Sequence[Section]]] = []
-    for i, bundle in enumerate(bundles):
-        specs = [*bundle.sections, *([_OTHER_PROTOCOLS] if bundle.others else [])]
-        sections = [Section(f"run{i}-{spec.key}", spec.title, spec.render(bundle)) for spec in specs]
-        sections.append(Section(f"run{i}-environment", "Environment", _environment(bundle)))
-        groups.append((f"run{i}", f"Run #{i + 1}: {bundle.name}", sections))
+    groups: list[Group] = []
     if len(bundles) > 1:
-        groups.append(("compare", "Comparison across runs", comparison_sections(bundles, pareto_delta_ms)))
-    title = (
-        f"streambench report: {bundles[0].name}"
-        if len(bundles) == 1
-        else (f"streambench report: {len(bundles)} runs")
-    )
+        groups.append(Group("compare", "Comparison", comparison_sections(bundles, pareto_delta_ms)))
+    for i, bundle in enumerate(bundles):
+        sections = _run_sections(i, bundle)
+        if len(bundles) == 1:
+            groups.append(Group(f"run{i}", f"Run: {bundle.name}", sections))
+        else:
+            groups.append(
+                Group(f"run{i}", f"Run {run_label(i, bundle)}", sections, True, _run_summary(i, bundle))
+            )
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     intro = (
         f"<p>Generated {esc(generated)} from {len(bundles)} run director"
         f"{'y' if len(bundles) == 1 else 'ies'}. Every number is read from the run's files or computed "
-        "from its recorded arrays; a figure that was not measured is shown as null with the reason.</p>"
+        "from its recorded arrays; a figure that was not measured is shown as — with the reason.</p>"
     )
-    return page(title, intro, groups)
+    return page(_title(bundles), intro, groups)

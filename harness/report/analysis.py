@@ -31,8 +31,15 @@ __all__ = [
     "reliability",
     "score_pairs",
     "scored_latency_ms",
+    "stream_latencies_ms",
     "thin_monotone",
 ]
+
+
+def stream_latencies_ms(recs: Sequence[StreamRecording]) -> list[np.ndarray]:
+    """Each test stream's measured ``predict()`` latencies in ms, stream by stream (the unit the
+    intervals resample)."""
+    return [measured_latency(r).astype(np.float64) / 1e6 for r in recs if r.role == "test"]
 
 
 def scored_latency_ms(recs: Sequence[StreamRecording]) -> np.ndarray:

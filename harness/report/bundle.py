@@ -6,7 +6,7 @@ which the report shows in its place.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,8 +34,9 @@ class RunBundle:
 
     ``results``: each protocol's result, by protocol name; ``missing``: a part (a protocol's name, or
     ``arrays``) -> why it is absent; ``recordings``: the online run's arrays; ``sections``: the sections
-    the protocols draw, in registry order; ``headlines``: the figures of the protocols present that draw
-    no section of their own; ``others``: every such protocol's result file, by name.
+    the protocols draw, in registry order (added by :meth:`add_sections`); ``owners``: a section's key ->
+    the protocol that draws it; ``headlines``: the figures of the protocols present that draw no section
+    of their own; ``others``: every such protocol's result file, by name.
     """
 
     run_dir: Path
@@ -46,8 +47,24 @@ class RunBundle:
     sections: list[SectionSpec] = field(default_factory=list)
     headlines: dict[str, list[Figure]] = field(default_factory=dict)
     others: dict[str, str] = field(default_factory=dict)
+    owners: dict[str, str] = field(default_factory=dict)
     result_reason: str = "no result.json in this run directory"
     """Why :attr:`result` is None, set by the protocol that writes ``result.json``."""
+
+    def add_sections(self, protocol: str, sections: Sequence[SectionSpec]) -> None:
+        """The sections ``protocol`` draws, in its order; the report says once which protocol's run a
+        run directory lacks instead of drawing an empty box per section."""
+        self.sections.extend(sections)
+        self.owners.update((spec.key, protocol) for spec in sections)
+
+    def sections_without_data(self) -> dict[str, list[SectionSpec]]:
+        """The sections whose protocol has no result here, by protocol (in section order)."""
+        lacking: dict[str, list[SectionSpec]] = {}
+        for spec in self.sections:
+            owner = self.owners.get(spec.key)
+            if owner is not None and owner not in self.results:
+                lacking.setdefault(owner, []).append(spec)
+        return lacking
 
     @property
     def result(self) -> RunResult | None:

@@ -1,18 +1,23 @@
-"""The sections across runs: a comparison table and the Pareto fronts of accuracy against latency and,
-where measured, energy (seed 004 §6.3.3 "Pareto 前沿分析"; §6.3.1: runs are comparable only on the same
-hardware, so differing environment fingerprints are called out, DESIGN.md "Results")."""
+"""The sections across runs, first on the page of a comparison: which runs, the headline figures with
+their differences and intervals (:mod:`harness.report.compare_table`), the latency distributions
+overlaid, and the Pareto fronts of accuracy against latency and, where measured, energy (seed 004
+§6.3.3). Runs are comparable on timings only on the same hardware (§6.3.1): differing environment
+fingerprints are called out and their timings not subtracted (DESIGN.md "Results")."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.report.analysis import pareto_front
+from harness.report.analysis import pareto_front, scored_latency_ms
 from harness.report.bundle import RunBundle
-from harness.report.figures_quality import ParetoPoint, pareto_figure
-from harness.report.html import Section, absent, esc, figure_block, num, table
+from harness.report.compare_table import headline_rows, headline_tables
+from harness.report.deltas import MOVER, STREAM_BOOTSTRAP
+from harness.report.figures_compare import LatencyCurve, ParetoPoint, latency_cdf_figure, pareto_figure
+from harness.report.html import Section, absent, esc, figure_block, table
+from harness.report.numbers import human, latency_ms
 from harness.results.files import RunResult
 
-__all__ = ["common_delta", "comparison_sections"]
+__all__ = ["common_delta", "comparison_sections", "run_label"]
 
 
 def common_delta(results: Sequence[RunResult], wanted: float | None) -> float | None:
@@ -23,107 +28,179 @@ def common_delta(results: Sequence[RunResult], wanted: float | None) -> float | 
     return max(shared) if shared else None
 
 
-def _label(index: int, result: RunResult) -> str:
-    return f"#{index + 1} {result.adapter}"
+def run_label(index: int, bundle: RunBundle) -> str:
+    """How a run is named across the comparison: its number and name (``#2 look``)."""
+    return f"#{index + 1} {bundle.name}"
 
 
-def comparison_sections(bundles: Sequence[RunBundle], delta_ms: float | None) -> list[Section]:
-    """Comparison table, fingerprint check, and the two Pareto figures (or why they are absent)."""
-    online = [(i, b.result) for i, b in enumerate(bundles) if b.result is not None]
-    results = [r for _, r in online]
-    delta = common_delta(results, delta_ms)
-    if len(online) < 2:
-        reason = f"needs at least two runs with an online result ({len(online)} given)"
-        return [Section("compare-pareto", "Pareto front", absent(reason))]
-    if delta is None:
-        wanted = "" if delta_ms is None else f"Δt = {delta_ms:g} ms: "
-        return [Section("compare-pareto", "Pareto front", absent(f"{wanted}no Δt scored by every run"))]
-    fingerprints = {r.fingerprint for r in results}
-    note = (
-        f'<p class="warn">The runs come from {len(fingerprints)} different environments (fingerprints '
-        f"{esc(', '.join(sorted(fingerprints)))}): their latencies and energies are not comparable on the "
-        "same axis (seed 004 §6.3.1); use the speed-up / FLOPs-normalised figures of a baseline run.</p>"
-        if len(fingerprints) > 1
-        else f"<p>All runs share the environment fingerprint <code>{esc(results[0].fingerprint)}</code>.</p>"
+def _data_note(first: RunResult, other: RunResult) -> str:
+    if other.dataset != first.dataset:
+        return f"{other.dataset} (not #1's {first.dataset})"
+    keys = sorted(
+        k
+        for k in {*first.dataset_config, *other.dataset_config}
+        if first.dataset_config.get(k) != other.dataset_config.get(k)
     )
-    latency_points = [
-        ParetoPoint(_label(i, r), r.metrics.overall.speed.latency.mean_ms, r.metrics.f1_at(delta))
-        for i, r in online
-    ]
-    front = pareto_front([p.cost for p in latency_points], [p.f1 for p in latency_points])
+    return "same as #1" if not keys else f"differs from #1 in {', '.join(keys)}"
+
+
+def _runs_section(compared: Sequence[tuple[int, RunBundle]], skipped: Sequence[RunBundle]) -> str:
+    """Who is compared: run, adapter, data, streams, fingerprint; warnings when the runs differ."""
+    results = [b.result for _, b in compared if b.result is not None]
     rows = []
-    for (i, r), on_front in zip(online, front, strict=True):
-        res, lat = r.resources, r.metrics.overall.speed.latency
+    for (i, bundle), r in zip(compared, results, strict=True):
         rows.append(
             (
                 esc(f"#{i + 1}"),
-                esc(r.run_id),
-                esc(r.adapter),
+                esc(bundle.name) + ("" if r.run_id == bundle.name else f"<br><code>{esc(r.run_id)}</code>"),
+                f"{esc(r.adapter)} <code>{esc(r.adapter_info.name)}</code>",
+                esc(r.dataset if r is results[0] else _data_note(results[0], r)),
+                esc(len(r.streams.get("test", []))),
                 f"<code>{esc(r.fingerprint)}</code>",
-                esc(f"{r.metrics.f1_at(delta):.4f}"),
-                esc(f"{r.metrics.f1_at(delta, unit='frame_replay'):.4f}"),
-                esc(f"{lat.mean_ms:.4g}"),
-                esc(f"{lat.p95_ms:.4g}"),
-                esc(f"{r.metrics.overall.speed.rtf:.4g}"),
-                num(res.energy_per_frame_j, reason=res.energy_per_frame_reason),
-                num(res.flops_per_frame, reason=res.flops_reason),
-                esc("yes" if on_front else "no"),
+                esc(r.created_at.strftime("%Y-%m-%d %H:%M")),
             )
         )
-    headers = [
-        "",
-        "run",
-        "adapter",
-        "fingerprint",
-        f"F1@{delta:g} ms",
-        f"F1@{delta:g} ms compute-aware",
-        "mean latency (ms)",
-        "p95 (ms)",
-        "RTF",
-        "energy per frame (J)",
-        "FLOPs per frame",
-        "on the latency front",
-    ]
-    skipped = [b.name for b in bundles if b.result is None]
-    skipped_note = f"<p>Not compared (no online result): {esc(', '.join(skipped))}.</p>" if skipped else ""
-    f1_label = f"F1@{delta:g} ms (Strict, frame, micro, algorithmic)"
-    latency_caption = (
-        f"Each run at its mean <code>predict()</code> latency per frame (host, test streams) and its "
-        f"F1@{delta:g} ms on the algorithmic clock; red: the runs no other run beats on both (seed 004 "
-        "§6.3.3). Labels are the run numbers of the table."
+    headers = ["", "run", "adapter", "data", "test streams", "environment", "created"]
+    notes = []
+    fingerprints = sorted({r.fingerprint for r in results})
+    if len(fingerprints) > 1:
+        notes.append(
+            f'<p class="warn">The runs come from {len(fingerprints)} different environments (fingerprints '
+            f"{esc(', '.join(fingerprints))}): their timings are shown but not subtracted, and the Pareto "
+            "front against latency mixes machines. Compare timings on one machine, or use the speed-up "
+            "against a baseline run measured on each.</p>"
+        )
+    if any(_data_note(results[0], r) != "same as #1" for r in results[1:]):
+        notes.append(
+            '<p class="warn">The runs did not score the same data: their F1 differences mix the models '
+            "and the data.</p>"
+        )
+    if skipped:
+        names = ", ".join(f"{b.name} ({b.result_reason})" for b in skipped)
+        notes.append(f"<p>Not compared (no online result): {esc(names)}.</p>")
+    return table(headers, rows) + "".join(notes)
+
+
+def _headline_section(compared: Sequence[tuple[int, RunBundle]], delta: float | None) -> str:
+    bundles = [b for _, b in compared]
+    rows = headline_rows(bundles, delta)
+    level = bundles[0].result.protocol_config.confidence if bundles[0].result else 0.95
+    note = (
+        f'<p class="small">Each value with its {level:.0%} interval in brackets; Δ is the run minus '
+        f"run #1 with the {level:.0%} interval of the difference, <span class='differs'>bold</span> "
+        "where that interval excludes 0 (the runs differ at this level); ↑ / ↓: higher / lower is "
+        "better. Intervals of F1, mean latency, FPS and RTF: each run's stored bootstrap interval over "
+        f"its test streams; Δ: {esc(MOVER)} (Zou & Donner 2008), wider than a paired interval when both "
+        f"runs scored the same streams. p50 / p95 / p99: {esc(STREAM_BOOTSTRAP)}, each run resampled on "
+        "its own. Energy, FLOPs and the compute-aware F1 carry no interval.</p>"
     )
+    return headline_tables(rows, [run_label(i, b) for i, b in compared]) + note
+
+
+def _latency_section(compared: Sequence[tuple[int, RunBundle]]) -> str:
+    curves, left_out = [], []
+    for i, bundle in compared:
+        r = bundle.result
+        latency = scored_latency_ms(bundle.recordings) if bundle.recordings is not None else None
+        if r is None or latency is None or not (latency > 0).any():
+            left_out.append(f"{run_label(i, bundle)}: {bundle.missing.get('arrays', 'no measured frame')}")
+            continue
+        lat = r.metrics.overall.speed.latency
+        curves.append(LatencyCurve(run_label(i, bundle), latency, lat.p50_ms, lat.p99_ms))
+    if not curves:
+        return absent("no run has recorded latencies: " + "; ".join(left_out))
+    caption = (
+        "Per-frame latency of <code>predict()</code> on the test streams, one curve per run, on a "
+        "logarithmic time axis. Left: the share of frames that finished within a given time; a curve "
+        "further left is faster, a steeper one more even. Right: the share of frames slower than a given "
+        "time, on a log scale, which spreads out the slow tail that the left panel squeezes against 1. "
+        "Markers: each run's p50 and p99 (its result's values)."
+        + (f" Left out: {esc('; '.join(left_out))}." if left_out else "")
+    )
+    return figure_block(latency_cdf_figure(curves), caption)
+
+
+def _front_text(points: Sequence[ParetoPoint]) -> str:
+    front = pareto_front([p.cost for p in points], [p.f1 for p in points])
+    on = [p.label for p, f in zip(points, front, strict=True) if f]
+    off = [p.label for p, f in zip(points, front, strict=True) if not f]
+    text = f"On the front: {', '.join(on)}." + (f" Dominated: {', '.join(off)}." if off else "")
+    return f'<p class="front">{esc(text)}</p>'
+
+
+def _pareto_latency(compared: Sequence[tuple[int, RunBundle]], delta: float) -> str:
+    points, left_out = [], []
+    for i, bundle in compared:
+        r = bundle.result
+        assert r is not None
+        mean = r.metrics.headline.mean_latency_ms
+        if mean.estimate <= 0:
+            left_out.append(f"{run_label(i, bundle)} (mean latency below the clock's resolution)")
+            continue
+        f1 = r.metrics.headline.f1_strict[r.protocol_config.deltas_ms.index(delta)]
+        points.append(
+            ParetoPoint(
+                run_label(i, bundle), mean.estimate, f1.estimate, (mean.low, mean.high), (f1.low, f1.high)
+            )
+        )
+    if len(points) < 2:
+        return absent("fewer than two runs with a measurable mean latency: " + "; ".join(left_out))
+    caption = (
+        f"Each run at its mean latency per frame (right = slower, logarithmic axis) and its F1@{delta:g} "
+        "ms (Strict, frame, micro; up = more accurate); whiskers: the bootstrap intervals of both. Red: "
+        "the Pareto front, the runs no other run beats on both at once; grey: dominated, some other run "
+        "is at least as fast and at least as accurate."
+        + (f" Left out: {esc('; '.join(left_out))}." if left_out else "")
+    )
+    f1_label = f"F1@{delta:g} ms (Strict, frame, micro)"
+    svg = pareto_figure(points, "mean latency per frame (log scale)", f1_label, latency_ms)
+    return figure_block(svg, caption) + _front_text(points)
+
+
+def _pareto_energy(compared: Sequence[tuple[int, RunBundle]], delta: float) -> str:
+    points, reasons = [], set()
+    for i, bundle in compared:
+        r = bundle.result
+        assert r is not None
+        energy = r.resources.energy_per_frame_j
+        if energy is None or energy <= 0:
+            reasons.add(r.resources.energy_per_frame_reason or "not measured")
+            continue
+        points.append(ParetoPoint(run_label(i, bundle), energy, r.metrics.f1_at(delta)))
+    if len(points) < 2:
+        return absent(
+            f"energy was measured in {len(points)} of {len(compared)} runs (two are needed); "
+            f"reason(s): {'; '.join(sorted(reasons))}"
+        )
+    caption = (
+        f"GPU energy per frame (NVML, the measured window divided by its frames; logarithmic axis) against "
+        f"F1@{delta:g} ms. Red: the front, grey: dominated. Runs without a measured energy are left out "
+        f"({len(compared) - len(points)})."
+    )
+    svg = pareto_figure(points, "GPU energy per frame (J, log scale)", f"F1@{delta:g} ms", human)
+    return figure_block(svg, caption) + _front_text(points)
+
+
+def comparison_sections(bundles: Sequence[RunBundle], delta_ms: float | None) -> list[Section]:
+    """Runs compared, headline figures with differences, latency distributions, Pareto fronts; a part
+    that cannot be drawn says why."""
+    compared = [(i, b) for i, b in enumerate(bundles) if b.result is not None]
+    skipped = [b for b in bundles if b.result is None]
+    if len(compared) < 2:
+        reason = f"needs at least two runs with an online result ({len(compared)} given)"
+        return [Section("compare-runs", "Runs compared", absent(reason))]
+    delta = common_delta([b.result for _, b in compared if b.result is not None], delta_ms)
     sections = [
-        Section("compare-table", "Runs side by side", note + table(headers, rows) + skipped_note),
-        Section(
-            "compare-pareto",
-            "Pareto front: accuracy against latency",
-            figure_block(
-                pareto_figure(latency_points, "mean latency per frame (ms)", f1_label, True), latency_caption
-            ),
-        ),
+        Section("compare-runs", "Runs compared", _runs_section(compared, skipped)),
+        Section("compare-headline", "Headline figures", _headline_section(compared, delta)),
+        Section("compare-latency", "Latency distributions", _latency_section(compared)),
     ]
-    energy = [
-        ParetoPoint(_label(i, r), r.resources.energy_per_frame_j, r.metrics.f1_at(delta))
-        for i, r in online
-        if r.resources.energy_per_frame_j is not None
+    if delta is None:
+        wanted = "" if delta_ms is None else f"Δt = {delta_ms:g} ms: "
+        why = absent(f"{wanted}no Δt scored by every run")
+        return [*sections, Section("compare-pareto", "Pareto front: accuracy against latency", why)]
+    return [
+        *sections,
+        Section("compare-pareto", "Pareto front: accuracy against latency", _pareto_latency(compared, delta)),
+        Section("compare-energy", "Pareto front: accuracy against energy", _pareto_energy(compared, delta)),
     ]
-    if len(energy) >= 2:
-        caption = (
-            "GPU energy per frame (NVML, measured window / frames) against F1; runs without a measured "
-            f"energy are left out ({len(online) - len(energy)})."
-        )
-        body = figure_block(pareto_figure(energy, "GPU energy per frame (J)", f1_label, True), caption)
-    else:
-        reasons = sorted(
-            {
-                r.resources.energy_per_frame_reason or "unknown"
-                for _, r in online
-                if r.resources.energy_per_frame_j is None
-            }
-        )
-        body = absent(
-            f"energy was measured in {len(energy)} of {len(online)} runs (two are needed); "
-            f"reason(s): {'; '.join(reasons)}"
-        )
-    sections.append(Section("compare-energy", "Pareto front: accuracy against energy", body))
-    return sections

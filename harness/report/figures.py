@@ -76,13 +76,15 @@ def figure(*args: Any, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
             plt.close(fig)
 
 
-def to_svg(fig: Any) -> str:
+def to_svg(fig: Any, layout: bool = True) -> str:
     """The figure as an SVG element for inline use: no XML prolog, DOCTYPE or metadata (which name
-    external vocabularies), ids prefixed so they are unique on the page."""
+    external vocabularies), ids prefixed so they are unique on the page. ``layout``: apply
+    ``tight_layout`` (False: the caller laid the figure out)."""
     import matplotlib
 
     with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
-        fig.tight_layout()
+        if layout:
+            fig.tight_layout()
         buffer = io.StringIO()
         fig.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()

@@ -1,24 +1,21 @@
-"""The report's accuracy pictures: reliability diagram, DET and ROC, robustness curves, Pareto front.
+"""The report's accuracy pictures: reliability diagram, DET and ROC, robustness curves.
 
 Reliability: seed 003 "Calibration" (bins from protocols/metrics/calibration.py). DET / ROC: seed 002
 "Core Metrics", DET on normal-deviate axes (Martin et al. 1997, as harness/report/plots.py). Robustness: seed
-004 §6.2.2 (3), F1 at each sweep point against the clean run. Pareto: seed 004 §6.3.3.
+004 §6.2.2 (3), F1 at each sweep point against the clean run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 import numpy as np
 
-from harness.report.analysis import DetectionCurves, pareto_front, thin_monotone
-from harness.report.figures import figure, plain, to_svg
+from harness.report.analysis import DetectionCurves, thin_monotone
+from harness.report.figures import figure, to_svg
 from harness.report.plots import draw_det, probit
 from protocols.metrics.calibration import ReliabilityBins
 from protocols.robustness import RobustnessReport
 
-__all__ = ["ParetoPoint", "det_roc_figure", "pareto_figure", "reliability_figure", "robustness_figure"]
+__all__ = ["det_roc_figure", "reliability_figure", "robustness_figure"]
 
 _PROBIT_TICKS = np.array([0.001, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99])
 _DET_LIMITS = np.array([0.0005, 0.995])
@@ -126,33 +123,4 @@ def robustness_figure(report: RobustnessReport) -> str:
             ax.grid(True, alpha=0.3)
             ax.legend(loc="lower left", fontsize=7)
         axes[0].set_ylabel(f"F1@{report.report_delta_ms:g} ms (Strict, frame, micro)")
-        return to_svg(fig)
-
-
-@dataclass(frozen=True)
-class ParetoPoint:
-    label: str
-    cost: float
-    f1: float
-
-
-def pareto_figure(points: Sequence[ParetoPoint], cost_label: str, f1_label: str, log_cost: bool) -> str:
-    """Every run as a point (cost right, accuracy up); the front joined by a step line."""
-    with figure(figsize=(6.5, 4.4)) as (fig, ax):
-        cost = np.array([p.cost for p in points])
-        f1 = np.array([p.f1 for p in points])
-        front = pareto_front(cost, f1)
-        ax.scatter(cost[~front], f1[~front], color="grey", label="dominated")
-        ax.scatter(cost[front], f1[front], color="tab:red", zorder=3, label="Pareto front")
-        order = np.argsort(cost[front])
-        ax.step(cost[front][order], f1[front][order], where="post", color="tab:red", lw=1, alpha=0.7)
-        for p in points:
-            ax.annotate(plain(p.label), (p.cost, p.f1), textcoords="offset points", xytext=(4, 4), fontsize=7)
-        if log_cost and np.all(cost > 0):
-            ax.set_xscale("log")
-        ax.set_xlabel(cost_label)
-        ax.set_ylabel(f1_label)
-        ax.set_ylim(0, 1.05)
-        ax.grid(True, alpha=0.3)
-        ax.legend(loc="lower right", fontsize=7)
         return to_svg(fig)

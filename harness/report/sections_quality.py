@@ -36,10 +36,11 @@ def reliability_section(bundle: RunBundle) -> str:
         return absent(rel.reason or "no reliability bins")
     caption = (
         _PAIRS_CAPTION
-        + f"{pairs.predictions} predictions × {pairs.classes} classes. Ten equal-width bins (lo, hi], "
-        "the first closed (protocols/metrics/calibration.py); bars: how often the class was present; "
-        "dots: at the bin's mean score. Counts below on a log scale: with many classes most samples "
-        "are absent classes scored near 0."
+        + f"{pairs.predictions} predictions × {pairs.classes} classes, in ten equal-width score bins. "
+        "A calibrated model's bars follow the dotted diagonal: of the samples scored 0.8, 80 % have the "
+        "class present. Bars below the diagonal: over-confident; above: under-confident. Dots: the mean "
+        "score of each bin. Counts below on a log scale: with many classes most samples are absent "
+        "classes scored near 0."
     )
     return figure_block(reliability_figure(rel.bins), caption)
 
@@ -53,13 +54,13 @@ def detection_section(bundle: RunBundle) -> str:
         return absent(curves.reason or "no curve")
     caption = (
         _PAIRS_CAPTION
-        + "Positive = the class is present; a sample is called present when its score ≥ the threshold, "
-        "swept over every distinct score (protocols/metrics/detection.py). EER by the nearest operating "
-        f"point; AUC by Mann–Whitney. {pairs.scores.size} samples, "
-        f"{int(pairs.labels.sum())} positive."
+        + "A sample is called present when its score reaches a threshold; each point of a curve is one "
+        "threshold. Left (DET): misses against false alarms on normal-deviate axes, lower-left is "
+        "better; the dot is the equal error rate (EER), where both rates are equal. Right (ROC): hits "
+        "against false alarms; the area under it (AUC) is the chance that a present class outscores an "
+        f"absent one. {pairs.scores.size} samples, {int(pairs.labels.sum())} positive."
     )
     return figure_block(det_roc_figure(curves), caption)
-
 
 
 

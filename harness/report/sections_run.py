@@ -1,10 +1,10 @@
 """The per-run sections about the online result: summary, latency, latency over time, F1@Δt, breakdown,
-environment (README "What the figures mean"; seed 004 §6.2.2, §6.3.1 (3))."""
+environment (README "What the figures mean"; seed 004 §6.2.2, §6.3.1 (3)). Captions explain the picture
+to its reader (what is drawn, how to read it); where the numbers come from is said here, not there."""
 
 from __future__ import annotations
 
-import json
-
+from harness.instruments.manifest import EnvironmentManifest
 from harness.report.analysis import latency_timeline, scored_latency_ms
 from harness.report.bundle import RunBundle
 from harness.report.figures import (
@@ -14,8 +14,19 @@ from harness.report.figures import (
     latency_figure,
     timeline_figure,
 )
-from harness.report.html import absent, esc, figure_block, num, table, value_or_null
-from harness.results.files import RunResult
+from harness.report.html import (
+    absent,
+    esc,
+    figure_block,
+    kv_table,
+    kv_value,
+    missing,
+    num,
+    table,
+    value_or_null,
+)
+from harness.report.numbers import human, latency_ms, rate_fps, unit_of_ms
+from harness.results.files import EnvironmentRecord, RunResult
 from protocols.metrics.bootstrap import Interval
 
 __all__ = [
@@ -29,37 +40,34 @@ __all__ = [
 
 
 def _interval(i: Interval, digits: int = 4) -> str:
-    return esc(f"{i.estimate:.{digits}g} [{i.low:.{digits}g}, {i.high:.{digits}g}]")
+    return esc(f"{human(i.estimate, digits)} [{human(i.low, digits)}, {human(i.high, digits)}]")
 
 
-def _json(value: object) -> str:
-    return f"<code>{esc(json.dumps(value, sort_keys=True, default=str))}</code>"
+def _latency_interval(i: Interval) -> str:
+    unit, size = unit_of_ms(i.estimate)
+    low, high = human(i.low / size, 3), human(i.high / size, 3)
+    return esc(f"{latency_ms(i.estimate)} [{low}, {high}] {unit}")
 
 
 def _no_result(bundle: RunBundle) -> str:
     return absent(bundle.result_reason)
 
 
-def summary_section(bundle: RunBundle) -> str:
-    """Who ran what, and the headline figures with their intervals, warnings and resources."""
-    r = bundle.result
-    facts = [
-        ("run directory", esc(bundle.run_dir)),
-        (
-            "files present",
-            esc(
-                ", ".join(bundle.results)
-                or "none readable"
-            ),
-        ),
-    ]
-    if r is None:
-        return table(["", ""], facts) + _no_result(bundle)
+def _dataset(r: RunResult) -> str:
+    """The data set's name, its configuration as a key/value list to unfold."""
+    summary = f"{r.dataset} ({len(r.dataset_config)} settings)"
+    return f"<details><summary>{esc(summary)}</summary>{kv_value(r.dataset_config)}</details>"
+
+
+def _facts(bundle: RunBundle, r: RunResult) -> list[tuple[str, str]]:
+    """Who ran what, on which data, how: the summary's key/value rows."""
     m = r.metrics
-    facts += [
+    return [
+        ("run directory", esc(bundle.run_dir)),
+        ("files present", esc(", ".join(bundle.results) or "none readable")),
         ("adapter", f"{esc(r.adapter)} (<code>{esc(r.adapter_info.name)}</code>)"),
-        ("adapter options", _json(r.adapter_options)),
-        ("data set", f"{esc(r.dataset)} {_json(r.dataset_config)}"),
+        ("adapter options", kv_value(r.adapter_options)),
+        ("data set", _dataset(r)),
         ("created", esc(r.created_at.isoformat())),
         (
             "streams",
@@ -86,30 +94,33 @@ def summary_section(bundle: RunBundle) -> str:
         ),
         ("status", esc(r.status + (f": {r.incomplete_reason}" if r.incomplete_reason else ""))),
     ]
-    warnings = "".join(f'<li class="warn">{esc(w)}</li>' for w in m.headline.warnings)
-    warnings += "".join(
-        f'<li class="warn">{esc(f"stream {f.stream_id} failed at frame {f.frame}: {f.message}")}</li>'
-        for f in r.failures
-    )
-    f1_rows = [
-        (esc(f"{i_delta:g} ms"), _interval(interval), esc(interval.n_streams))
-        for i_delta, interval in zip(r.protocol_config.deltas_ms, m.headline.f1_strict, strict=True)
-    ]
+
+
+def _speed_rows(r: RunResult) -> list[tuple[str, str, str]]:
+    m = r.metrics
     lat = m.overall.speed.latency
-    speed_rows = [
+    return [
         (
-            "latency mean / p50 / p95 / p99 / max (ms)",
+            "latency mean / p50 / p95 / p99 / max",
             esc(
-                " / ".join(f"{v:.4g}" for v in (lat.mean_ms, lat.p50_ms, lat.p95_ms, lat.p99_ms, lat.max_ms))
+                " / ".join(
+                    latency_ms(v) for v in (lat.mean_ms, lat.p50_ms, lat.p95_ms, lat.p99_ms, lat.max_ms)
+                )
             ),
             esc(f"n = {lat.n} frames, numpy '{lat.percentile_method}'"),
         ),
         (
-            "mean latency, interval over streams (ms)",
-            _interval(m.headline.mean_latency_ms),
+            "mean latency, interval over streams",
+            _latency_interval(m.headline.mean_latency_ms),
             esc(f"{m.headline.mean_latency_ms.confidence:.0%} bootstrap"),
         ),
-        ("FPS", num(lat.fps, reason="mean latency below the clock's resolution"), esc("1 / mean latency")),
+        (
+            "FPS",
+            esc(rate_fps(lat.fps))
+            if lat.fps is not None
+            else missing("mean latency below the clock's resolution"),
+            esc("1 / mean latency"),
+        ),
         ("RTF", _interval(m.headline.rtf), esc("processing / stream duration")),
         (
             "deadline-miss rate",
@@ -119,9 +130,12 @@ def summary_section(bundle: RunBundle) -> str:
             ),
         ),
     ]
+
+
+def _resource_rows(r: RunResult) -> list[tuple[str, str]]:
     res = r.resources
     cuda_mib = None if res.memory.peak_cuda_bytes is None else res.memory.peak_cuda_bytes / 2**20
-    resource_rows = [
+    rows = [
         ("GPU energy per frame (J)", num(res.energy_per_frame_j, reason=res.energy_per_frame_reason)),
         ("W at RTF = 1", num(res.power_at_rtf1_w, reason=res.power_at_rtf1_reason)),
         ("CPU energy (J, RAPL)", num(res.cpu_energy.energy_j, reason=res.cpu_energy.reason)),
@@ -138,19 +152,40 @@ def summary_section(bundle: RunBundle) -> str:
     ]
     if r.normalisation is not None:
         n = r.normalisation
-        resource_rows += [
-            (f"speed-up vs {esc(n.baseline_run)}", num(n.speedup, reason=n.reason)),
+        rows += [
+            (f"speed-up vs {n.baseline_run}", num(n.speedup, reason=n.reason)),
             ("FLOPs-normalised latency (ms)", num(n.flops_normalised_latency_ms, reason=n.reason)),
         ]
+    return rows
+
+
+def summary_section(bundle: RunBundle) -> str:
+    """Who ran what, and the headline figures with their intervals, warnings and resources."""
+    r = bundle.result
+    if r is None:
+        files = esc(", ".join(bundle.results) or "none readable")
+        return kv_table([("run directory", esc(bundle.run_dir)), ("files present", files)]) + _no_result(
+            bundle
+        )
+    m = r.metrics
+    warnings = "".join(f'<li class="warn">{esc(w)}</li>' for w in m.headline.warnings)
+    warnings += "".join(
+        f'<li class="warn">{esc(f"stream {f.stream_id} failed at frame {f.frame}: {f.message}")}</li>'
+        for f in r.failures
+    )
+    f1_rows = [
+        (esc(f"{i_delta:g} ms"), _interval(interval), esc(interval.n_streams))
+        for i_delta, interval in zip(r.protocol_config.deltas_ms, m.headline.f1_strict, strict=True)
+    ]
     return (
-        table(["", ""], facts)
+        kv_table(_facts(bundle, r))
         + (f"<ul>{warnings}</ul>" if warnings else "")
         + "<h4>F1@Δt (Strict, frame, micro) with its interval over streams</h4>"
         + table(["Δt", f"F1 [{m.headline.f1_strict[0].confidence:.0%} interval]", "streams"], f1_rows)
         + "<h4>Speed</h4>"
-        + table(["figure", "value", "how"], speed_rows)
+        + table(["figure", "value", "how"], _speed_rows(r))
         + "<h4>Resources</h4>"
-        + table(["figure", "value"], resource_rows)
+        + kv_table(_resource_rows(r))
     )
 
 
@@ -165,9 +200,12 @@ def latency_section(bundle: RunBundle) -> str:
         return absent("no measured frame on a test stream")
     summary = bundle.result.metrics.overall.speed.latency
     caption = (
-        f"Host wall time of each <code>predict()</code> call on the test streams ({summary.n} frames; "
-        "warm-up never recorded). Dashed lines: the result's p50 / p95 / p99 "
-        f"(numpy '{esc(summary.percentile_method)}' percentiles). Histogram counts are on a log scale."
+        f"How long each <code>predict()</code> call took on the test streams ({summary.n} frames, host wall "
+        "time; warm-up frames are never recorded). Left: how many frames took each latency, counts on a "
+        "log scale so that a few slow frames stay visible. Right: the share of frames that finished "
+        "within a given time: the curve crosses 0.5 at the median. Dashed lines: p50, p95 and p99, the "
+        "times that 50 %, 95 % and 99 % of the frames stayed within. The latency axis is logarithmic when "
+        "the latencies span more than a factor of 10."
     )
     return figure_block(latency_figure(latency, summary), caption)
 
@@ -204,7 +242,9 @@ def f1_section(bundle: RunBundle) -> str:
     m = bundle.result.metrics
     curves = m.overall.accuracy.curves
     caption = (
-        "F1@Δt (micro over units and classes, seed 004 §6.2.2 (1)) over the test streams. "
+        "F1@Δt: how many labels were right and on time, a label counting only when it came at most Δt "
+        "after the event (Strict) or within Δt either side (Early-ok); micro F1 over units and classes of "
+        "the test streams. "
         "Algorithmic clock: a label counts at the arrival time of the frame it was emitted at. "
         "Compute-aware: at the time its <code>predict()</code> finished, the recorded latencies "
         "replayed with frames arriving at their stream time"
@@ -250,28 +290,40 @@ def breakdown_section(bundle: RunBundle) -> str:
     )
 
 
-def environment_section(result: RunResult | None, reason: str) -> str:
-    """The environment manifest item by item (seed 004 §6.2.2 lock list), threads and clock."""
-    if result is None:
-        return absent(reason)
+def _environment_source(bundle: RunBundle) -> tuple[EnvironmentManifest, str] | None:
+    """The manifest and fingerprint to show: the online result's, else the first other result that
+    recorded one (a causality-only run has its own)."""
+    if bundle.result is not None:
+        return bundle.result.environment, bundle.result.fingerprint
+    for result in bundle.results.values():
+        if isinstance(result, EnvironmentRecord) and result.environment is not None and result.fingerprint:
+            return result.environment, result.fingerprint
+    return None
+
+
+def environment_section(bundle: RunBundle) -> str:
+    """The environment manifest item by item (the lock list of what affects timing), threads and clock;
+    a mapping item (packages, flags) as a key/value list."""
+    source = _environment_source(bundle)
+    if source is None:
+        return absent(bundle.result_reason)
+    environment, fingerprint = source
     rows = []
-    for name, item in result.environment:
+    for name, item in environment:
         if hasattr(item, "value"):
-            rows.append((f"<code>{esc(name)}</code>", value_or_null(item.value, item.reason)))
+            rows.append((name, value_or_null(item.value, item.reason)))
         else:
-            rows.append((f"<code>{esc(name)}</code>", esc(item)))
-    threads = result.threads
-    thread_rows = [
-        ("intra-op threads", esc(f"{threads.intra_op} (before: {threads.intra_op_before})")),
-        ("inter-op threads", esc(f"{threads.inter_op} (before: {threads.inter_op_before})")),
-        ("requested", f"<code>{esc(threads.requested.model_dump_json())}</code>"),
+            rows.append((name, kv_value(item)))
+    parts = [
+        f"<p>Fingerprint <code>{esc(fingerprint)}</code> (hash of the items that affect timing).</p>",
+        "<details open><summary>Manifest</summary>" + kv_table(rows) + "</details>",
     ]
-    return (
-        f"<p>Fingerprint <code>{esc(result.fingerprint)}</code> (hash of the items that affect timing).</p>"
-        + "<details open><summary>Manifest</summary>"
-        + table(["item", "value"], rows)
-        + "</details>"
-        + "<details><summary>Threads</summary>"
-        + table(["", ""], thread_rows)
-        + "</details>"
-    )
+    if bundle.result is not None:
+        threads = bundle.result.threads
+        thread_rows = [
+            ("intra-op threads", esc(f"{threads.intra_op} (before: {threads.intra_op_before})")),
+            ("inter-op threads", esc(f"{threads.inter_op} (before: {threads.inter_op_before})")),
+            ("requested", kv_value(threads.requested.model_dump(mode="json"))),
+        ]
+        parts.append("<details><summary>Threads</summary>" + kv_table(thread_rows) + "</details>")
+    return "".join(parts)

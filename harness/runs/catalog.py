@@ -273,7 +273,7 @@ def load_bundle(run_dir: Path) -> RunBundle:
     for protocol in registry.protocols():
         protocol.read(run_dir, bundle)
         sections = protocol.report_sections()
-        bundle.sections.extend(sections)
+        bundle.add_sections(protocol.name, sections)
         if not sections:
             bundle.others[protocol.name] = protocol.result_file
         loaded = bundle.results.get(protocol.name)

@@ -4,6 +4,7 @@ exit code 1 when a check fails."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel
@@ -12,7 +13,7 @@ from rich.console import Console
 from harness.execution.config import RunConfig
 from harness.execution.executor import ProgressHook
 from harness.report.bundle import RunBundle, SectionSpec
-from harness.report.html import absent, esc, table
+from harness.report.html import absent, esc, missing, table
 from harness.results.headline import Figure
 from harness.results.summary import print_causality
 from harness.runs.causality_checks import (
@@ -106,6 +107,18 @@ def causality_figures(result: CausalityResult) -> list[Figure]:
     return figures
 
 
+def _measured(name: str, value: float) -> str:
+    """What a check measured, labelled: the caching audit a speed-up (``max_difference`` holds the
+    repeat's median speed-up, :func:`protocols.causality.judge_caching`), every other check the largest
+    score difference. An infinite value is a marker, not a measurement (the adapter failed during the
+    check, a gradient reached the past, a repeat took no time): the detail says which."""
+    if math.isinf(value):
+        return missing("no finite figure: see the detail")
+    if name == "caching":
+        return esc(f"repeat speed-up {value:.3g}×")
+    return esc(f"max |Δscore| {value:.3g}")
+
+
 def causality_section(bundle: RunBundle) -> str:
     causal = bundle.results.get("causality")
     if not isinstance(causal, CausalityResult):
@@ -124,13 +137,13 @@ def causality_section(bundle: RunBundle) -> str:
                 esc(check.name),
                 '<span class="pass">pass</span>' if check.passed else '<span class="fail">fail</span>',
                 esc(where),
-                esc(f"{check.max_difference:.3g}"),
+                _measured(check.name, check.max_difference),
                 esc(check.detail),
             )
         )
     skipped = "".join(f"<li>{esc(name)}: {esc(why)}</li>" for name, why in causal.skipped.items())
     return (
         f"<p>Causality checks of adapter {esc(causal.adapter)}: {verdict}.</p>"
-        + table(["check", "result", "first offence", "max |Δscore|", "detail"], rows)
+        + table(["check", "result", "first offence", "measured", "detail"], rows)
         + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else "")
     )

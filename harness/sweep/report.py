@@ -25,7 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from harness.io.atomic import atomic_write_text
-from harness.report.html import Section, esc, num, page, table
+from harness.report.html import Group, Section, esc, num, page, table
 from harness.runs import registry
 from harness.runs.catalog import has_results, load_headline, write_report
 from harness.sweep.executors import SWEEP_FILE, SweepRecord
@@ -267,7 +267,7 @@ def write_sweep_html(report: SweepReport, output: Path, results_dir: Path) -> li
         "the baseline on the same fingerprint may be compared.</p>"
     )
     atomic_write_text(
-        output, page(f"streambench sweep: {report.name}", intro, [("sweep", "Sweep", sections)])
+        output, page(f"streambench sweep: {report.name}", intro, [Group("sweep", "Sweep", sections)])
     )
     output.chmod(0o644)
     return [output, *written]

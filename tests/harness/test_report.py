@@ -18,6 +18,7 @@ from harness.instruments.manifest import Item
 from harness.report import build_report
 from harness.report.analysis import detection_curves, pareto_front, reliability, score_pairs, thin_monotone
 from harness.report.compare import comparison_sections
+from harness.report.numbers import latency_ms
 from harness.runs.catalog import load_bundle, write_report
 from harness.runs.causality import execute_causality
 from harness.runs.robustness import execute_robustness
@@ -106,8 +107,8 @@ def test_single_run_has_every_picture_with_the_runs_own_numbers(root: Path, repo
     for check in bundle.results["causality"].report.checks:
         assert f"<td>{check.name}</td>" in causality
     env = sections["run0-environment"]
-    assert bundle.result.fingerprint in env and "<code>cpu_model</code>" in env
-    assert "null: " in env  # this machine has no GPU: those items are null with their reason
+    assert bundle.result.fingerprint in env and '<th scope="row">cpu_model</th>' in env
+    assert '<span class="null">— ' in env  # this machine has no GPU: those items are "—" with their reason
     # one run: no comparison group
     assert 'id="compare' not in html
 
@@ -125,31 +126,99 @@ def test_report_is_self_contained(reports: dict[str, str]) -> None:
     assert EXTERNAL.search("<a href='//cdn.example.org/x.js'>")
 
 
+def test_comparison_opens_the_page_and_each_run_follows_collapsed(reports: dict[str, str]) -> None:
+    """Issue 17: the comparison comes first; the runs' own reports follow, each in a closed <details>."""
+    html = reports["two"]
+    assert html.index('id="compare"') < html.index('id="run0"') < html.index('id="run1"')
+    for run in ("run0", "run1"):
+        assert f'<section id="{run}"><details class="group"><summary>' in html
+    assert '<details class="group" open' not in html
+    # one run: no comparison, its sections open
+    assert 'id="compare' not in reports["one"] and 'class="group"' not in reports["one"]
+
+
 def test_comparison_front_and_absent_sections(root: Path, reports: dict[str, str]) -> None:
     sections = _sections(reports["two"])
     ref, look = load_bundle(root / "ref").result, load_bundle(root / "look").result
     assert ref is not None and look is not None
     delta = 1000.0  # the largest Δt both runs scored
-    table = sections["compare-table"]
-    assert f"F1@{delta:g} ms" in table
+    assert "same as #1" in sections["compare-runs"]  # the runs scored the same data
     expected = pareto_front(
         [ref.metrics.overall.speed.latency.mean_ms, look.metrics.overall.speed.latency.mean_ms],
         [ref.metrics.f1_at(delta), look.metrics.f1_at(delta)],
     )
-    flags = re.findall(r"<td>(yes|no)</td></tr>", table)
-    assert flags == ["yes" if f else "no" for f in expected]
-    assert '<svg class="plot"' in sections["compare-pareto"]
+    pareto = sections["compare-pareto"]
+    on = [name for name, front in zip(("#1 ref", "#2 look"), expected, strict=True) if front]
+    assert f"On the front: {', '.join(on)}." in pareto and '<svg class="plot"' in pareto
+    assert f"F1@{delta:g} ms" in pareto
     # no energy measured on this machine: the energy front says so, with the instrument's reason
     energy = sections["compare-energy"]
     assert "<svg" not in energy and "measured in 0 of 2 runs" in energy
     assert ref.resources.energy_per_frame_reason and ref.resources.energy_per_frame_reason[:30] in energy
-    # the lookahead run has no robustness or causality file: said, not drawn
-    assert "Not shown: no robustness.json" in sections["run1-robustness"]
-    assert "Not shown: no causality.json" in sections["run1-causality"]
+    # the lookahead run has no robustness or causality file: one note says so, no box per section
+    lacking = sections["run1-lacking"]
+    assert "Robustness: need a robustness run" in lacking
+    assert "Causality checks: need a causality run" in lacking
+    assert "<code>streambench run --protocol robustness --run-id look</code>" in lacking
+    assert "run1-robustness" not in sections and "run1-causality" not in sections
     # a chosen Δt that a run did not score is refused with the reason
     bundles = [load_bundle(root / "ref"), load_bundle(root / "look")]
-    (refused,) = comparison_sections(bundles, 7.0)
-    assert "Δt = 7 ms: no Δt scored by every run" in refused.body and "<svg" not in refused.body
+    refused = {s.anchor: s.body for s in comparison_sections(bundles, 7.0)}
+    assert "Δt = 7 ms: no Δt scored by every run" in refused["compare-pareto"]
+    assert "<svg" not in refused["compare-pareto"] and "compare-energy" not in refused
+
+
+def _row(html: str, name: str) -> list[str]:
+    """The cells of the headline table's row whose first cell starts with ``name``."""
+    for row in re.findall(r"<tr>(.*?)</tr>", html, flags=re.DOTALL):
+        cells = re.findall(r"<td>(.*?)</td>", row, flags=re.DOTALL)
+        if cells and cells[0].startswith(name):
+            return [re.sub(r"<[^>]+>", " ", c).strip() for c in cells]
+    raise AssertionError(f"no row {name!r}")
+
+
+def _signed4(value: float) -> str:
+    """A difference of F1 as the table writes it: four decimals, always signed, U+2212 for minus."""
+    return "±0" if round(value, 4) == 0 else f"{value:+.4f}".replace("-", "\u2212")
+
+
+def test_headline_figures_show_each_run_and_the_difference_with_its_interval(
+    root: Path, reports: dict[str, str]
+) -> None:
+    """Issue 17: per figure, each run's value with its interval and the difference #2 − #1 with the MOVER
+    interval of the stored intervals; p50 / p95 / p99 with intervals recomputed from the arrays."""
+    from harness.report.deltas import mover_difference
+
+    headline = _sections(reports["two"])["compare-headline"]
+    ref, look = load_bundle(root / "ref").result, load_bundle(root / "look").result
+    assert ref is not None and look is not None
+    for k, delta in enumerate(ref.protocol_config.deltas_ms):
+        a, b = ref.metrics.headline.f1_strict[k], look.metrics.headline.f1_strict[k]
+        cells = _row(headline, f"F1@{delta:g} ms (Strict, frame)")
+        assert cells[1].startswith(f"{a.estimate:.4f} [{a.low:.4f}, {a.high:.4f}]")
+        assert cells[2].startswith(f"{b.estimate:.4f} [{b.low:.4f}, {b.high:.4f}]")
+        d = mover_difference(a, b)
+        assert d.low is not None and d.high is not None
+        assert d.low <= d.value <= d.high
+        assert cells[3] == f"{_signed4(d.value)} [{_signed4(d.low)}, {_signed4(d.high)}]"
+    for name, attr in (("p50 latency", "p50_ms"), ("p95 latency", "p95_ms"), ("p99 latency", "p99_ms")):
+        cells = _row(headline, name)
+        for cell, result in zip(cells[1:3], (ref, look), strict=True):
+            assert cell.startswith(latency_ms(getattr(result.metrics.overall.speed.latency, attr)))
+            assert re.fullmatch(r"[0-9.]+ (ns|µs|ms|s) \[[0-9.]+, [0-9.]+\]", cell), cell
+        assert re.search(r"\[[−+±][0-9.]+, [−+±][0-9.]+\]", cells[3]), cells[3]
+    assert "MOVER" in headline and "bootstrap over each run&#x27;s test streams" in headline
+    # energy was not measured: "—" with the reason, and no difference
+    energy = _row(headline, "GPU energy per frame")
+    assert energy[1].startswith("—") and energy[3].startswith("— not measured in both runs")
+
+
+def test_latency_distributions_are_overlaid_on_one_log_axis(reports: dict[str, str]) -> None:
+    latency = _sections(reports["two"])["compare-latency"]
+    assert latency.count('<svg class="plot"') == 1
+    for name in ("#1 ref: p50", "#2 look: p50"):
+        assert name in latency  # each run's curve, labelled with its p50 and p99
+    assert "logarithmic" in latency
 
 
 def test_every_shown_string_is_escaped(root: Path) -> None:
@@ -175,7 +244,8 @@ def test_every_shown_string_is_escaped(root: Path) -> None:
     # the run's own sections, and the comparison (its Pareto labels carry the adapter name)
     compared = comparison_sections([bundle, load_bundle(root / "look")], None)
     html = build_report([bundle]) + "".join(section.body for section in compared)
-    assert "#1 &lt;script&gt;" in compared[1].body  # inside the Pareto SVG, as matplotlib text
+    pareto = next(section.body for section in compared if section.anchor == "compare-pareto")
+    assert "#1 &lt;script&gt;" in pareto  # inside the Pareto SVG, as matplotlib text
     assert "<script" not in html.lower()
     assert "<img src=x" not in html and "<svg onload" not in html and "<b>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -183,8 +253,8 @@ def test_every_shown_string_is_escaped(root: Path) -> None:
     assert "&lt;svg onload=alert(4)&gt;" in html
     # the stage name inside the SVG (matplotlib text) is escaped too, and its $ is not mathtext
     assert "&lt;b&gt;$x^2$ stage&lt;/b&gt;" in html
-    # the failed robustness point is null with its reason, not a number
-    assert "null: failed" in _sections(html)["run0-robustness"]
+    # the failed robustness point is "—" with its reason, not a number
+    assert "— failed" in _sections(html)["run0-robustness"]
 
 
 def test_missing_arrays_hide_only_what_needs_them(root: Path, tmp_path: Path) -> None:
@@ -285,3 +355,94 @@ def test_latency_axes_go_logarithmic_when_a_few_slow_frames_would_squeeze_the_ty
     assert np.searchsorted(bins, p50) != np.searchsorted(bins, p95)  # in different bars
     narrow_bins, narrow_log = latency_bins(typical[typical < 0.1])
     assert not narrow_log and isinstance(narrow_bins, int)
+
+
+def test_mover_interval_of_a_difference_from_two_stored_intervals() -> None:
+    """Zou & Donner (2008): with symmetric intervals the difference's half-width is the root sum of the two
+    half-widths; asymmetric ones combine the facing sides; different levels give no interval."""
+    from harness.report.deltas import mover_difference
+    from protocols.metrics.bootstrap import Interval
+
+    a = Interval(0.50, 0.40, 0.60, 0.95, 10, 1000)
+    b = Interval(0.70, 0.67, 0.73, 0.95, 10, 1000)
+    d = mover_difference(a, b)
+    half = (0.1**2 + 0.03**2) ** 0.5
+    assert d.value == pytest.approx(0.2) and d.low == pytest.approx(0.2 - half)
+    assert d.high == pytest.approx(0.2 + half) and d.excludes_zero and d.method and "MOVER" in d.method
+    skewed = mover_difference(Interval(1.0, 0.9, 1.5, 0.95, 5, 100), Interval(2.0, 1.0, 2.1, 0.95, 5, 100))
+    assert skewed.low == pytest.approx(1.0 - (1.0**2 + 0.5**2) ** 0.5)  # b's low side, a's high side
+    assert skewed.high == pytest.approx(1.0 + (0.1**2 + 0.1**2) ** 0.5)
+    assert not skewed.excludes_zero
+    other_level = mover_difference(a, Interval(0.7, 0.6, 0.8, 0.9, 10, 1000))
+    assert other_level.low is None and other_level.reason and "different levels" in other_level.reason
+
+
+def test_percentile_intervals_resample_streams_and_see_a_shift() -> None:
+    """p50 / p99 intervals over streams: a run whose every frame is 1 ms slower differs by exactly 1 ms in
+    every resample (same seed, same draws); an identical run by 0, an interval that includes 0."""
+    from harness.report.deltas import percentile_difference, percentile_intervals
+
+    rng = np.random.default_rng(1)
+    streams = [rng.lognormal(-3, 0.5, 200) for _ in range(8)]
+    a = percentile_intervals(streams, (50, 99), resamples=300, confidence=0.9)
+    pooled = np.concatenate(streams)
+    assert a.streams == 8 and a.resampled.shape == (300, 2)
+    assert a.low[0] <= np.percentile(pooled, 50) <= a.high[0] and a.low[1] < a.high[1]
+    slower = percentile_intervals([s + 1.0 for s in streams], (50, 99), resamples=300, confidence=0.9)
+    estimates = list(np.percentile(pooled, [50, 99]))
+    shifted = percentile_difference(a, slower, estimates, [e + 1.0 for e in estimates])
+    assert [d.value for d in shifted] == pytest.approx([1.0, 1.0])
+    assert all(d.low == pytest.approx(1.0) and d.high == pytest.approx(1.0) for d in shifted)
+    same = percentile_difference(a, a, estimates, estimates)
+    assert all(d.value == 0 and not d.excludes_zero for d in same)
+
+
+def test_log_ticks_cover_the_whole_range_and_stay_inside_it() -> None:
+    """Issue 17: the Pareto plot's log axis showed ticks only below 0.1 ms. Ticks span the axis from end to
+    end, at least two and at most eight, never outside (a tick outside would widen the axis)."""
+    from harness.report.figures_compare import log_limits, log_ticks
+
+    for low, high in [(0.03, 0.2), (7e-5, 4.2), (30.6, 38.5), (9.1, 19.9), (1e-9, 1e9), (0.0466, 0.0717)]:
+        lo, hi = log_limits(low, high)
+        ticks = log_ticks(lo, hi)
+        assert 2 <= len(ticks) <= 8 and all(lo <= t <= hi for t in ticks), (low, high, ticks)
+        # the ticks reach both halves of the axis (in log space), not one corner of it
+        middle = (np.log10(lo) + np.log10(hi)) / 2
+        assert min(np.log10(ticks)) < middle < max(np.log10(ticks)), (low, high, ticks)
+
+
+def test_numbers_read_as_a_person_writes_them() -> None:
+    from harness.report.numbers import human, latency_ms, rate_fps, signed
+
+    assert rate_fps(18170.4) == "18,170 fps" and rate_fps(1.317e7) == "13,170,000 fps"
+    assert human(0.0007762) == "0.0007762" and human(11136) == "11,136" and human(0.8131) == "0.8131"
+    assert latency_ms(0.0466) == "46.6 µs" and latency_ms(4.25) == "4.25 ms" and latency_ms(7.6e-5) == "76 ns"
+    assert latency_ms(1234.0) == "1.23 s"
+    assert signed(-6070.0) == "\u22126,070" and signed(0.0) == "±0" and signed(0.00018) == "+0.00018"
+
+
+def test_a_causality_only_run_says_once_which_sections_need_which_run(root: Path, tmp_path: Path) -> None:
+    """Issue 17: eight identical "Not shown" boxes became one note naming the protocol each section needs;
+    the causality run's own environment is shown; the caching audit's speed-up has its own label."""
+    run_dir = tmp_path / "causal"
+    run_dir.mkdir()
+    shutil.copy(root / "ref" / "causality.json", run_dir / "causality.json")
+    html = build_report([load_bundle(run_dir)])
+    assert html.count('class="absent"') == 1
+    note = _sections(html)["run0-lacking"]
+    assert "Summary, Latency distribution" in note and "need a online run" in note
+    assert "Robustness: need a robustness run" in note and "detection, stability, hysteresis" in note
+    assert '<th scope="row">cpu_model</th>' in _sections(html)["run0-environment"]
+    causality = _sections(html)["run0-causality"]
+    rows = dict(re.findall(r"<tr><td>(\w+)</td>(.*?)</tr>", causality))
+    assert "repeat speed-up" in rows["caching"] and "Δscore" not in rows["caching"]
+    assert "max |Δscore|" in rows["determinism"] and "<th>measured</th>" in causality
+
+
+def test_configuration_is_a_key_value_list_and_no_header_row_is_empty(reports: dict[str, str]) -> None:
+    """Issue 17: the data set's configuration was raw JSON; key/value tables had an empty header row."""
+    summary = _sections(reports["one"])["run0-summary"]
+    assert "<dt>num_streams</dt><dd>3</dd>" in summary and '"num_streams":' not in summary
+    for html in reports.values():
+        assert "<th></th><th></th>" not in html
+        assert not re.search(r"<thead><tr>(<th></th>)+</tr></thead>", html)

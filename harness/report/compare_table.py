@@ -1,0 +1,270 @@
+"""The comparison's headline table: per figure, each run's value with its interval and, for every run
+after the first, its difference from run #1 with the difference's interval (:mod:`harness.report.deltas`
+says how each interval is obtained; the table's note repeats it for the reader).
+
+Figures: F1@Δt (Strict, frame, micro) at every Δt all runs scored, the compute-aware F1 at the
+comparison's Δt, mean latency, p50 / p95 / p99, FPS, RTF, GPU energy and FLOPs per frame. A value the
+run did not measure, or an interval that cannot be had, is "—" with the reason. Timings of runs from
+different environment fingerprints are shown but not subtracted (DESIGN.md "Results": comparisons refuse
+runs whose fingerprints differ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from harness.report.analysis import stream_latencies_ms
+from harness.report.bundle import RunBundle
+from harness.report.deltas import (
+    MOVER,
+    STREAM_BOOTSTRAP,
+    Delta,
+    PercentileIntervals,
+    mover_difference,
+    percentile_difference,
+    percentile_intervals,
+    plain_difference,
+)
+from harness.report.html import esc, missing, table
+from harness.report.numbers import human, latency_ms, rate_fps, signed, unit_of_ms
+from harness.results.files import RunResult
+from protocols.metrics.bootstrap import Interval
+
+__all__ = ["HeadlineRow", "Measured", "headline_rows", "headline_tables"]
+
+RUNS_PER_TABLE = 2
+"""Compared runs per table (each adds a value and a difference column): more runs, more tables, never a
+table wider than the page."""
+PERCENTILES = (50.0, 95.0, 99.0)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One run's value of a figure: the estimate with its interval (``low``/``high`` or ``None``), or
+    ``None`` with the reason it was not measured."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    reason: str | None = None
+
+    @classmethod
+    def of(cls, interval: Interval) -> Measured:
+        return cls(interval.estimate, interval.low, interval.high)
+
+
+@dataclass(frozen=True)
+class HeadlineRow:
+    """A figure across the runs: ``values`` (one per run), ``deltas`` (one per run after the first: that
+    run minus run #1, ``None`` for run #1 itself), ``kind`` picks the formatting."""
+
+    name: str
+    better: str
+    kind: str  # "score" | "latency" | "fps" | "plain"
+    values: list[Measured]
+    deltas: list[Delta] = field(default_factory=list)
+    method: str | None = None
+
+
+def _different_environments(results: Sequence[RunResult]) -> str | None:
+    if len({r.fingerprint for r in results}) > 1:
+        return "different environment fingerprints: timings are not comparable"
+    return None
+
+
+def _interval_rows(results: Sequence[RunResult], common: Sequence[float]) -> list[HeadlineRow]:
+    """F1@Δt at each common Δt, mean latency, FPS, RTF: the figures with a stored interval (MOVER)."""
+    rows = []
+    for delta in common:
+        intervals = [r.metrics.headline.f1_strict[r.protocol_config.deltas_ms.index(delta)] for r in results]
+        rows.append(_mover_row(f"F1@{delta:g} ms (Strict, frame)", "higher", "score", intervals))
+    means = [r.metrics.headline.mean_latency_ms for r in results]
+    rows.append(_mover_row("mean latency", "lower", "latency", means))
+    if all(m.low > 0 and m.estimate > 0 for m in means):
+        fps = [
+            Interval(1e3 / m.estimate, 1e3 / m.high, 1e3 / m.low, m.confidence, m.n_streams, m.n_resamples)
+            for m in means
+        ]
+        rows.append(_mover_row("FPS (1 / mean latency)", "higher", "fps", fps))
+    rows.append(
+        _mover_row(
+            "RTF (processing / stream time)", "lower", "plain", [r.metrics.headline.rtf for r in results]
+        )
+    )
+    return rows
+
+
+def _mover_row(name: str, better: str, kind: str, intervals: Sequence[Interval]) -> HeadlineRow:
+    first = intervals[0]
+    return HeadlineRow(
+        name,
+        better,
+        kind,
+        [Measured.of(i) for i in intervals],
+        [mover_difference(first, i) for i in intervals[1:]],
+        MOVER,
+    )
+
+
+def _percentile_rows(bundles: Sequence[RunBundle]) -> list[HeadlineRow]:
+    """p50 / p95 / p99: the results' values, intervals recomputed from each run's recorded latencies."""
+    results = [b.result for b in bundles if b.result is not None]
+    summaries = [r.metrics.overall.speed.latency for r in results]
+    estimates = [[s.p50_ms, s.p95_ms, s.p99_ms] for s in summaries]
+    resamples = min(r.protocol_config.bootstrap_resamples for r in results)
+    level = results[0].protocol_config.confidence
+    intervals: list[PercentileIntervals | str] = []
+    for bundle in bundles:
+        if bundle.recordings is None:
+            intervals.append(bundle.missing.get("arrays", "no recorded arrays"))
+            continue
+        streams = stream_latencies_ms(bundle.recordings)
+        intervals.append(percentile_intervals(streams, PERCENTILES, resamples, level, seed=0))
+    rows = []
+    for k, name in enumerate(("p50 latency", "p95 latency", "p99 latency")):
+        values = []
+        for estimate, found in zip(estimates, intervals, strict=True):
+            if isinstance(found, str):
+                values.append(Measured(estimate[k], reason=f"no interval: {found}"))
+            else:
+                values.append(Measured(estimate[k], float(found.low[k]), float(found.high[k])))
+        deltas = []
+        for i in range(1, len(results)):
+            first, other = intervals[0], intervals[i]
+            if isinstance(first, str) or isinstance(other, str):
+                why = first if isinstance(first, str) else other
+                deltas.append(plain_difference(estimates[0][k], estimates[i][k], f"no interval: {why}"))
+            else:
+                deltas.append(percentile_difference(first, other, estimates[0], estimates[i])[k])
+        rows.append(HeadlineRow(name, "lower", "latency", values, deltas, STREAM_BOOTSTRAP))
+    return rows
+
+
+def _plain_row(name: str, better: str, kind: str, values: Sequence[Measured]) -> HeadlineRow:
+    """A figure with no interval: each run's value (or why not), differences without an interval."""
+    deltas = []
+    first = values[0]
+    for other in values[1:]:
+        if first.value is None or other.value is None:
+            deltas.append(Delta(value=float("nan"), reason="not measured in both runs"))
+        else:
+            deltas.append(plain_difference(first.value, other.value, "no interval: a single measurement"))
+    return HeadlineRow(name, better, kind, list(values), deltas)
+
+
+def headline_rows(bundles: Sequence[RunBundle], delta_ms: float | None) -> list[HeadlineRow]:
+    """Every figure of the table for ``bundles`` (all with an online result), run #1 first."""
+    results = [b.result for b in bundles if b.result is not None]
+    if len(results) != len(bundles):
+        raise ValueError("every compared run needs an online result")
+    common = sorted(set.intersection(*(set(r.protocol_config.deltas_ms) for r in results)))
+    rows = _interval_rows(results, common)
+    if delta_ms is not None:
+        aware = [Measured(r.metrics.f1_at(delta_ms, unit="frame_replay")) for r in results]
+        aware_row = _plain_row(
+            f"F1@{delta_ms:g} ms compute-aware (replayed latencies)", "higher", "score", aware
+        )
+        rows.insert(len(common), aware_row)
+    index = next(i for i, row in enumerate(rows) if row.name == "mean latency") + 1
+    rows[index:index] = _percentile_rows(bundles)
+    rows.append(
+        _plain_row(
+            "GPU energy per frame (J)",
+            "lower",
+            "plain",
+            [
+                Measured(r.resources.energy_per_frame_j, reason=r.resources.energy_per_frame_reason)
+                for r in results
+            ],
+        )
+    )
+    rows.append(
+        _plain_row(
+            "FLOPs per frame",
+            "lower",
+            "plain",
+            [Measured(r.resources.flops_per_frame, reason=r.resources.flops_reason) for r in results],
+        )
+    )
+    timing = _different_environments(results)
+    if timing is not None:
+        rows = [_without_timing_deltas(row, timing) for row in rows]
+    return rows
+
+
+def _without_timing_deltas(row: HeadlineRow, reason: str) -> HeadlineRow:
+    if row.kind not in ("latency", "fps") and not row.name.startswith(("RTF", "GPU energy")):
+        return row
+    deltas = [Delta(value=float("nan"), reason=reason) for _ in row.deltas]
+    return HeadlineRow(row.name, row.better, row.kind, row.values, deltas, row.method)
+
+
+def _formatter(kind: str) -> Callable[[float], str]:
+    """F1 with four decimals (as the single-run report), anything else with four significant digits."""
+    return (lambda v: f"{v:.4f}") if kind == "score" else (lambda v: human(v, 4))
+
+
+def _signed_score(value: float) -> str:
+    """A difference of F1 with four decimals, as the F1 values themselves."""
+    return "±0" if round(value, 4) == 0 else f"{value:+.4f}".replace("-", "\u2212")
+
+
+def _value_cell(row: HeadlineRow, value: Measured) -> str:
+    if value.value is None:
+        return missing(value.reason or "not measured")
+    if row.kind == "latency":
+        _, size = unit_of_ms(value.value)
+        text = latency_ms(value.value)
+        if value.low is not None and value.high is not None:
+            text += f" [{human(value.low / size, 3)}, {human(value.high / size, 3)}]"
+    else:
+        fmt = _formatter(row.kind)
+        text = rate_fps(value.value) if row.kind == "fps" else fmt(value.value)
+        if value.low is not None and value.high is not None:
+            text += f" [{fmt(value.low)}, {fmt(value.high)}]"
+    note = f'<br><span class="small">{esc(value.reason)}</span>' if value.reason else ""
+    return f'<span class="nw">{esc(text)}</span>' + note
+
+
+def _delta_cell(row: HeadlineRow, delta: Delta) -> str:
+    if delta.value != delta.value:  # NaN: no difference to show
+        return missing(delta.reason or "not comparable")
+    bounds = [b for b in (delta.low, delta.high) if b is not None]
+    if row.kind == "latency":
+        unit, size = unit_of_ms(max([abs(delta.value), *map(abs, bounds)]))
+        text = f"{signed(delta.value / size)}"
+        if delta.low is not None and delta.high is not None:
+            text += f" [{signed(delta.low / size)}, {signed(delta.high / size)}]"
+        text += f" {unit}"
+    else:
+        fmt = _signed_score if row.kind == "score" else (lambda v: signed(v, 3))
+        text = fmt(delta.value)
+        if delta.low is not None and delta.high is not None:
+            text += f" [{fmt(delta.low)}, {fmt(delta.high)}]"
+    cell = f'<span class="nw{" differs" if delta.excludes_zero else ""}">{esc(text)}</span>'
+    if delta.low is None:
+        cell += f'<br><span class="small">{esc(delta.reason or "no interval")}</span>'
+    return cell
+
+
+def headline_tables(rows: Sequence[HeadlineRow], names: Sequence[str]) -> str:
+    """The rows as tables of run #1 and at most :data:`RUNS_PER_TABLE` other runs each."""
+    parts = []
+    for start in range(1, len(names), RUNS_PER_TABLE):
+        chosen = range(start, min(start + RUNS_PER_TABLE, len(names)))
+        headers = ["figure", names[0]]
+        for i in chosen:
+            headers += [names[i], f"Δ {names[i].split(' ', 1)[0]} − {names[0].split(' ', 1)[0]}"]
+        body = []
+        for row in rows:
+            arrow = "↑" if row.better == "higher" else "↓"
+            cells = [
+                f'{esc(row.name)} <span class="small" title="{esc(row.better)} is better">{arrow}</span>'
+            ]
+            cells.append(_value_cell(row, row.values[0]))
+            for i in chosen:
+                cells += [_value_cell(row, row.values[i]), _delta_cell(row, row.deltas[i - 1])]
+            body.append(cells)
+        parts.append(table(headers, body, cls="headline"))
+    return "".join(parts)

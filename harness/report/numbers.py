@@ -1,0 +1,75 @@
+"""Numbers as a reader reads them: significant digits, thousands separated, a latency in the unit that
+suits it, a signed difference with its interval.
+
+Conventions: four significant digits (the report's, as ``num``); thousands separated by a comma (the
+CLDR ``en`` pattern ``#,##0``) and no exponent for the magnitudes a benchmark shows (``18,170 fps``,
+not ``1.817e+04 fps``); a latency in ns, µs, ms or s, whichever puts its value in [1, 1000) (SI prefixes,
+BIPM brochure §3); a difference always signed (``+0.04``, ``−0.04`` with the minus sign U+2212, as
+typeset mathematics writes it). These functions format; they never make a number up: ``None`` has no
+text here, the caller shows it as missing with its reason.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["human", "latency_ms", "latency_range_ms", "rate_fps", "signed", "unit_of_ms"]
+
+_MINUS = "\u2212"
+_TIME_UNITS = (("s", 1e3), ("ms", 1.0), ("µs", 1e-3), ("ns", 1e-6))
+"""Latency units and their size in milliseconds, largest first."""
+
+
+def human(value: float, digits: int = 4) -> str:
+    """``value`` with ``digits`` significant digits; from ``10^(digits-1)`` (where no decimal is left) up
+    to 10^15 as a whole number with thousands separators (``18,170``, ``6,070``); below 10^-4 in
+    scientific notation, as ``g`` does."""
+    if isinstance(value, int):  # bool is an int too
+        return f"{value:,}"
+    if not math.isfinite(value):
+        return "∞" if value > 0 else ("−∞" if value < 0 else "not a number")
+    if value == 0:
+        return "0"
+    rounded = float(f"{value:.{digits}g}")
+    if 10 ** (digits - 1) <= abs(rounded) < 1e15:
+        return f"{rounded:,.0f}".replace("-", _MINUS)
+    if abs(rounded) < 1e-4:
+        return f"{rounded:.{digits - 1}e}"
+    return f"{rounded:.{digits}g}".replace("-", _MINUS)
+
+
+def signed(value: float, digits: int = 3) -> str:
+    """A difference: always with its sign (``+0.0412``, ``−1.2``; ``±0`` for none)."""
+    if value == 0:
+        return "±0"
+    text = human(abs(value), digits)
+    return ("+" if value > 0 else _MINUS) + text
+
+
+def unit_of_ms(value_ms: float) -> tuple[str, float]:
+    """The time unit that puts ``value_ms`` in [1, 1000) (ms for 0 or a non-finite value), with its
+    size in milliseconds."""
+    magnitude = abs(value_ms)
+    if magnitude == 0 or not math.isfinite(magnitude):
+        return "ms", 1.0
+    for unit, size in _TIME_UNITS:
+        if magnitude >= size:
+            return unit, size
+    return _TIME_UNITS[-1]
+
+
+def latency_ms(value_ms: float, digits: int = 3) -> str:
+    """A latency given in ms, in the unit that suits it: ``46.6 µs``, ``4.25 ms``, ``75.9 ns``."""
+    unit, size = unit_of_ms(value_ms)
+    return f"{human(value_ms / size, digits)} {unit}"
+
+
+def latency_range_ms(low_ms: float, high_ms: float, unit_of: float, digits: int = 3) -> str:
+    """Two latencies in the unit chosen for ``unit_of`` (so a range reads in one unit): ``31.2–42.8 µs``."""
+    unit, size = unit_of_ms(unit_of)
+    return f"{human(low_ms / size, digits)}–{human(high_ms / size, digits)} {unit}"
+
+
+def rate_fps(value: float) -> str:
+    """Frames per second for humans: ``18,170 fps``."""
+    return f"{human(value, 4)} fps"
