@@ -123,7 +123,8 @@ def sweep(
     progress: Annotated[bool, typer.Option(help="print progress lines")] = True,
 ) -> None:
     """Run a sweep (adapters × protocols × points × grid × seeds × repeats); finished runs are skipped."""
-    from harness.sweep.report import build_sweep_report, sweep_markdown, write_sweep_html
+    from harness.sweep.report import build_sweep_report, sweep_markdown
+    from harness.sweep.report_html import write_sweep_html
 
     out, err = Console(), Console(stderr=True)
 

@@ -1,59 +1,74 @@
-"""The sweep report: every run of a sweep from the run store, timings grouped by environment fingerprint.
+"""The sweep report: every run of a sweep from the run store, grouped into configurations, timings per
+environment fingerprint.
 
 Built on the store's files (each run's result files, read through :func:`harness.headline.load_headline`,
-and the ``sweep.json`` the driver wrote next to them) and on the HTML report (:mod:`harness.report`).
+and the ``sweep.json`` the driver wrote next to them); drawn as markdown here and as HTML by
+:func:`harness.sweep.report_html.write_sweep_html`.
 
 Rules (issue 10, "Heterogeneous machines"; DESIGN.md "Results": comparisons refuse runs whose
-fingerprints differ):
+fingerprints differ; issue 17, repeats aggregated):
 
+* A configuration is every run of one adapter label, protocol, point and grid values; its seeds and
+  repeats are aggregated, each figure shown as the median and range of the runs
+  (:mod:`harness.sweep.aggregate`), so no model is ever set against its own repeat.
 * Quality figures (F1@Δt, frame accuracy, robustness F1, causality checks) do not depend on the
-  hardware: one table holds every run.
-* Timings (latency mean / p95, FPS, RTF) are shown per environment fingerprint, one table each, never
-  mixed across fingerprints.
+  hardware: one table per protocol holds every configuration.
+* Timings (latency mean / p50 / p95 / p99, FPS, RTF) are shown per environment fingerprint, one table
+  each, never mixed across fingerprints.
 * What may be compared across fingerprints is hardware-normalised: the speed-up of an online run
   against the sweep's ``baseline`` adapter's run of the same configuration (protocol, grid, seed,
   repeat) **on the same fingerprint** (seed 004 §6.3.1 (2), :func:`protocols.metrics.speedup`). A run
   whose baseline ran on another fingerprint, or not at all, gets ``None`` with the reason.
+* Names are the sweep's ``label`` of each adapter entry (default: the adapter); numbers are written as a
+  reader writes them (:mod:`harness.report.numbers`: ``18,170 fps``, ``46.6 µs``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from harness.io.atomic import atomic_write_text
-from harness.report.html import Group, Section, esc, num, page, table
+from harness.report.numbers import human, latency_ms, latency_range_ms, rate_fps
 from harness.runs import registry
-from harness.runs.catalog import has_results, load_headline, write_report
+from harness.runs.catalog import has_results, load_headline
+from harness.sweep.aggregate import ConfigRow, RunFacts, Spread, group_quality, group_timings
 from harness.sweep.executors import SWEEP_FILE, SweepRecord
 from harness.sweep.spec import RunSpec, SweepFile, expand
 from protocols.metrics import speedup
 
-__all__ = ["RunRow", "SweepReport", "build_sweep_report", "sweep_markdown", "write_sweep_html"]
+__all__ = [
+    "TIMING_KEYS",
+    "RunRow",
+    "SweepReport",
+    "build_sweep_report",
+    "f1_key",
+    "failed_rows",
+    "quality_columns",
+    "run_rows",
+    "runs_text",
+    "speedup_cell",
+    "spread_text",
+    "summary_line",
+    "sweep_markdown",
+]
 
-TIMING_KEYS = ("mean", "p95", "fps", "rtf")
+TIMING_KEYS = ("mean", "p50", "p95", "p99", "fps", "rtf")
 """The timing columns of the sweep report (a row's ``timings``: see ``RunProtocol.sweep_row``)."""
-_UNITS = {"mean": "ms", "p95": "ms", "fps": "fps", "rtf": "x"}
+TIMING_NAMES = {"mean": "latency mean", "p50": "p50", "p95": "p95", "p99": "p99", "fps": "FPS", "rtf": "RTF"}
+_F1_KEY = re.compile(r"^f1@(\d+(?:\.\d+)?)ms$")
 
 
-class RunRow(BaseModel):
+class RunRow(RunFacts):
     """One run of the sweep as the store holds it."""
 
-    run_id: str
-    label: str
-    protocol: str
-    setting: str = Field(description="point, grid values, seed, repeat")
     status: Literal["done", "failed", "missing"]
-    fingerprint: str | None = None
+    setting: str = Field(description="point, grid values, seed, repeat")
     attempts: int = 0
     error: str | None = Field(None, description="the last attempt's error of a failed run")
-    quality: dict[str, float | None] = Field(default_factory=dict)
-    timings: dict[str, float | None] = Field(default_factory=dict)
-    speedup: float | None = None
-    speedup_reason: str | None = None
 
 
 class SweepReport(BaseModel):
@@ -71,17 +86,34 @@ class SweepReport(BaseModel):
         """The fingerprints of the finished runs, in order of first appearance."""
         return list(dict.fromkeys(r.fingerprint for r in self.rows if r.fingerprint is not None))
 
+    def configurations(self) -> list[ConfigRow]:
+        """Every configuration (seeds and repeats aggregated), quality figures, in the sweep's order."""
+        return group_quality(self.rows)
+
+    def timings(self, fingerprint: str) -> list[ConfigRow]:
+        """The configurations with timings measured on ``fingerprint``."""
+        return group_timings(self.rows, fingerprint)
+
+
+def _config(spec: RunSpec) -> str:
+    return " ".join(([spec.point] if spec.point else []) + [f"{k}={v}" for k, v in spec.grid.items()])
+
 
 def _setting(spec: RunSpec) -> str:
-    parts = [spec.point] if spec.point else []
-    parts += [f"{k}={v}" for k, v in spec.grid.items()] + [f"seed={spec.seed}", f"repeat={spec.repeat}"]
-    return " ".join(parts)
+    return " ".join(p for p in (_config(spec), f"seed={spec.seed}", f"repeat={spec.repeat}") if p)
 
 
 def _row(spec: RunSpec, results_dir: Path) -> RunRow:
     run_dir = results_dir / spec.run_id
     row = RunRow(
-        run_id=spec.run_id, label=spec.label, protocol=spec.protocol, setting=_setting(spec), status="missing"
+        run_id=spec.run_id,
+        label=spec.label,
+        protocol=spec.protocol,
+        config=_config(spec),
+        seed=spec.seed,
+        repeat=spec.repeat,
+        setting=_setting(spec),
+        status="missing",
     )
     record = None
     if (run_dir / SWEEP_FILE).is_file():
@@ -130,8 +162,63 @@ def build_sweep_report(sweep: SweepFile, results_dir: Path, source: str = "sweep
     return SweepReport(name=sweep.sweep.name, baseline=base_label, rows=list(rows.values()))
 
 
-def _fmt(value: float | None, unit: str = "") -> str:
-    return "null" if value is None else f"{value:.4g}{(' ' + unit) if unit else ''}"
+# --- text of the figures, shared by the markdown and the HTML -------------------------------------------
+
+
+def f1_key(keys: Sequence[str]) -> str | None:
+    """The F1@Δt key with the largest Δt among ``keys`` (the Pareto plot's accuracy), if any."""
+    found = [(float(m.group(1)), k) for k in keys if (m := _F1_KEY.match(k))]
+    return max(found)[1] if found else None
+
+
+def _value(key: str, value: float) -> str:
+    if key in ("mean", "p50", "p95", "p99"):
+        return latency_ms(value)
+    if key == "fps":
+        return rate_fps(value)
+    if key.startswith("f1") or key == "frame_acc":
+        return f"{value:.4f}"
+    if key == "speedup":
+        return f"{human(value)}×"
+    return human(value)
+
+
+def _range(key: str, spread: Spread) -> str:
+    if key in ("mean", "p50", "p95", "p99"):
+        return latency_range_ms(spread.low, spread.high, spread.median)
+    if key == "fps":
+        return f"{human(spread.low)}–{human(spread.high)} fps"
+    return f"{_value(key, spread.low)}–{_value(key, spread.high)}"
+
+
+def spread_text(key: str, spread: Spread | None) -> tuple[str, str]:
+    """A configuration's figure as (the median, how the runs spread): ``("31.6 µs", "range 31.2–42.8
+    µs over 3 runs")``; a figure no run measured is ``("—", the reason)``."""
+    if spread is None:
+        return "—", "not measured by any finished run of this configuration"
+    main = _value(key, spread.median)
+    if spread.n == 1:
+        return main, "1 run"
+    if not spread.varies:
+        return main, f"the {spread.n} runs agree"
+    return main, f"range {_range(key, spread)} over {spread.n} runs"
+
+
+def runs_text(row: ConfigRow) -> str:
+    """How many of the configuration's runs finished (and failed)."""
+    failed = f", {row.failed} failed" if row.failed else ""
+    return f"{row.done} of {row.planned}{failed}"
+
+
+def quality_columns(rows: Sequence[ConfigRow]) -> tuple[list[str], bool]:
+    """The figures every configuration of one protocol has (its table's columns), and whether some have
+    others besides (shown in an "other figures" column)."""
+    keys = [list(r.figures) for r in rows]
+    common = [k for k in keys[0] if all(k in ks for ks in keys)] if keys else []
+    return common, any(set(ks) - set(common) for ks in keys)
+
+
+# --- markdown ---------------------------------------------------------------------------------------------
 
 
 def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -142,42 +229,64 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str
     return lines + ["| " + " | ".join(clean(c) for c in row) + " |" for row in rows]
 
 
-def _quality_rows(report: SweepReport) -> list[list[str]]:
-    return [
-        [
-            r.label,
-            r.protocol,
-            r.setting,
-            r.status,
-            ", ".join(f"{k} {_fmt(v)}" for k, v in r.quality.items()),
-            r.run_id,
+def _md_cell(key: str, spread: Spread | None) -> str:
+    main, detail = spread_text(key, spread)
+    return main if detail == "1 run" else f"{main} ({detail})"
+
+
+def _md_quality(report: SweepReport) -> list[str]:
+    lines: list[str] = []
+    configs = report.configurations()
+    for protocol in dict.fromkeys(r.protocol for r in configs):
+        rows = [r for r in configs if r.protocol == protocol]
+        columns, others = quality_columns(rows)
+        body = []
+        for r in rows:
+            cells = [r.label, r.config or "—", runs_text(r), *(_md_cell(k, r.figures[k]) for k in columns)]
+            if others:
+                extra = [f"{k} {_md_cell(k, v)}" for k, v in r.figures.items() if k not in columns]
+                cells.append(", ".join(extra))
+            body.append(cells)
+        headers = ["label", "setting", "runs done", *columns, *(["other figures"] if others else [])]
+        lines += ["", f"### Quality: {protocol} (hardware-independent)", "", *_md_table(headers, body)]
+    return lines
+
+
+def _md_timings(report: SweepReport) -> list[str]:
+    lines: list[str] = []
+    for fp in report.fingerprints():
+        rows = report.timings(fp)
+        if not rows:
+            continue
+        body = [
+            [r.label, r.config or "—", runs_text(r), *(_md_cell(k, r.figures.get(k)) for k in TIMING_KEYS)]
+            for r in rows
         ]
-        for r in report.rows
-    ]
+        headers = ["label", "setting", "runs", *(TIMING_NAMES[k] for k in TIMING_KEYS)]
+        lines += ["", f"### Timings on environment {fp} (never mixed with other fingerprints)", ""]
+        lines += _md_table(headers, body)
+    return lines
 
 
-def _timing_rows(report: SweepReport, fp: str) -> list[list[str]]:
-    return [
-        [r.label, r.setting, *(_fmt(r.timings.get(k), _UNITS[k]) for k in TIMING_KEYS), r.run_id]
-        for r in report.rows
-        if r.fingerprint == fp and r.timings
-    ]
+def speedup_cell(row: ConfigRow) -> tuple[str, str]:
+    """The configuration's speed-up against the baseline (median, spread) or ("—", why not)."""
+    if row.speedup is None:
+        return "—", row.speedup_reason or "no speed-up measured"
+    return spread_text("speedup", row.speedup)
 
 
-def _speedup_rows(report: SweepReport) -> list[list[str]]:
-    return [
-        [
-            r.label,
-            r.setting,
-            r.fingerprint or "",
-            _fmt(r.speedup, "x") if r.speedup else f"null: {r.speedup_reason}",
-        ]
-        for r in report.rows
-        if r.timings and r.status == "done" and report.baseline is not None
-    ]
+def _md_speedups(report: SweepReport) -> list[str]:
+    body = []
+    for fp in report.fingerprints():
+        for r in report.timings(fp):
+            main, detail = speedup_cell(r)
+            body.append([r.label, r.config or "—", fp, main if detail == "1 run" else f"{main} ({detail})"])
+    title = f"### Speed-up against {report.baseline} on the same fingerprint (comparable across fingerprints)"
+    return ["", title, "", *_md_table(["label", "setting", "fingerprint", "speed-up"], body)]
 
 
-def _failed_rows(report: SweepReport) -> list[list[str]]:
+def failed_rows(report: SweepReport) -> list[list[str]]:
+    """Every failed run: id, label, protocol, attempts, last error."""
     return [
         [r.run_id, r.label, r.protocol, str(r.attempts), r.error or ""]
         for r in report.rows
@@ -185,89 +294,36 @@ def _failed_rows(report: SweepReport) -> list[list[str]]:
     ]
 
 
-def sweep_markdown(report: SweepReport) -> str:
-    """The report as markdown: summary, quality (all runs), timings per fingerprint, speed-ups, failures."""
-    lines = [
-        f"## Sweep {report.name}",
-        "",
+def run_rows(report: SweepReport) -> list[list[str]]:
+    """Every run: label, protocol, setting (with seed and repeat), status, fingerprint, id."""
+    return [[r.label, r.protocol, r.setting, r.status, r.fingerprint or "—", r.run_id] for r in report.rows]
+
+
+RUN_HEADERS = ["label", "protocol", "setting", "status", "environment", "run"]
+
+
+def summary_line(report: SweepReport) -> str:
+    """Runs by status, configurations, seeds and repeats, fingerprints: the report's first sentence."""
+    configs = report.configurations()
+    per = sorted({r.planned for r in configs})
+    per_text = " or ".join(str(n) for n in per)
+    return (
         f"{len(report.rows)} runs: {report.count('done')} done, {report.count('failed')} failed, "
-        f"{report.count('missing')} not run yet; {len(report.fingerprints())} environment fingerprint(s).",
-        "",
-        "### Quality (hardware-independent, every run)",
-        "",
-        *_md_table(["adapter", "protocol", "setting", "status", "figures", "run"], _quality_rows(report)),
-    ]
-    for fp in report.fingerprints():
-        rows = _timing_rows(report, fp)
-        if rows:
-            headers = ["adapter", "setting", "latency mean", "p95", "FPS", "RTF", "run"]
-            lines += ["", f"### Timings on environment {fp} (never mixed with other fingerprints)", ""]
-            lines += _md_table(headers, rows)
+        f"{report.count('missing')} not run yet; {len(configs)} configurations of {per_text} runs each "
+        f"(seeds × repeats), every figure the median of a configuration's finished runs with their range; "
+        f"{len(report.fingerprints())} environment fingerprint(s)."
+    )
+
+
+def sweep_markdown(report: SweepReport) -> str:
+    """The report as markdown: summary, quality per protocol, timings per fingerprint, speed-ups, failures,
+    every run."""
+    lines = [f"## Sweep {report.name}", "", summary_line(report), *_md_quality(report), *_md_timings(report)]
     if report.baseline is not None:
-        lines += ["", f"### Speed-up against {report.baseline} on the same fingerprint (comparable)", ""]
-        lines += _md_table(["adapter", "setting", "fingerprint", "speed-up"], _speedup_rows(report))
-    failed = _failed_rows(report)
+        lines += _md_speedups(report)
+    failed = failed_rows(report)
     if failed:
         lines += ["", "### Failed runs", ""]
-        lines += _md_table(["run", "adapter", "protocol", "attempts", "last error"], failed)
+        lines += _md_table(["run", "label", "protocol", "attempts", "last error"], failed)
+    lines += ["", "### Runs", "", *_md_table(RUN_HEADERS, run_rows(report))]
     return "\n".join(lines) + "\n"
-
-
-def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    return table(headers, [[esc(c) for c in row] for row in rows])
-
-
-def write_sweep_html(report: SweepReport, output: Path, results_dir: Path) -> list[Path]:
-    """``output`` (the sweep page) and, per fingerprint with online runs, ``<stem>-<fingerprint>.html``:
-    the HTML run report (:func:`harness.report.write_report`) of that fingerprint's online runs side by
-    side. Returns every file written."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    sections = [
-        Section(
-            "quality",
-            "Quality (hardware-independent, every run)",
-            _html_table(
-                ["adapter", "protocol", "setting", "status", "figures", "run"], _quality_rows(report)
-            ),
-        )
-    ]
-    for i, fp in enumerate(report.fingerprints()):
-        rows = _timing_rows(report, fp)
-        if not rows:
-            continue
-        online = [r.run_id for r in report.rows if r.fingerprint == fp and r.timings]
-        detail = output.with_name(f"{output.stem}-{fp}.html")
-        written.append(write_report([str(results_dir / run) for run in online], detail, results_dir))
-        body = _html_table(["adapter", "setting", "latency mean", "p95", "FPS", "RTF", "run"], rows)
-        link = f'<a href="{esc(detail.name)}">{esc(detail.name)}</a>'
-        body += f"<p>Every online run of this environment: {link}</p>"
-        sections.append(Section(f"timings{i}", f"Timings on environment {fp}", body))
-    if report.baseline is not None:
-        sections.append(
-            Section(
-                "speedup",
-                f"Speed-up against {report.baseline} (same fingerprint; comparable across fingerprints)",
-                _html_table(["adapter", "setting", "fingerprint", "speed-up"], _speedup_rows(report)),
-            )
-        )
-    failed = _failed_rows(report)
-    if failed:
-        sections.append(
-            Section(
-                "failed",
-                "Failed runs",
-                _html_table(["run", "adapter", "protocol", "attempts", "last error"], failed),
-            )
-        )
-    intro = (
-        f"<p>{len(report.rows)} runs: {num(report.count('done'))} done, "
-        f"{num(report.count('failed'))} failed, {num(report.count('missing'))} not run yet. "
-        "Timings are shown per environment fingerprint and never mixed across them; speed-ups against "
-        "the baseline on the same fingerprint may be compared.</p>"
-    )
-    atomic_write_text(
-        output, page(f"streambench sweep: {report.name}", intro, [Group("sweep", "Sweep", sections)])
-    )
-    output.chmod(0o644)
-    return [output, *written]

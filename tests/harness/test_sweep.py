@@ -22,7 +22,8 @@ from harness.results.headline import LATENCY_KEYS
 from harness.runs.catalog import list_runs, load_headline
 from harness.runs.session import execute_run
 from harness.sweep.executors import SWEEP_FILE, LocalExecutor, SweepRecord, pinned_cores
-from harness.sweep.report import build_sweep_report, sweep_markdown, write_sweep_html
+from harness.sweep.report import build_sweep_report, sweep_markdown
+from harness.sweep.report_html import write_sweep_html
 from harness.sweep.spec import SweepError, SweepFile, expand, load_sweep
 from harness.sweep.state import SweepProgress
 from protocols.robustness import RobustnessConfig
@@ -338,23 +339,24 @@ def test_report_keeps_timings_per_fingerprint_and_compares_only_speed_ups(
     record = _record(copy, faulty.run_id).model_copy(update={"fingerprint": "ffffffffffffffff"})
     (copy / faulty.run_id / SWEEP_FILE).write_text(record.model_dump_json())
     split = build_sweep_report(sweep, copy)
+    here = split.fingerprints()[0]
     rows = {r.run_id: r for r in split.rows}
     assert split.fingerprints()[1] == "ffffffffffffffff" and len(split.fingerprints()) == 2
     assert rows[faulty.run_id].speedup is None and "another environment" in (
         rows[faulty.run_id].speedup_reason or ""
     )
     markdown = sweep_markdown(split)
-    tables = markdown.split("### Timings on environment ")[1:]
+    tables = [t.split("###")[0] for t in markdown.split("### Timings on environment ")[1:]]
     assert len(tables) == 2
-    assert ref.run_id in tables[0] and faulty.run_id not in tables[0]
-    assert faulty.run_id in tables[1] and ref.run_id not in tables[1].split("###")[0]
+    assert "| reference |" in tables[0] and "| faulty |" not in tables[0]
+    assert "| faulty |" in tables[1] and "| reference |" not in tables[1]
     written = write_sweep_html(split, copy / "sweep.html", copy)
-    assert [p.name for p in written] == [
-        "sweep.html",
-        f"sweep-{split.fingerprints()[0]}.html",
-        "sweep-ffffffffffffffff.html",
-    ]
-    assert "ffffffffffffffff" in written[0].read_text()
+    assert [p.name for p in written] == ["sweep.html"]
+    page = written[0].read_text()
+    assert "Timings on environment ffffffffffffffff" in page and f"Timings on environment {here}" in page
+    assert page.count('<svg class="plot"') == 2  # the latency distributions of each environment
+    # a configuration whose runs never finished shows its figures as missing, with the reason
+    assert ref.run_id in page and '<details class="group">' in page  # every run, collapsed
 
 
 # --- the command line -----------------------------------------------------------------------------------
@@ -368,7 +370,7 @@ def test_cli_resumes_a_finished_sweep_and_writes_the_report(local_store: Any, tm
     result = runner.invoke(app, ["sweep", str(path), "--report", "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "8 runs, 8 already in the store, 0 run now, 0 failed" in result.output
-    assert "### Quality (hardware-independent, every run)" in result.output
+    assert "### Quality: online (hardware-independent)" in result.output
     assert (results / "sweep-small.html").is_file()
     dry = runner.invoke(app, ["sweep", str(path), "--dry-run"])
     assert dry.exit_code == 0 and "8 runs, 0 to run" in dry.output
@@ -434,3 +436,59 @@ def test_cli_sweep_runs_each_run_in_its_own_process_so_a_crash_costs_that_run_on
     assert "worker process lost" in err
     runs = {h.adapter for h in list_runs(results)}
     assert runs == {"null", "reference"}
+
+
+def _run_row(label: str, repeat: int, mean_ms: float | None, f1: float, status: str = "done") -> Any:
+    from harness.sweep.report import RunRow
+
+    done = status == "done"
+    return RunRow(
+        run_id=f"{label}-{repeat}",
+        label=label,
+        protocol="online",
+        config="",
+        seed=0,
+        repeat=repeat,
+        setting=f"seed=0 repeat={repeat}",
+        status=status,
+        fingerprint="fp" if done else None,
+        quality={"f1@0ms": f1, "f1@100ms": f1} if done else {},
+        timings={"mean": mean_ms, "fps": None if mean_ms is None else 1e3 / mean_ms} if done else {},
+    )
+
+
+def test_repeats_are_one_configuration_with_median_and_range(tmp_path: Path) -> None:
+    """Issue 17: three repeats of one model are one configuration (median, range over the runs), so the
+    fastest repeat never "dominates" the others; a failed repeat is counted, not averaged in."""
+    from harness.sweep.report import SweepReport
+    from harness.sweep.report_html import pareto_points
+
+    rows = [
+        _run_row("ref", 0, 0.0428, 0.7642),
+        _run_row("ref", 1, 0.0316, 0.7642),
+        _run_row("ref", 2, 0.0324, 0.7642),
+        _run_row("null model", 0, 7.6e-5, 0.0),
+        _run_row("null model", 1, None, 0.0, status="failed"),
+    ]
+    report = SweepReport(name="agg", baseline=None, rows=rows)
+    ref, null = report.configurations()
+    assert (ref.planned, ref.done, ref.failed, ref.repeats) == (3, 3, 0, 3)
+    assert (null.planned, null.done, null.failed) == (2, 1, 1)
+    f1 = ref.figures["f1@0ms"]
+    assert f1 is not None and f1.median == 0.7642 and not f1.varies and f1.n == 3
+    timed_ref, timed_null = report.timings("fp")
+    assert timed_null.done == 1  # the failed repeat has no timings to aggregate
+    mean = timed_ref.figures["mean"]
+    assert mean is not None and (mean.median, mean.low, mean.high) == (0.0324, 0.0316, 0.0428)
+    points, key = pareto_points(report, report.timings("fp"))
+    assert key == "f1@100ms" and [p.label for p in points] == ["ref", "null model"]
+    assert points[0].cost == 0.0324 and points[0].cost_range == (0.0316, 0.0428)
+    markdown = sweep_markdown(report)
+    assert "| ref | — | 3 of 3 | 32.4 µs (range 31.6–42.8 µs over 3 runs) |" in markdown
+    assert "| null model | — | 2 of 2, 1 failed |" not in markdown  # timings count finished runs only
+    assert "| null model | — | 1 of 2, 1 failed | 0.0000 | 0.0000 |" in markdown
+    assert "30,860 fps (range 23,360–31,650 fps over 3 runs)" in markdown
+    assert "13,160,000 fps" in markdown and "e+0" not in markdown  # FPS for humans, no exponent
+    page = write_sweep_html(report, tmp_path / "agg.html", tmp_path)[0].read_text()
+    assert page.count('<svg class="plot"') == 1  # the Pareto plot; no run directory here, no CDF
+    assert "30,860 fps" in page and "range 23,360–31,650 fps over 3 runs" in page

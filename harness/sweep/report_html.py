@@ -1,0 +1,202 @@
+"""The sweep report as one HTML page (:mod:`harness.sweep.report` holds the rules and the text).
+
+Per protocol a quality table of the configurations; per environment fingerprint a timing table, the
+Pareto front of the configurations (median mean latency against median F1, whiskers: the range of the
+runs; seed 004 §6.3.3) and their latency distributions overlaid (each configuration's frames pooled over
+its runs); the speed-ups against the baseline; the failed runs; every run, collapsed. Each figure of a
+configuration shows its median and, below, how its runs spread. Built from the HTML blocks of the run
+report (:mod:`harness.report.html`), so the page is self-contained and never wider than the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from harness.io.atomic import atomic_write_text
+from harness.report.figures_compare import LatencyCurve, ParetoPoint, latency_cdf_figure, pareto_figure
+from harness.report.html import Group, Section, absent, esc, figure_block, page, table
+from harness.report.numbers import latency_ms
+from harness.results.files import ResultFileError
+from harness.runs import registry
+from harness.sweep.aggregate import ConfigRow, Spread
+from harness.sweep.report import (
+    RUN_HEADERS,
+    TIMING_KEYS,
+    TIMING_NAMES,
+    SweepReport,
+    f1_key,
+    failed_rows,
+    quality_columns,
+    run_rows,
+    runs_text,
+    speedup_cell,
+    spread_text,
+    summary_line,
+)
+
+__all__ = ["pareto_points", "write_sweep_html"]
+
+
+def _cell(key: str, spread: Spread | None) -> str:
+    main, detail = spread_text(key, spread)
+    klass = "null" if spread is None else "small"
+    return f'<span class="nw">{esc(main)}</span><br><span class="{klass}">{esc(detail)}</span>'
+
+
+def _quality_sections(report: SweepReport) -> list[Section]:
+    configs = report.configurations()
+    sections: list[Section] = []
+    for protocol in dict.fromkeys(r.protocol for r in configs):
+        rows = [r for r in configs if r.protocol == protocol]
+        columns, others = quality_columns(rows)
+        body = []
+        for r in rows:
+            cells = [esc(r.label), esc(r.config or "—"), f'<span class="nw">{esc(runs_text(r))}</span>']
+            cells += [_cell(k, r.figures[k]) for k in columns]
+            if others:
+                extra = [(k, v) for k, v in r.figures.items() if k not in columns]
+                cells.append("<br>".join(f"{esc(k)}: {_cell(k, v)}" for k, v in extra))
+            body.append(cells)
+        headers = ["label", "setting", "runs done", *columns, *(["other figures"] if others else [])]
+        title = f"Quality: {protocol} (hardware-independent, every configuration)"
+        sections.append(Section(f"quality-{len(sections)}", title, table(headers, body)))
+    return sections
+
+
+def pareto_points(report: SweepReport, rows: Sequence[ConfigRow]) -> tuple[list[ParetoPoint], str | None]:
+    """One point per configuration with a mean latency and an F1 (its runs' medians, their ranges as
+    whiskers), and the F1 key drawn (the largest Δt the configurations have)."""
+    quality = {(r.label, r.protocol, r.config): r for r in report.configurations()}
+    points, key = [], None
+    for row in rows:
+        q = quality.get((row.label, row.protocol, row.config))
+        mean = row.figures.get("mean")
+        key = f1_key(list(q.figures)) if q is not None else None
+        f1 = q.figures.get(key) if q is not None and key is not None else None
+        if mean is None or f1 is None or mean.median <= 0:
+            continue
+        points.append(ParetoPoint(row.name, mean.median, f1.median, (mean.low, mean.high), (f1.low, f1.high)))
+    return points, key
+
+
+def _pareto(report: SweepReport, rows: Sequence[ConfigRow]) -> str:
+    """Median mean latency against median F1 of each configuration with both, whiskers the ranges."""
+    points, key = pareto_points(report, rows)
+    if len(points) < 2 or key is None:
+        return absent(
+            f"needs two configurations with a mean latency and an F1 here ({len(points)} have both)"
+        )
+    caption = (
+        f"Each configuration at the median mean latency per frame of its runs (right = slower, logarithmic "
+        f"axis) and their median {esc(key)} (up = more accurate); whiskers: the range of the runs. A "
+        "configuration's repeats are one point, so no model is set against its own repeat. Red: the "
+        "Pareto front, the configurations no other beats on both; grey: dominated."
+    )
+    svg = pareto_figure(points, "mean latency per frame (log scale)", key, latency_ms)
+    return figure_block(svg, caption)
+
+
+def _pooled_latency(row: ConfigRow, results_dir: Path) -> np.ndarray | None:
+    protocol = registry.get(row.protocol)
+    pooled = []
+    for run_id in row.run_ids:
+        try:
+            found = protocol.frame_latencies_ns(results_dir / run_id)
+        except (ResultFileError, OSError):
+            found = None
+        if found is not None:
+            pooled.append(np.asarray(found, dtype=np.float64) / 1e6)
+    return np.concatenate(pooled) if pooled else None
+
+
+def _latency(rows: Sequence[ConfigRow], results_dir: Path) -> str:
+    curves, left_out = [], []
+    for row in rows:
+        latency = _pooled_latency(row, results_dir)
+        if latency is None or not (latency > 0).any():
+            left_out.append(row.name)
+            continue
+        p50, p99 = np.percentile(latency, [50, 99])
+        label = f"{row.name} ({row.done} run{'s' if row.done > 1 else ''})"
+        curves.append(LatencyCurve(label, latency, float(p50), float(p99)))
+    if not curves:
+        return absent("no run of this environment recorded per-frame latencies")
+    caption = (
+        "Per-frame latency of <code>predict()</code> of each configuration, its runs' test-stream frames "
+        "pooled, on a logarithmic time axis. Left: the share of frames finished within a given time "
+        "(further left is faster); right: the share slower than it, on a log scale, where the slow tail "
+        "shows. Markers: the pooled p50 and p99."
+        + (f" No recorded latencies: {esc(', '.join(left_out))}." if left_out else "")
+    )
+    return figure_block(latency_cdf_figure(curves), caption)
+
+
+def _timing_sections(report: SweepReport, results_dir: Path) -> list[Section]:
+    sections: list[Section] = []
+    for i, fp in enumerate(report.fingerprints()):
+        rows = report.timings(fp)
+        if not rows:
+            continue
+        body = [
+            [
+                esc(r.label),
+                esc(r.config or "—"),
+                f'<span class="nw">{esc(runs_text(r))}</span>',
+                *(_cell(k, r.figures.get(k)) for k in TIMING_KEYS),
+            ]
+            for r in rows
+        ]
+        headers = ["label", "setting", "runs", *(TIMING_NAMES[k] for k in TIMING_KEYS)]
+        sections += [
+            Section(f"timings{i}", f"Timings on environment {fp}", table(headers, body)),
+            Section(f"pareto{i}", f"Accuracy against latency on {fp}", _pareto(report, rows)),
+            Section(f"latency{i}", f"Latency distributions on {fp}", _latency(rows, results_dir)),
+        ]
+    return sections
+
+
+def _speedup_section(report: SweepReport) -> Section:
+    body = []
+    for fp in report.fingerprints():
+        for r in report.timings(fp):
+            main, detail = speedup_cell(r)
+            klass = "null" if main == "—" else "small"
+            cell = f'<span class="nw">{esc(main)}</span><br><span class="{klass}">{esc(detail)}</span>'
+            body.append([esc(r.label), esc(r.config or "—"), f"<code>{esc(fp)}</code>", cell])
+    title = f"Speed-up against {report.baseline} (same fingerprint; comparable across fingerprints)"
+    return Section("speedup", title, table(["label", "setting", "environment", "speed-up"], body))
+
+
+def write_sweep_html(report: SweepReport, output: Path, results_dir: Path) -> list[Path]:
+    """Write the sweep's page to ``output``; returns the files written (this one)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    sections = [*_quality_sections(report), *_timing_sections(report, results_dir)]
+    if report.baseline is not None:
+        sections.append(_speedup_section(report))
+    failed = failed_rows(report)
+    if failed:
+        rows = [[esc(c) for c in row] for row in failed]
+        sections.append(
+            Section(
+                "failed", "Failed runs", table(["run", "label", "protocol", "attempts", "last error"], rows)
+            )
+        )
+    every = table(RUN_HEADERS, [[esc(c) for c in row] for row in run_rows(report)])
+    hint = (
+        "<p class='small'>A run's own report: <code>streambench report RUN</code>; several side by side: "
+        "<code>streambench report RUN_A RUN_B</code>.</p>"
+    )
+    runs = Group(
+        "runs", f"Every run ({len(report.rows)})", [Section("runs-list", "Runs", hint + every)], True
+    )
+    intro = (
+        f"<p>{esc(summary_line(report))} Timings are shown per environment fingerprint and never mixed "
+        "across them; speed-ups against the baseline on the same fingerprint may be compared.</p>"
+    )
+    groups = [Group("sweep", f"Sweep {report.name}", sections), runs]
+    atomic_write_text(output, page(f"streambench sweep: {report.name}", intro, groups))
+    output.chmod(0o644)
+    return [output]
