@@ -19,9 +19,12 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 
 from harness.io.safe_text import plain, safe
+from harness.report.numbers import duration_s
+from harness.sweep.estimate import SweepEstimate, estimate_runs
 from harness.sweep.executors import Executor, LocalExecutor, SweepRecord
 from harness.sweep.ray_executor import RayExecutor
 from harness.sweep.spec import (
+    RunSpec,
     SweepError,
     SweepFile,
     expand,
@@ -95,6 +98,45 @@ def _startup(executor: Executor) -> str:
     return f"; {startup:.1f} s of it starting Ray" if startup is not None else ""
 
 
+def _estimate_line(estimate: SweepEstimate, todo: int) -> str:
+    """The time the runs to run will take, from the store's measurements (never a guess)."""
+    unknown = len(estimate.unknown())
+    reasons = "; ".join(estimate.reasons())
+    if unknown == todo:
+        return f"no time estimate: {reasons}"
+    startup = (
+        f"{duration_s(estimate.startup_s)} of start-up per run, as this executor took before"
+        if estimate.startup_s is not None
+        else "start-up per run not included: no stored run of this executor"
+    )
+    total = duration_s(estimate.known_s)
+    known = f"about {total} one run after another ({startup}; from {estimate.basis} stored runs)"
+    if not unknown:
+        return f"estimated time: {known}"
+    some = f"{todo - unknown} of the {todo} runs"
+    return f"estimated time of {some}: {known}; no estimate for {unknown}: {reasons}"
+
+
+def _dry_run(out: Console, specs: list[RunSpec], results_dir: Path, executor: str) -> None:
+    """List the runs (in the store or to run, each with its time estimate) and the total estimate."""
+    todo, done = split_done(specs, results_dir) if results_dir.is_dir() else (specs, [])
+    estimate = estimate_runs(todo, results_dir, executor)
+    for spec in specs:
+        mark = "in store" if spec in done else "to run"
+        guess = estimate.runs.get(spec.run_id)
+        eta = (
+            ""
+            if guess is None
+            else (f"≈ {duration_s(guess.seconds)}" if guess.seconds is not None else "no estimate")
+        )
+        out.print(
+            f"{spec.run_id}  {mark:<8}  {eta:<12}  {safe(spec.describe())}", highlight=False, soft_wrap=True
+        )
+    out.print(f"{len(specs)} runs, {len(todo)} to run", highlight=False)
+    if todo:
+        out.print(safe(_estimate_line(estimate, len(todo))), highlight=False, soft_wrap=True)
+
+
 def sweep(
     file: Annotated[Path, typer.Argument(help="the sweep file (.toml, or .json)")],
     executor: Annotated[str, typer.Option(help="local (one run at a time) | ray")] = "local",
@@ -118,7 +160,11 @@ def sweep(
         bool, typer.Option(help="print the sweep report and write <store>/sweep-<name>.html")
     ] = False,
     dry_run: Annotated[
-        bool, typer.Option(help="list the runs (and which are in the store); run none")
+        bool,
+        typer.Option(
+            help="list the runs (which are in the store) and the time the rest will take, estimated from "
+            "the store's earlier runs of the same adapter; run none"
+        ),
     ] = False,
     progress: Annotated[bool, typer.Option(help="print progress lines")] = True,
 ) -> None:
@@ -142,11 +188,7 @@ def sweep(
     except SweepError as exc:
         raise fail(str(exc)) from None
     if dry_run:
-        todo, done = split_done(specs, results_dir) if results_dir.is_dir() else (specs, [])
-        for spec in specs:
-            mark = "in store" if spec in done else "to run"
-            out.print(f"{spec.run_id}  {mark:<8}  {safe(spec.describe())}", highlight=False)
-        out.print(f"{len(specs)} runs, {len(todo)} to run", highlight=False)
+        _dry_run(out, specs, results_dir, chosen.name)
         return
 
     def listener(snapshot: ProgressSnapshot, message: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["human", "latency_ms", "latency_range_ms", "rate_fps", "signed", "unit_of_ms"]
+__all__ = ["duration_s", "human", "latency_ms", "latency_range_ms", "rate_fps", "signed", "unit_of_ms"]
 
 _MINUS = "\u2212"
 _TIME_UNITS = (("s", 1e3), ("ms", 1.0), ("µs", 1e-3), ("ns", 1e-6))
@@ -73,3 +73,15 @@ def latency_range_ms(low_ms: float, high_ms: float, unit_of: float, digits: int 
 def rate_fps(value: float) -> str:
     """Frames per second for humans: ``18,170 fps``."""
     return f"{human(value, 4)} fps"
+
+
+def duration_s(seconds: float) -> str:
+    """A wall-clock duration: ``0.4 s``, ``12 s``, ``3 min 20 s``, ``2 h 05 min`` (rounded to the unit
+    shown last)."""
+    if seconds < 59.5:
+        return f"{human(seconds, 2)} s"
+    if seconds < 3570:
+        minutes, rest = divmod(round(seconds), 60)
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{hours} h {minutes:02d} min"
