@@ -88,7 +88,7 @@ def _run_summary(index: int, bundle: RunBundle) -> str:
         )
     else:
         text += f": {', '.join(bundle.results) or 'no readable result'}"
-    return f'{esc(text)} <span class="small">(the run\'s own report: click to open)</span>'
+    return f'{esc(text)} <span class="small">(the run\'s own report)</span>'
 
 
 def _title(bundles: Sequence[RunBundle]) -> str:
