@@ -46,27 +46,28 @@ def signed(value: float, digits: int = 3) -> str:
     return ("+" if value > 0 else _MINUS) + text
 
 
-def unit_of_ms(value_ms: float) -> tuple[str, float]:
-    """The time unit that puts ``value_ms`` in [1, 1000) (ms for 0 or a non-finite value), with its
-    size in milliseconds."""
+def unit_of_ms(value_ms: float, digits: int = 3) -> tuple[str, float]:
+    """The time unit that puts ``value_ms``, rounded to ``digits`` significant digits, in [1, 1000) (ms
+    for 0 or a non-finite value), with its size in milliseconds: 0.99996 ms is ``1 ms``, not ``1,000
+    µs``."""
     magnitude = abs(value_ms)
     if magnitude == 0 or not math.isfinite(magnitude):
         return "ms", 1.0
     for unit, size in _TIME_UNITS:
-        if magnitude >= size:
+        if magnitude >= size * (1 - 0.5 * 10.0**-digits):
             return unit, size
     return _TIME_UNITS[-1]
 
 
 def latency_ms(value_ms: float, digits: int = 3) -> str:
     """A latency given in ms, in the unit that suits it: ``46.6 µs``, ``4.25 ms``, ``75.9 ns``."""
-    unit, size = unit_of_ms(value_ms)
+    unit, size = unit_of_ms(value_ms, digits)
     return f"{human(value_ms / size, digits)} {unit}"
 
 
 def latency_range_ms(low_ms: float, high_ms: float, unit_of: float, digits: int = 3) -> str:
     """Two latencies in the unit chosen for ``unit_of`` (so a range reads in one unit): ``31.2–42.8 µs``."""
-    unit, size = unit_of_ms(unit_of)
+    unit, size = unit_of_ms(unit_of, digits)
     return f"{human(low_ms / size, digits)}–{human(high_ms / size, digits)} {unit}"
 
 
