@@ -41,7 +41,7 @@ __all__ = ["app", "main"]
 app = typer.Typer(
     help="streambench: measure causal (streaming) models frame by frame, at batch 1.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
 )
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from harness.cli import completion
 from harness.cli.common import err, fail, out
 from harness.io.safe_text import safe
 from harness.results.compare import (
@@ -26,7 +27,13 @@ from harness.results.compare import (
 )
 from harness.results.files import ResultFileError
 from harness.results.headline import LATENCY_KEYS, RunHeadline
-from harness.results.markdown import compare_markdown, format_interval, format_value, run_markdown
+from harness.results.markdown import (
+    compare_markdown,
+    format_change,
+    format_interval,
+    format_value,
+    run_markdown,
+)
 from harness.results.store import StoreError, database_path
 from harness.runs import registry
 from harness.runs.catalog import figure_keys, get_run, load_headline, reindex, resolve_run, scan_runs
@@ -37,7 +44,12 @@ __all__ = ["brief", "register"]
 ResultsDir = Annotated[Path, typer.Option("--results-dir", help="the directory holding the run directories")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]
 MarkdownFlag = Annotated[bool, typer.Option("--markdown", help="print Markdown (e.g. for a CI job summary)")]
-RunRef = Annotated[str, typer.Argument(help="a run directory, a run id, or a unique prefix of one")]
+RunRef = Annotated[
+    str,
+    typer.Argument(
+        help="a run directory, a run id, or a unique prefix of one", autocompletion=completion.run_ids
+    ),
+]
 
 
 def brief(head: RunHeadline) -> str:
@@ -54,10 +66,10 @@ def brief(head: RunHeadline) -> str:
         clean = head.figure("f1[clean]")
         measured = [f for f in points if f.value is not None and f.key != "f1[clean]"]
         if clean is not None:
-            parts.append(f"F1 clean {format_value(clean.value, '')}")
+            parts.append(f"F1 clean {format_value(clean.value, clean.unit)}")
         if measured:
             worst = min(measured, key=lambda f: f.value or 0.0)
-            parts.append(f"worst {format_value(worst.value, '')} at {worst.key[3:-1]}")
+            parts.append(f"worst {format_value(worst.value, worst.unit)} at {worst.key[3:-1]}")
         failed_points = len([f for f in points if f.value is None])
         if failed_points:
             parts.append(f"{failed_points} point(s) failed")
@@ -159,12 +171,16 @@ def show(
         _print_run(head)
 
 
-def reindex_command(results_dir: ResultsDir = Path("results")) -> None:
+def reindex_command(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -> None:
     """Rebuild the run index from the run directories."""
     try:
         report = reindex(results_dir)
     except StoreError as exc:
         raise fail(str(exc)) from None
+    if as_json:
+        index = str(database_path(results_dir))
+        out.print_json(json.dumps({"index": index, "indexed": report.indexed, "skipped": report.skipped}))
+        return
     out.print(
         f"indexed {len(report.indexed)} run(s) into {safe(str(database_path(results_dir)))}",
         highlight=False,
@@ -206,11 +222,7 @@ def _print_comparison(comparison: Comparison) -> None:
             if fig.low is not None and fig.high is not None:
                 cell += f" [{format_value(fig.low, fig.unit)}, {format_value(fig.high, fig.unit)}]"
             sides.append(safe(cell))
-        delta = "–"
-        if change.change is not None:
-            delta = f"{change.change:+.4g}" + (
-                f" ({change.relative * 100:+.1f} %)" if change.relative is not None else ""
-            )
+        delta = format_change(change)
         verdict = safe(change.verdict)
         table.add_row(
             safe(change.label) + (f" ({change.unit})" if change.unit in ("ms", "J") else ""),
@@ -239,8 +251,18 @@ def _print_comparison(comparison: Comparison) -> None:
 
 
 def compare(
-    base: Annotated[str, typer.Argument(help="the base run (directory, id or unique prefix)")],
-    head: Annotated[str, typer.Argument(help="the head run (directory, id or unique prefix)")],
+    base: Annotated[
+        str,
+        typer.Argument(
+            help="the base run (directory, id or unique prefix)", autocompletion=completion.run_ids
+        ),
+    ],
+    head: Annotated[
+        str,
+        typer.Argument(
+            help="the head run (directory, id or unique prefix)", autocompletion=completion.run_ids
+        ),
+    ],
     results_dir: ResultsDir = Path("results"),
     fail_on: Annotated[
         str | None,

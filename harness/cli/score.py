@@ -38,14 +38,21 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print machine-readable
 
 
 @score_app.command("online")
-def score_online(run_dir: Annotated[Path, typer.Argument(help="a run directory under results/")]) -> None:
-    """Re-score a saved online run from its recorded arrays and print the summary."""
+def score_online(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory under results/")],
+    as_json: JsonOption = False,
+) -> None:
+    """Re-score a saved online run from its recorded arrays and print the summary (``--json``: the
+    re-scored metrics, in result.json's ``metrics`` shape)."""
     try:
         result = load_result(run_dir)
         recordings = load_recordings(run_dir if run_dir.is_dir() else run_dir.parent)
     except ResultFileError as exc:
         raise fail(str(exc)) from None
     rescored = online.score(recordings, result.protocol_config, result.adapter_info.classes)
+    if as_json:
+        out.print_json(rescored.model_dump_json())
+        return
     print_summary(out, result.model_copy(update={"metrics": rescored}))
 
 

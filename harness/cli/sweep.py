@@ -9,6 +9,7 @@ progress line (done / running / failed / remaining, time left) and the sweep rep
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -121,6 +122,13 @@ def sweep(
         bool, typer.Option(help="list the runs (and which are in the store); run none")
     ] = False,
     progress: Annotated[bool, typer.Option(help="print progress lines")] = True,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="print what was run (with --dry-run: planned) as JSON on stdout; progress stays on stderr",
+        ),
+    ] = False,
 ) -> None:
     """Run a sweep (adapters × protocols × points × grid × seeds × repeats); finished runs are skipped."""
     from harness.sweep.report import build_sweep_report, sweep_markdown, write_sweep_html
@@ -142,6 +150,13 @@ def sweep(
         raise fail(str(exc)) from None
     if dry_run:
         todo, done = split_done(specs, results_dir) if results_dir.is_dir() else (specs, [])
+        if as_json:
+            planned = [
+                {"run_id": s.run_id, "status": "in store" if s in done else "to run", "run": s.describe()}
+                for s in specs
+            ]
+            out.print_json(json.dumps({"runs": planned, "total": len(specs), "to_run": len(todo)}))
+            return
         for spec in specs:
             mark = "in store" if spec in done else "to run"
             out.print(f"{spec.run_id}  {mark:<8}  {safe(spec.describe())}", highlight=False)
@@ -156,6 +171,17 @@ def sweep(
         outcome = run_sweep(loaded, chosen, results_dir, listener, str(file))
     except (RuntimeError, ValueError, OSError) as exc:
         raise fail(str(exc)) from None
+    if as_json:
+        written: list[Path] = []
+        if report:
+            built = build_sweep_report(loaded, results_dir, str(file))
+            written = write_sweep_html(built, results_dir / f"sweep-{loaded.sweep.name}.html", results_dir)
+        reports = [str(p) for p in written]
+        doc = {"sweep": loaded.sweep.name, **outcome.model_dump(mode="json"), "reports": reports}
+        out.print_json(json.dumps(doc))
+        if outcome.failed:
+            raise typer.Exit(code=1)
+        return
     out.print(
         f"sweep {safe(loaded.sweep.name)}: {outcome.total} runs, "
         f"{len(outcome.skipped)} already in the store, "

@@ -37,7 +37,9 @@ class Figure(BaseModel):
 
     key: str = Field(description="stable name used by --fail-on: f1@100ms, p95, check[occlusion], ...")
     label: str
-    unit: Literal["", "ms", "fps", "x", "J", "check"]
+    unit: Literal["", "%", "ms", "fps", "x", "J", "check"] = Field(
+        description="\"%\": a share in [0, 1] (F1, accuracy, EER), stored as a fraction, shown as percent"
+    )
     better: Literal["higher", "lower"]
     value: float | None
     reason: str | None = Field(None, description="why value is null")
