@@ -3,7 +3,8 @@
 Typer's own completion (``streambench --install-completion``, ``--show-completion``) completes commands
 and option names; these callbacks complete the values users otherwise look up: the adapter registry's
 names, the protocols, the data set kinds and the run directories under ``--results-dir`` (default
-``results``). Each reads a static table or one directory listing, so a completion costs no model import.
+``results``). Each reads a static table (imported when asked) or one directory listing, so a
+completion costs no model import.
 """
 
 from __future__ import annotations
@@ -11,9 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-
-from adapters.registry import REGISTRY
-from harness.runs import registry
 
 __all__ = ["adapters", "datasets", "protocols", "run_ids"]
 
@@ -27,11 +25,15 @@ def _starting(names: list[str] | tuple[str, ...], incomplete: str) -> list[str]:
 
 def adapters(incomplete: str) -> list[str]:
     """The registry's adapter names (any importable ``module:Class`` works too, and is not listed)."""
+    from adapters.registry import REGISTRY
+
     return _starting(list(REGISTRY), incomplete)
 
 
 def protocols(incomplete: str) -> list[str]:
     """The registered protocols."""
+    from harness.runs import registry
+
     return _starting(registry.names(), incomplete)
 
 
