@@ -9,34 +9,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
 import typer
-from rich.table import Table
 
 from harness.cli import completion
 from harness.cli.common import err, fail, out
 from harness.io.safe_text import safe
-from harness.results.compare import (
-    Comparison,
-    FailOnSpec,
-    FailOnSpecError,
-    FingerprintMismatchError,
-    compare_runs,
-)
-from harness.results.files import ResultFileError
-from harness.results.headline import LATENCY_KEYS, RunHeadline
-from harness.results.markdown import (
-    compare_markdown,
-    format_change,
-    format_interval,
-    format_value,
-    run_markdown,
-)
-from harness.results.store import StoreError, database_path
-from harness.runs import registry
-from harness.runs.catalog import figure_keys, get_run, load_headline, reindex, resolve_run, scan_runs
+
+if TYPE_CHECKING:  # the store, results and report modules are imported by the command that runs
+    import numpy as np
+
+    from harness.results.compare import Comparison
+    from harness.results.headline import RunHeadline
 
 __all__ = ["brief", "register"]
 
@@ -54,6 +39,8 @@ RunRef = Annotated[
 
 def brief(head: RunHeadline) -> str:
     """A few figures of a run for one line of the listing (every one of them measured, or named null)."""
+    from harness.results.markdown import format_value
+
     parts = []
     f1 = head.figure("f1@100ms") or next((f for f in head.figures if f.key.startswith("f1@")), None)
     for figure in (f1, head.figure("p95"), head.figure("fps"), head.figure("rtf")):
@@ -85,6 +72,11 @@ def brief(head: RunHeadline) -> str:
 
 def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -> None:
     """List the indexed runs, newest first (runs not yet indexed are indexed on the way)."""
+    from rich.table import Table
+
+    from harness.results.store import StoreError
+    from harness.runs.catalog import scan_runs
+
     try:
         heads, unreadable = scan_runs(results_dir)
     except StoreError as exc:
@@ -118,6 +110,10 @@ def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -
 
 
 def _print_run(head: RunHeadline) -> None:
+    from rich.table import Table
+
+    from harness.results.markdown import format_interval, format_value
+
     fingerprint = head.fingerprint or f"null ({head.fingerprint_reason})"
     out.print(
         f"[bold]{safe(head.run)}[/]  adapter {safe(head.adapter)} · {'+'.join(head.protocols)} · "
@@ -159,6 +155,11 @@ def show(
     markdown: MarkdownFlag = False,
 ) -> None:
     """Print one run's headline figures with their bootstrap intervals."""
+    from harness.results.files import ResultFileError
+    from harness.results.markdown import run_markdown
+    from harness.results.store import StoreError
+    from harness.runs.catalog import get_run
+
     try:
         head = get_run(run, results_dir)
     except (StoreError, ResultFileError) as exc:
@@ -173,6 +174,9 @@ def show(
 
 def reindex_command(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -> None:
     """Rebuild the run index from the run directories."""
+    from harness.results.store import StoreError, database_path
+    from harness.runs.catalog import reindex
+
     try:
         report = reindex(results_dir)
     except StoreError as exc:
@@ -191,6 +195,8 @@ def reindex_command(results_dir: ResultsDir = Path("results"), as_json: JsonFlag
 
 def _latencies(run_dir: Path, head: RunHeadline) -> np.ndarray | None:
     """Per-frame latencies (ns) of the run, from the first of its protocols that records them."""
+    from harness.runs import registry
+
     for name in head.protocols:
         latencies = registry.get(name).frame_latencies_ns(run_dir)
         if latencies is not None:
@@ -199,6 +205,10 @@ def _latencies(run_dir: Path, head: RunHeadline) -> np.ndarray | None:
 
 
 def _print_comparison(comparison: Comparison) -> None:
+    from rich.table import Table
+
+    from harness.results.markdown import format_change, format_value
+
     base, head = comparison.base, comparison.head
     out.print(f"[bold]{safe(base.run)}[/] → [bold]{safe(head.run)}[/]", highlight=False)
     if comparison.fingerprint_note:
@@ -267,7 +277,7 @@ def compare(
     fail_on: Annotated[
         str | None,
         typer.Option(
-            "--fail-on", help='regression rules, e.g. "p95:+10%,f1@100ms:-0.01"; exit 1 when one is hit'
+            "--fail-on", help='regression rules, e.g. "p95:+10%,f1@100ms:-1pp"; exit 1 when one is hit'
         ),
     ] = None,
     force: Annotated[
@@ -283,6 +293,13 @@ def compare(
     markdown: MarkdownFlag = False,
 ) -> None:
     """The change in each headline figure between two runs; with --fail-on, a regression gate."""
+    from harness.results.compare import FailOnSpec, FailOnSpecError, FingerprintMismatchError, compare_runs
+    from harness.results.files import ResultFileError
+    from harness.results.headline import LATENCY_KEYS
+    from harness.results.markdown import compare_markdown
+    from harness.results.store import StoreError
+    from harness.runs.catalog import figure_keys, load_headline, resolve_run
+
     try:
         spec = FailOnSpec.parse(fail_on, figure_keys())
         base_dir, head_dir = resolve_run(base, results_dir), resolve_run(head, results_dir)

@@ -8,10 +8,8 @@ from typing import Annotated
 
 import typer
 
-from adapters.registry import REGISTRY
 from harness.cli.common import fail, out
 from harness.io.safe_text import safe
-from harness.results.files import RunResult
 
 __all__ = ["register"]
 
@@ -46,6 +44,8 @@ def adapters(
             table.add_row(*(safe(cell) for cell in row))
         out.print(table)
         return
+    from adapters.registry import REGISTRY
+
     if as_json:
         out.print_json(json.dumps(dict(sorted(REGISTRY.items()))))
         return
@@ -94,6 +94,8 @@ def env(
 
 def schema() -> None:
     """Print the JSON Schema of result.json."""
+    from harness.results.files import RunResult
+
     out.print_json(json.dumps(RunResult.model_json_schema()))
 
 
