@@ -57,7 +57,7 @@ def score_online(
 
 @score_app.command("detection")
 def score_detection(
-    file: Annotated[Path, typer.Argument(help="score file, one '- - real|fake SCORE' a line (seed 002)")],
+    file: Annotated[Path, typer.Argument(help="score file: '- - real|fake SCORE' a line (docs/metrics.md)")],
     threshold: Annotated[float | None, typer.Option(help="operating threshold (default: the EER's)")] = None,
     plot: Annotated[Path | None, typer.Option(help="draw DET and ROC curves to this .png/.svg")] = None,
     as_json: JsonOption = False,
@@ -93,7 +93,7 @@ def score_calibration(
     plot: Annotated[Path | None, typer.Option(help="draw the reliability diagram to this .png/.svg")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """ECE, MCE and the reliability bins of a calibration file (seed 003)."""
+    """ECE, MCE and the reliability bins of a calibration file (docs/metrics.md)."""
     from rich.table import Table
 
     from harness.io.calibration_file import read_calibration_file
@@ -148,7 +148,7 @@ def score_ranking(
     gain: Annotated[str, typer.Option(help="NDCG gain: linear | exponential")] = "linear",
     as_json: JsonOption = False,
 ) -> None:
-    """Hit, Precision, Recall, F1, MRR, MAP and NDCG at each k (seed 003; trec_eval conventions)."""
+    """Hit, Precision, Recall, F1, MRR, MAP and NDCG at each k (trec_eval conventions; docs/metrics.md)."""
     from rich.table import Table
 
     from harness.io.lines import LineFileError

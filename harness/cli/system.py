@@ -71,7 +71,7 @@ def selftest(
 def env(
     as_json: Annotated[bool, typer.Option("--json", help="print the manifest as JSON")] = False,
 ) -> None:
-    """The environment lock manifest (seed 004 §6.2.2) and its timing fingerprint."""
+    """The environment lock manifest (docs/protocols.md) and its timing fingerprint."""
     from rich.table import Table
 
     from harness.instruments.manifest import collect_manifest, fingerprint
