@@ -99,9 +99,19 @@ def _print_one(about: DataSetDescription) -> None:
     out.print(options)
 
 
+def _complete_kind(incomplete: str) -> list[str]:
+    """Shell completion of ``KIND``: the catalog's kinds."""
+    from harness.datasets.catalog import KINDS
+
+    return [kind for kind in KINDS if kind.startswith(incomplete)]
+
+
 def data(
     kind: Annotated[
-        str | None, typer.Argument(help="a data set kind: describe it in full, with its options")
+        str | None,
+        typer.Argument(
+            help="a data set kind: describe it in full, with its options", autocompletion=_complete_kind
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="print the kinds, or the one kind, as JSON")

@@ -166,3 +166,10 @@ def test_describing_every_kind_imports_neither_torch_nor_scipy_nor_the_file_read
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_kind_completes_from_the_catalog() -> None:
+    from harness.cli.data import _complete_kind
+
+    assert _complete_kind("synth") == ["synthetic", "synthetic_spoof"]
+    assert _complete_kind("") == list(catalog.KINDS)
