@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import Field
 
 from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
-from adapters.torch_module import frame_vector
+from adapters.torch_module import frame_vector, resolve_modalities
 
 __all__ = ["ORT_DTYPES", "OnnxAdapter", "OnnxLoadError", "OnnxOptions"]
 
@@ -75,7 +75,11 @@ class OnnxOptions(AdapterOptions):
     output: Literal["logits_softmax", "logits_sigmoid", "probabilities"] = Field(
         "logits_softmax", description="what output_name holds, and how it is scored"
     )
-    modalities: tuple[str, ...] = Field(("audio",), min_length=1, description="inputs, concatenated in order")
+    modalities: tuple[str, ...] | None = Field(
+        None,
+        min_length=1,
+        description="inputs, concatenated in order (default: every modality of the data, in its order)",
+    )
     classes: tuple[str, ...] | None = Field(None, min_length=1, description="class names (data-bound)")
     input_dims: dict[str, int] | None = Field(None, description="payload size per modality (data-bound)")
     device: str = Field("cpu", description="'cpu' or 'cuda[:N]' (the CUDA execution provider)")
@@ -137,8 +141,12 @@ class OnnxAdapter(StreamingAdapter):
             raise OnnxLoadError(f"ONNX Runtime cannot open {str(path)!r}: {exc}") from exc
         if options.classes is None:
             raise OnnxLoadError("classes are unknown: give classes (or run on a data set that names them)")
+        try:
+            self._modalities = resolve_modalities(options.modalities, options.input_dims)
+        except ValueError as exc:
+            raise OnnxLoadError(f"{options.name or path.name}: {exc}") from None
         self._info = AdapterInfo(
-            name=options.name or path.name, classes=options.classes, modalities=options.modalities,
+            name=options.name or path.name, classes=options.classes, modalities=self._modalities,
             device=options.device,
         )  # fmt: skip
         inputs = {i.name: (tuple(i.shape), i.type) for i in self.session.get_inputs()}
@@ -152,6 +160,7 @@ class OnnxAdapter(StreamingAdapter):
         self._state_outputs = list(options.state.values())
         self._fetch = [self.output_name, *self._state_outputs]
         self.reset_state()
+        self._check_frame_size()
         if all(d >= 0 for d in self._input_shape):
             self._dry_run()
 
@@ -287,13 +296,34 @@ class OnnxAdapter(StreamingAdapter):
                 "give input_shape"
             )
         if -1 in shape and self.opts.input_dims is not None:
-            size = sum(self.opts.input_dims.get(m, 0) for m in self.opts.modalities)
+            size = sum(self.opts.input_dims.get(m, 0) for m in self._modalities)
             known = math.prod(d for d in shape if d != -1)
             shape[shape.index(-1)] = size // known if size % known == 0 else -1
         return tuple(shape)
 
+    def _data_frame_size(self) -> int | None:
+        """Values in one frame of the data (the payloads of the fed modalities), when the data is known."""
+        dims = self.opts.input_dims
+        return None if dims is None else sum(dims[m] for m in self._modalities)
+
+    def _check_frame_size(self) -> None:
+        """A fixed frame input must hold exactly one frame of the data: checked at load, naming both sizes
+        and the fix, not at the first warm-up frame (issue 17)."""
+        size = self._data_frame_size()
+        if size is None or any(d < 0 for d in self._input_shape):
+            return
+        expected = math.prod(self._input_shape)
+        if size != expected:
+            sizes = ", ".join(f"{m} {n}" for m, n in (self.opts.input_dims or {}).items())
+            raise OnnxLoadError(
+                f"{self._info.name}: frame input {self.input_name!r} takes {_fmt(list(self._input_shape))} "
+                f"= {expected} values, but a frame of modalities {','.join(self._modalities)} has {size} "
+                f"(the data's payloads: {sizes}); --option modalities=a,b picks and orders them"
+            )
+
     def _dry_run(self) -> None:
-        vector = np.zeros(math.prod(self._input_shape), dtype=np.float32)
+        size = self._data_frame_size()  # the data's real frame, reshaped as predict() will
+        vector = np.zeros(math.prod(self._input_shape) if size is None else size, dtype=np.float32)
         try:
             self._step(vector)
         except Exception as exc:
@@ -340,4 +370,4 @@ class OnnxAdapter(StreamingAdapter):
         return np.ascontiguousarray(flat, dtype=np.float32)
 
     def predict(self, frame: Frame) -> PredictOutput:
-        return Prediction(scores=self._step(frame_vector(frame, self.opts.modalities, self.opts.input_dims)))
+        return Prediction(scores=self._step(frame_vector(frame, self._modalities, self.opts.input_dims)))

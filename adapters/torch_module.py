@@ -43,6 +43,7 @@ __all__ = [
     "TorchModuleOptions",
     "bind_mode",
     "frame_vector",
+    "resolve_modalities",
     "scores_from_output",
 ]
 
@@ -64,7 +65,11 @@ class DrivenOptions(AdapterOptions):
         "state", description="state: forward(x, state) -> (logits, state); stateful: forward(x) + reset()"
     )
     output: OutputKind = Field("logits_softmax", description="what forward returns, and how it is scored")
-    modalities: tuple[str, ...] = Field(("audio",), min_length=1, description="inputs, concatenated in order")
+    modalities: tuple[str, ...] | None = Field(
+        None,
+        min_length=1,
+        description="inputs, concatenated in order (default: every modality of the data, in its order)",
+    )
     classes: tuple[str, ...] | None = Field(None, min_length=1, description="class names (data-bound)")
     input_dims: dict[str, int] | None = Field(None, description="payload size per modality (data-bound)")
     state_shape: list[int] | None = Field(
@@ -85,6 +90,22 @@ class TorchModuleOptions(DrivenOptions):
 
     factory: str = Field(description="'package.module:callable' returning an nn.Module")
     factory_kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of factory")
+
+
+def resolve_modalities(
+    modalities: tuple[str, ...] | None, input_dims: Mapping[str, int] | None
+) -> tuple[str, ...]:
+    """The modalities a wrapped model is fed: those given, else every modality of the data (the
+    data-bound ``input_dims``, in the data's order), else audio alone (no data known: a model built by
+    hand in Python). A given modality the data lacks is refused, naming the data's."""
+    if modalities is None:
+        return tuple(input_dims) if input_dims else ("audio",)
+    if input_dims is not None:
+        unknown = [m for m in modalities if m not in input_dims]
+        if unknown:
+            sizes = ", ".join(f"{m} {n}" for m, n in input_dims.items())
+            raise ValueError(f"modalities {list(unknown)} are not in the data (its payloads: {sizes})")
+    return modalities
 
 
 def frame_vector(
@@ -161,7 +182,12 @@ class TorchDriven(StreamingAdapter):
     ) -> None:
         """Take ``module`` (already on ``self.device``, in eval mode) with its ``(initial_state, reset)``
         callables; check the classes and, when ``input_dims`` is known, one dry run on a zero frame."""
+        try:
+            modalities = resolve_modalities(options.modalities, options.input_dims)
+        except ValueError as exc:
+            raise self.load_error(f"{name}: {exc}") from None
         self.opts = options
+        self._modalities = modalities
         self.module = module
         self._initial_state, self._reset = bound
         if self._initial_state is None and options.state_shape is not None:
@@ -180,7 +206,7 @@ class TorchDriven(StreamingAdapter):
         self._info = AdapterInfo(
             name=name,
             classes=options.classes,
-            modalities=options.modalities,
+            modalities=modalities,
             device=str(self.device),
             capabilities=frozenset({"sequence"}) if self._sequence is not None else frozenset(),
         )
@@ -190,10 +216,8 @@ class TorchDriven(StreamingAdapter):
         self.reset_state()
 
     def _dry_run(self, input_dims: Mapping[str, int]) -> None:
-        missing = [m for m in self.opts.modalities if m not in input_dims]
-        if missing:
-            raise self.load_error(f"input_dims has no size for modalities {missing}")
-        dims = sum(input_dims[m] for m in self.opts.modalities)
+        modalities = self._modalities
+        dims = sum(input_dims[m] for m in modalities)
         self.reset_state()
         try:
             self._step(np.zeros(dims, dtype=np.float32))
@@ -201,7 +225,7 @@ class TorchDriven(StreamingAdapter):
             sizes = ", ".join(f"{m} {n}" for m, n in input_dims.items())
             raise self.load_error(
                 f"{self._info.name}: a zero frame of shape [1, {dims}] (modalities "
-                f"{','.join(self.opts.modalities)}) fails in mode {self.opts.mode!r}: {type(exc).__name__}: "
+                f"{','.join(modalities)}) fails in mode {self.opts.mode!r}: {type(exc).__name__}: "
                 f"{exc}. The data's payloads: {sizes}; --option modalities=a,b picks and orders them"
             ) from exc
 
@@ -232,13 +256,13 @@ class TorchDriven(StreamingAdapter):
             return self._scores(logits)
 
     def predict(self, frame: Frame) -> PredictOutput:
-        return Prediction(scores=self._step(frame_vector(frame, self.opts.modalities, self.opts.input_dims)))
+        return Prediction(scores=self._step(frame_vector(frame, self._modalities, self.opts.input_dims)))
 
     # sequence mode (option sequence_method): the module's own sequence method, forwarded
 
     def stack(self, frames: Sequence[Frame]) -> torch.Tensor:
         """The frames' vectors stacked into ``[T, D]`` on the module's device."""
-        vectors = [frame_vector(f, self.opts.modalities, self.opts.input_dims) for f in frames]
+        vectors = [frame_vector(f, self._modalities, self.opts.input_dims) for f in frames]
         return torch.from_numpy(np.stack(vectors)).to(self.device)
 
     def sequence_outputs(self, inputs: torch.Tensor) -> torch.Tensor:

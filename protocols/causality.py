@@ -75,7 +75,7 @@ class CausalityConfig(BaseModel):
         default=0.5,
         gt=0.0,
         le=1.0,
-        description="a repeat whose median latency is below ratio x its one-ulp control's is a cache hit",
+        description="cache hit: a repeat's caching_quantile latency below ratio x its one-ulp control's",
     )
     caching_quantile: float = Field(
         default=0.25,

@@ -3,8 +3,8 @@
 ``run`` (run.py) runs a protocol; ``runs`` / ``show`` / ``compare`` / ``reindex`` (results.py) read the run
 store; ``report`` (report.py) writes the HTML report; ``sweep`` (sweep.py) runs a sweep file; ``score``
 (score.py) re-scores files offline;
-``ab`` (ab.py) compares base and head in interleaved rounds; ``adapters`` / ``selftest`` / ``env`` /
-``schema`` (system.py).
+``ab`` (ab.py) compares base and head in interleaved rounds; ``data`` (data.py) describes the data set
+kinds; ``adapters`` / ``selftest`` / ``env`` / ``schema`` (system.py).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Annotated  # noqa: E402
 
 import typer  # noqa: E402
 
-from harness.cli import ab, report, results, run, sweep, system  # noqa: E402
+from harness.cli import ab, data, report, results, run, sweep, system  # noqa: E402
 from harness.cli.common import set_debug  # noqa: E402
 from harness.cli.score import score_app  # noqa: E402
 
@@ -41,7 +41,7 @@ __all__ = ["app", "main"]
 app = typer.Typer(
     help="streambench: measure causal (streaming) models frame by frame, at batch 1.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
 )
 
 
@@ -57,7 +57,7 @@ def _options(
 
 run.register(app)
 app.add_typer(score_app, name="score")
-for group in (sweep, report, results, ab, system):
+for group in (sweep, report, results, ab, data, system):
     group.register(app)
 
 

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from adapters.registry import AdapterLoadError
+from harness.cli import completion
 from harness.cli.common import err, fail, out
 from harness.cli.run import _parse_options
 from harness.execution.config import RunConfig
@@ -106,9 +107,14 @@ def _print(report: ABReport) -> None:
 
 
 def ab(
-    base_adapter: Annotated[str, typer.Option(help="base: registry name or module:Class")] = "reference",
+    base_adapter: Annotated[
+        str, typer.Option(help="base: registry name or module:Class", autocompletion=completion.adapters)
+    ] = "reference",
     head_adapter: Annotated[
-        str | None, typer.Option(help="head: registry name or module:Class (default: base's)")
+        str | None,
+        typer.Option(
+            help="head: registry name or module:Class (default: base's)", autocompletion=completion.adapters
+        ),
     ] = None,
     base_option: Annotated[
         list[str] | None, typer.Option(help="base adapter option KEY=VALUE (repeatable)")
@@ -167,6 +173,8 @@ def ab(
         for rule in spec.rules:
             if rule.key not in GATE_KEYS:
                 raise ValueError(f"--fail-on {rule.describe()}: ab judges {', '.join(GATE_KEYS)} only")
+            if rule.points:
+                raise ValueError(f"--fail-on {rule.describe()}: pp is for shares (F1, accuracy): write +5%")
         data = {"kind": "synthetic", "seed": seed, "num_streams": streams, "duration_s": duration}
         base = _side("base", base_adapter, base_option, base_python, base_path, data, warmup_frames, on)
         head = _side(

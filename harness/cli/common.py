@@ -4,18 +4,46 @@ the checks of paths given on the command line."""
 
 from __future__ import annotations
 
+import os
 import traceback
 from pathlib import Path
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
 from harness.io.safe_text import plain, safe
 
 __all__ = ["check_output_dir", "err", "fail", "out", "set_debug", "show_traceback"]
 
-out = Console()
-err = Console(stderr=True)
+NON_TERMINAL_WIDTH = 200
+"""Columns of output that goes to no terminal (a CI log, a file): rich's 80 would clip tables."""
+
+
+class _Console(Console):
+    """A rich console that, with no terminal to ask and no ``COLUMNS`` set, lays out ``NON_TERMINAL_WIDTH``
+    columns instead of rich's 80, so a table in a CI log keeps its columns whole (issue 17)."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self._width is None and "COLUMNS" not in self._environ and not any(_tty(fd) for fd in (0, 1, 2)):
+            return ConsoleDimensions(max(size.width, NON_TERMINAL_WIDTH), size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
+def _tty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+out = _Console()
+err = _Console(stderr=True)
 _debug = {"on": False}
 
 

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from harness.cli import completion
 from harness.io.safe_text import safe
 
 __all__ = ["register", "report"]
 
 
 def report(
-    runs: Annotated[list[str], typer.Argument(help="run directories, or run ids under --results-dir")],
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            help="run directories, or run ids under --results-dir", autocompletion=completion.run_ids
+        ),
+    ],
     output: Annotated[
         Path | None,
         typer.Option(
@@ -30,6 +37,7 @@ def report(
         float | None,
         typer.Option(help="Δt of the F1 compared across runs (default: the largest Δt every run scored)"),
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the written file's path as JSON")] = False,
 ) -> None:
     """Write an HTML report (plots inline, no network needed) of one run, or of several compared."""
     from harness.results.store import StoreError
@@ -44,6 +52,9 @@ def report(
     except (StoreError, ValueError, OSError) as exc:
         err.print(f"[bold red]error:[/] {safe(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(code=2) from None
+    if as_json:
+        out.print_json(json.dumps({"report": str(written), "runs": runs}))
+        return
     out.print(f"wrote [bold]{safe(str(written))}[/]", highlight=False)
 
 

@@ -9,27 +9,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
 import typer
-from rich.table import Table
 
+from harness.cli import completion
 from harness.cli.common import err, fail, out
 from harness.io.safe_text import safe
-from harness.results.compare import (
-    Comparison,
-    FailOnSpec,
-    FailOnSpecError,
-    FingerprintMismatchError,
-    compare_runs,
-)
-from harness.results.files import ResultFileError
-from harness.results.headline import LATENCY_KEYS, RunHeadline
-from harness.results.markdown import compare_markdown, format_interval, format_value, run_markdown
-from harness.results.store import StoreError, database_path
-from harness.runs import registry
-from harness.runs.catalog import figure_keys, get_run, load_headline, reindex, resolve_run, scan_runs
+
+if TYPE_CHECKING:  # the store, results and report modules are imported by the command that runs
+    import numpy as np
+
+    from harness.results.compare import Comparison
+    from harness.results.headline import RunHeadline
 
 __all__ = ["brief", "register"]
 
@@ -37,11 +29,18 @@ __all__ = ["brief", "register"]
 ResultsDir = Annotated[Path, typer.Option("--results-dir", help="the directory holding the run directories")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print machine-readable JSON")]
 MarkdownFlag = Annotated[bool, typer.Option("--markdown", help="print Markdown (e.g. for a CI job summary)")]
-RunRef = Annotated[str, typer.Argument(help="a run directory, a run id, or a unique prefix of one")]
+RunRef = Annotated[
+    str,
+    typer.Argument(
+        help="a run directory, a run id, or a unique prefix of one", autocompletion=completion.run_ids
+    ),
+]
 
 
 def brief(head: RunHeadline) -> str:
     """A few figures of a run for one line of the listing (every one of them measured, or named null)."""
+    from harness.results.markdown import format_value
+
     parts = []
     f1 = head.figure("f1@100ms") or next((f for f in head.figures if f.key.startswith("f1@")), None)
     for figure in (f1, head.figure("p95"), head.figure("fps"), head.figure("rtf")):
@@ -54,10 +53,10 @@ def brief(head: RunHeadline) -> str:
         clean = head.figure("f1[clean]")
         measured = [f for f in points if f.value is not None and f.key != "f1[clean]"]
         if clean is not None:
-            parts.append(f"F1 clean {format_value(clean.value, '')}")
+            parts.append(f"F1 clean {format_value(clean.value, clean.unit)}")
         if measured:
             worst = min(measured, key=lambda f: f.value or 0.0)
-            parts.append(f"worst {format_value(worst.value, '')} at {worst.key[3:-1]}")
+            parts.append(f"worst {format_value(worst.value, worst.unit)} at {worst.key[3:-1]}")
         failed_points = len([f for f in points if f.value is None])
         if failed_points:
             parts.append(f"{failed_points} point(s) failed")
@@ -73,6 +72,11 @@ def brief(head: RunHeadline) -> str:
 
 def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -> None:
     """List the indexed runs, newest first (runs not yet indexed are indexed on the way)."""
+    from rich.table import Table
+
+    from harness.results.store import StoreError
+    from harness.runs.catalog import scan_runs
+
     try:
         heads, unreadable = scan_runs(results_dir)
     except StoreError as exc:
@@ -106,6 +110,10 @@ def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -
 
 
 def _print_run(head: RunHeadline) -> None:
+    from rich.table import Table
+
+    from harness.results.markdown import format_interval, format_value
+
     fingerprint = head.fingerprint or f"null ({head.fingerprint_reason})"
     out.print(
         f"[bold]{safe(head.run)}[/]  adapter {safe(head.adapter)} · {'+'.join(head.protocols)} · "
@@ -147,6 +155,11 @@ def show(
     markdown: MarkdownFlag = False,
 ) -> None:
     """Print one run's headline figures with their bootstrap intervals."""
+    from harness.results.files import ResultFileError
+    from harness.results.markdown import run_markdown
+    from harness.results.store import StoreError
+    from harness.runs.catalog import get_run
+
     try:
         head = get_run(run, results_dir)
     except (StoreError, ResultFileError) as exc:
@@ -159,12 +172,19 @@ def show(
         _print_run(head)
 
 
-def reindex_command(results_dir: ResultsDir = Path("results")) -> None:
+def reindex_command(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -> None:
     """Rebuild the run index from the run directories."""
+    from harness.results.store import StoreError, database_path
+    from harness.runs.catalog import reindex
+
     try:
         report = reindex(results_dir)
     except StoreError as exc:
         raise fail(str(exc)) from None
+    if as_json:
+        index = str(database_path(results_dir))
+        out.print_json(json.dumps({"index": index, "indexed": report.indexed, "skipped": report.skipped}))
+        return
     out.print(
         f"indexed {len(report.indexed)} run(s) into {safe(str(database_path(results_dir)))}",
         highlight=False,
@@ -175,6 +195,8 @@ def reindex_command(results_dir: ResultsDir = Path("results")) -> None:
 
 def _latencies(run_dir: Path, head: RunHeadline) -> np.ndarray | None:
     """Per-frame latencies (ns) of the run, from the first of its protocols that records them."""
+    from harness.runs import registry
+
     for name in head.protocols:
         latencies = registry.get(name).frame_latencies_ns(run_dir)
         if latencies is not None:
@@ -183,6 +205,10 @@ def _latencies(run_dir: Path, head: RunHeadline) -> np.ndarray | None:
 
 
 def _print_comparison(comparison: Comparison) -> None:
+    from rich.table import Table
+
+    from harness.results.markdown import format_change, format_value
+
     base, head = comparison.base, comparison.head
     out.print(f"[bold]{safe(base.run)}[/] → [bold]{safe(head.run)}[/]", highlight=False)
     if comparison.fingerprint_note:
@@ -206,11 +232,7 @@ def _print_comparison(comparison: Comparison) -> None:
             if fig.low is not None and fig.high is not None:
                 cell += f" [{format_value(fig.low, fig.unit)}, {format_value(fig.high, fig.unit)}]"
             sides.append(safe(cell))
-        delta = "–"
-        if change.change is not None:
-            delta = f"{change.change:+.4g}" + (
-                f" ({change.relative * 100:+.1f} %)" if change.relative is not None else ""
-            )
+        delta = format_change(change)
         verdict = safe(change.verdict)
         table.add_row(
             safe(change.label) + (f" ({change.unit})" if change.unit in ("ms", "J") else ""),
@@ -239,13 +261,23 @@ def _print_comparison(comparison: Comparison) -> None:
 
 
 def compare(
-    base: Annotated[str, typer.Argument(help="the base run (directory, id or unique prefix)")],
-    head: Annotated[str, typer.Argument(help="the head run (directory, id or unique prefix)")],
+    base: Annotated[
+        str,
+        typer.Argument(
+            help="the base run (directory, id or unique prefix)", autocompletion=completion.run_ids
+        ),
+    ],
+    head: Annotated[
+        str,
+        typer.Argument(
+            help="the head run (directory, id or unique prefix)", autocompletion=completion.run_ids
+        ),
+    ],
     results_dir: ResultsDir = Path("results"),
     fail_on: Annotated[
         str | None,
         typer.Option(
-            "--fail-on", help='regression rules, e.g. "p95:+10%,f1@100ms:-0.01"; exit 1 when one is hit'
+            "--fail-on", help='regression rules, e.g. "p95:+10%,f1@100ms:-1pp"; exit 1 when one is hit'
         ),
     ] = None,
     force: Annotated[
@@ -261,6 +293,13 @@ def compare(
     markdown: MarkdownFlag = False,
 ) -> None:
     """The change in each headline figure between two runs; with --fail-on, a regression gate."""
+    from harness.results.compare import FailOnSpec, FailOnSpecError, FingerprintMismatchError, compare_runs
+    from harness.results.files import ResultFileError
+    from harness.results.headline import LATENCY_KEYS
+    from harness.results.markdown import compare_markdown
+    from harness.results.store import StoreError
+    from harness.runs.catalog import figure_keys, load_headline, resolve_run
+
     try:
         spec = FailOnSpec.parse(fail_on, figure_keys())
         base_dir, head_dir = resolve_run(base, results_dir), resolve_run(head, results_dir)

@@ -19,6 +19,7 @@ from rich.progress import (
 )
 
 from adapters.registry import AdapterLoadError
+from harness.cli import completion
 from harness.cli.common import check_output_dir, err, fail, out, show_traceback
 from harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
 from harness.execution.engine import AdapterError
@@ -49,13 +50,20 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
 def run(
     ctx: typer.Context,
     adapter: Annotated[
-        str, typer.Option("--adapter", "-a", help="registry name or module:Class")
+        str,
+        typer.Option(
+            "--adapter", "-a", help="registry name or module:Class", autocompletion=completion.adapters
+        ),
     ] = "reference",
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="adapter option KEY=VALUE (repeatable)")
     ] = None,
     dataset: Annotated[
-        str, typer.Option(help="synthetic (embedded) | audio_files | ave | llp (their files: --config)")
+        str,
+        typer.Option(
+            help="synthetic (embedded) | audio_files | ave | llp (their files: --config)",
+            autocompletion=completion.datasets,
+        ),
     ] = "synthetic",
     seed: Annotated[int, typer.Option(help="data set seed")] = 0,
     streams: Annotated[int, typer.Option("--streams", "-n", help="number of streams")] = 60,
@@ -79,7 +87,10 @@ def run(
     ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     protocol: Annotated[
-        str, typer.Option(help="a registered protocol: " + " | ".join(registry.names()))
+        str,
+        typer.Option(
+            help="a registered protocol: " + " | ".join(registry.names()), autocompletion=completion.protocols
+        ),
     ] = registry.DEFAULT,
     protocol_config: Annotated[
         Path | None,

@@ -5,27 +5,22 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from harness.cli.common import fail, out
-from harness.io.calibration_file import read_calibration_file
-from harness.io.lines import LineFileError
 from harness.io.safe_text import safe
-from harness.io.score_file import read_score_file
-from harness.io.trec import read_qrels, read_run
-from harness.report.plots import plot_det_roc, plot_reliability
-from harness.results.files import ResultFileError, load_recordings, load_result
-from harness.results.summary import print_summary
-from protocols import online
-from protocols.metrics import det_curve_points, detection_metrics, ranking_metrics, reliability_bins
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 score_app = typer.Typer(help="Score saved outputs and files without running a model.", no_args_is_help=True)
 
 
 def _table(title: str, rows: dict[str, Any]) -> Table:
+    from rich.table import Table
+
     table = Table(title=safe(title), title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -38,25 +33,41 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print machine-readable
 
 
 @score_app.command("online")
-def score_online(run_dir: Annotated[Path, typer.Argument(help="a run directory under results/")]) -> None:
-    """Re-score a saved online run from its recorded arrays and print the summary."""
+def score_online(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory under results/")],
+    as_json: JsonOption = False,
+) -> None:
+    """Re-score a saved online run from its recorded arrays and print the summary (``--json``: the
+    re-scored metrics, in result.json's ``metrics`` shape)."""
+    from harness.results.files import ResultFileError, load_recordings, load_result
+    from harness.results.summary import print_summary
+    from protocols import online
+
     try:
         result = load_result(run_dir)
         recordings = load_recordings(run_dir if run_dir.is_dir() else run_dir.parent)
     except ResultFileError as exc:
         raise fail(str(exc)) from None
     rescored = online.score(recordings, result.protocol_config, result.adapter_info.classes)
+    if as_json:
+        out.print_json(rescored.model_dump_json())
+        return
     print_summary(out, result.model_copy(update={"metrics": rescored}))
 
 
 @score_app.command("detection")
 def score_detection(
-    file: Annotated[Path, typer.Argument(help="score file, one '- - real|fake SCORE' a line (seed 002)")],
+    file: Annotated[Path, typer.Argument(help="score file: '- - real|fake SCORE' a line (docs/metrics.md)")],
     threshold: Annotated[float | None, typer.Option(help="operating threshold (default: the EER's)")] = None,
     plot: Annotated[Path | None, typer.Option(help="draw DET and ROC curves to this .png/.svg")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """EER (with its threshold), FAR, FRR, AUC, F1 and balanced accuracy of a score file."""
+    from harness.io.lines import LineFileError
+    from harness.io.score_file import read_score_file
+    from harness.report.plots import plot_det_roc
+    from protocols.metrics import det_curve_points, detection_metrics
+
     try:
         labels, scores = read_score_file(file)
         metrics = detection_metrics(labels, scores, threshold=threshold)
@@ -82,7 +93,14 @@ def score_calibration(
     plot: Annotated[Path | None, typer.Option(help="draw the reliability diagram to this .png/.svg")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """ECE, MCE and the reliability bins of a calibration file (seed 003)."""
+    """ECE, MCE and the reliability bins of a calibration file (docs/metrics.md)."""
+    from rich.table import Table
+
+    from harness.io.calibration_file import read_calibration_file
+    from harness.io.lines import LineFileError
+    from harness.report.plots import plot_reliability
+    from protocols.metrics import reliability_bins
+
     try:
         confidences, correct = read_calibration_file(file)
         bin_spec: int | list[float] = bins if edges is None else [float(e) for e in edges.split(",")]
@@ -130,7 +148,13 @@ def score_ranking(
     gain: Annotated[str, typer.Option(help="NDCG gain: linear | exponential")] = "linear",
     as_json: JsonOption = False,
 ) -> None:
-    """Hit, Precision, Recall, F1, MRR, MAP and NDCG at each k (seed 003; trec_eval conventions)."""
+    """Hit, Precision, Recall, F1, MRR, MAP and NDCG at each k (trec_eval conventions; docs/metrics.md)."""
+    from rich.table import Table
+
+    from harness.io.lines import LineFileError
+    from harness.io.trec import read_qrels, read_run
+    from protocols.metrics import ranking_metrics
+
     try:
         cutoffs = [int(x) for x in k.split(",") if x.strip()]
     except ValueError:

@@ -9,6 +9,7 @@ progress line (done / running / failed / remaining, time left) and the sweep rep
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -117,10 +118,36 @@ def _estimate_line(estimate: SweepEstimate, todo: int) -> str:
     return f"estimated time of {some}: {known}; no estimate for {unknown}: {reasons}"
 
 
-def _dry_run(out: Console, specs: list[RunSpec], results_dir: Path, executor: str) -> None:
-    """List the runs (in the store or to run, each with its time estimate) and the total estimate."""
+def _dry_run(out: Console, specs: list[RunSpec], results_dir: Path, executor: str, as_json: bool) -> None:
+    """List the runs (in the store or to run, each with its time estimate) and the total estimate; with
+    ``as_json`` the same as one JSON document (an estimate without a basis is null with its reason)."""
     todo, done = split_done(specs, results_dir) if results_dir.is_dir() else (specs, [])
     estimate = estimate_runs(todo, results_dir, executor)
+    if as_json:
+        planned = []
+        for s in specs:
+            guess = estimate.runs.get(s.run_id)
+            planned.append(
+                {
+                    "run_id": s.run_id,
+                    "status": "in store" if s in done else "to run",
+                    "run": s.describe(),
+                    "estimate_s": None if guess is None else guess.seconds,
+                    "estimate_reason": None if guess is None else guess.reason,
+                }
+            )
+        known = len(todo) - len(estimate.unknown())
+        doc = {
+            "runs": planned,
+            "total": len(specs),
+            "to_run": len(todo),
+            "estimated_s": estimate.known_s if known else None,
+            "estimated_runs": known,
+            "startup_s": estimate.startup_s,
+            "no_estimate": estimate.reasons(),
+        }
+        out.print_json(json.dumps(doc))
+        return
     for spec in specs:
         mark = "in store" if spec in done else "to run"
         guess = estimate.runs.get(spec.run_id)
@@ -129,9 +156,8 @@ def _dry_run(out: Console, specs: list[RunSpec], results_dir: Path, executor: st
             if guess is None
             else (f"≈ {duration_s(guess.seconds)}" if guess.seconds is not None else "no estimate")
         )
-        out.print(
-            f"{spec.run_id}  {mark:<8}  {eta:<12}  {safe(spec.describe())}", highlight=False, soft_wrap=True
-        )
+        line = f"{spec.run_id}  {mark:<8}  {eta:<12}  {safe(spec.describe())}"
+        out.print(line, highlight=False, soft_wrap=True)
     out.print(f"{len(specs)} runs, {len(todo)} to run", highlight=False)
     if todo:
         out.print(safe(_estimate_line(estimate, len(todo))), highlight=False, soft_wrap=True)
@@ -167,6 +193,13 @@ def sweep(
         ),
     ] = False,
     progress: Annotated[bool, typer.Option(help="print progress lines")] = True,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="print what was run (with --dry-run: planned) as JSON on stdout; progress stays on stderr",
+        ),
+    ] = False,
 ) -> None:
     """Run a sweep (adapters × protocols × points × grid × seeds × repeats); finished runs are skipped."""
     from harness.sweep.report import build_sweep_report, sweep_markdown
@@ -188,7 +221,7 @@ def sweep(
     except SweepError as exc:
         raise fail(str(exc)) from None
     if dry_run:
-        _dry_run(out, specs, results_dir, chosen.name)
+        _dry_run(out, specs, results_dir, chosen.name, as_json)
         return
 
     def listener(snapshot: ProgressSnapshot, message: str) -> None:
@@ -199,6 +232,17 @@ def sweep(
         outcome = run_sweep(loaded, chosen, results_dir, listener, str(file))
     except (RuntimeError, ValueError, OSError) as exc:
         raise fail(str(exc)) from None
+    if as_json:
+        written: list[Path] = []
+        if report:
+            built = build_sweep_report(loaded, results_dir, str(file))
+            written = write_sweep_html(built, results_dir / f"sweep-{loaded.sweep.name}.html", results_dir)
+        reports = [str(p) for p in written]
+        doc = {"sweep": loaded.sweep.name, **outcome.model_dump(mode="json"), "reports": reports}
+        out.print_json(json.dumps(doc))
+        if outcome.failed:
+            raise typer.Exit(code=1)
+        return
     out.print(
         f"sweep {safe(loaded.sweep.name)}: {outcome.total} runs, "
         f"{len(outcome.skipped)} already in the store, "

@@ -8,10 +8,8 @@ from typing import Annotated
 
 import typer
 
-from adapters.registry import REGISTRY
 from harness.cli.common import fail, out
 from harness.io.safe_text import safe
-from harness.results.files import RunResult
 
 __all__ = ["register"]
 
@@ -46,6 +44,8 @@ def adapters(
             table.add_row(*(safe(cell) for cell in row))
         out.print(table)
         return
+    from adapters.registry import REGISTRY
+
     if as_json:
         out.print_json(json.dumps(dict(sorted(REGISTRY.items()))))
         return
@@ -71,7 +71,7 @@ def selftest(
 def env(
     as_json: Annotated[bool, typer.Option("--json", help="print the manifest as JSON")] = False,
 ) -> None:
-    """The environment lock manifest (seed 004 §6.2.2) and its timing fingerprint."""
+    """The environment lock manifest (docs/protocols.md) and its timing fingerprint."""
     from rich.table import Table
 
     from harness.instruments.manifest import collect_manifest, fingerprint
@@ -94,6 +94,8 @@ def env(
 
 def schema() -> None:
     """Print the JSON Schema of result.json."""
+    from harness.results.files import RunResult
+
     out.print_json(json.dumps(RunResult.model_json_schema()))
 
 

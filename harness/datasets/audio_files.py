@@ -95,21 +95,27 @@ class AudioFilesConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["audio_files"] = "audio_files"
-    files: tuple[AudioLabelPair, ...] = ()
+    files: tuple[AudioLabelPair, ...] = Field(
+        (), description="{audio, labels} pairs: a WAV file and its .txt (Audacity) or .csv label file"
+    )
     directory: Path | None = Field(
         None, description="every *.wav in it with the same-stem .txt (Audacity) or .csv label file"
     )
     sample_rate_hz: int = Field(16000, gt=0, description="the rate the adapter needs")
     frame_samples: int = Field(512, gt=0, description="samples per frame (the adapter's frame size)")
     resample: bool = Field(True, description="resample other rates (false: a rate mismatch is an error)")
-    channels: Literal["mix", "first", "all"] = "mix"
+    channels: Literal["mix", "first", "all"] = Field(
+        "mix", description="mix: mean of the channels; first: channel 0; all: every channel, [channels, F]"
+    )
     min_overlap: float = Field(
         0.5, gt=0.0, le=1.0, description="fraction of a frame inside a span for the frame to get its label"
     )
     classes: tuple[str, ...] | None = Field(None, description="None: (background_class, *sorted labels)")
-    background_class: str = Field("background", min_length=1)
+    background_class: str = Field(
+        "background", min_length=1, description="the class of a frame no label covers (class 0)"
+    )
     segment_length_s: float = Field(
-        1.0, gt=0.0, allow_inf_nan=False, description="unit of the segment-level figures (seed 004: 1 s)"
+        1.0, gt=0.0, allow_inf_nan=False, description="unit of the segment-level figures (AVE: 1 s)"
     )
 
     @model_validator(mode="after")

@@ -105,7 +105,9 @@ class AveConfig(BaseModel):
     audio_features: Path = Field(description="audio_feature.h5, [N, 10, 128]")
     visual_features: Path = Field(description="visual_feature.h5, [N, 10, 7, 7, 512] (or [N, 10, D])")
     split: Path | None = Field(None, description="trainSet.txt / valSet.txt / testSet.txt (None: all)")
-    visual_pool: Literal["mean", "flatten"] = "mean"
+    visual_pool: Literal["mean", "flatten"] = Field(
+        "mean", description="mean: the 7x7 spatial mean, [512]; flatten: the whole map, [25088]"
+    )
     dataset: str = Field("avadataset", min_length=1, description="name of the HDF5 dataset in both files")
 
 

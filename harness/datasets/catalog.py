@@ -25,7 +25,7 @@ from harness.datasets.llp import LlpConfig
 from harness.datasets.spoof import SpoofConfig
 from harness.datasets.synthetic import SyntheticConfig
 
-__all__ = ["DataConfig", "check_sample_streams", "make_streams", "make_warmup_stream"]
+__all__ = ["KINDS", "DataConfig", "check_sample_streams", "make_streams", "make_warmup_stream"]
 
 
 def _kind(value: Any) -> str:
@@ -51,6 +51,8 @@ _LOADERS: dict[str, tuple[Callable[[Any], list[Stream]], Callable[[Any, int], St
     "llp": (llp.streams, llp.warmup_stream),
     "synthetic_spoof": (spoof.streams, spoof.warmup_stream),
 }
+KINDS: tuple[str, ...] = tuple(_LOADERS)
+"""Every data set kind ``RunConfig.data.kind`` accepts, the default (``"synthetic"``) first."""
 
 
 def make_streams(config: DataConfig) -> list[Stream]:

@@ -80,18 +80,20 @@ class SpoofConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["synthetic_spoof"] = "synthetic_spoof"
-    seed: int = Field(0, ge=0)
-    num_utterances: int = Field(200, ge=2, lt=WARMUP_KEY)
+    seed: int = Field(0, ge=0, description="seed of the utterances (utterance k depends on seed and k)")
+    num_utterances: int = Field(200, ge=2, lt=WARMUP_KEY, description="scored utterances (streams)")
     real_fraction: float = Field(0.5, gt=0.0, lt=1.0, description="share of real utterances")
-    sample_rate_hz: int = Field(16000, gt=0)
+    sample_rate_hz: int = Field(16000, gt=0, description="audio sample rate")
     frame_samples: int = Field(320, gt=0, description="samples per frame (20 ms at 16 kHz)")
     min_duration_s: float = Field(2.0, gt=0.0, description="shortest utterance before cut_length")
     max_duration_s: float = Field(8.0, gt=0.0, description="longest utterance before cut_length")
     cut_length_s: float | None = Field(
-        6.0, gt=0.0, description="seed 002 cut_length, in seconds: pad by repetition / truncate; None: off"
+        6.0,
+        gt=0.0,
+        description="cut_length in seconds: shorter audio padded by repetition, longer truncated; None: off",
     )
     noise_std_min: float = Field(0.01, ge=0.0, description="channel noise std, drawn per utterance")
-    noise_std_max: float = Field(0.04, ge=0.0)
+    noise_std_max: float = Field(0.04, ge=0.0, description="largest channel noise std")
     artefact_hz: float = Field(6000.0, gt=0.0, description="frequency of the fakes' artefact tone")
     artefact_amplitude: float = Field(0.01, ge=0.0, description="largest amplitude of the artefact tone")
     artefact_fraction: float = Field(0.4, ge=0.0, le=1.0, description="share of 5-25-frame bursts with it")

@@ -89,14 +89,16 @@ class SyntheticConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["synthetic"] = "synthetic"
-    seed: int = Field(default=0, ge=0)
-    num_streams: int = Field(default=60, ge=1, lt=WARMUP_KEY)
-    num_event_classes: int = Field(default=28, ge=1)
-    fps: float = Field(default=25.0, gt=0.0)
+    seed: int = Field(default=0, ge=0, description="seed of the streams (stream k depends on seed and k)")
+    num_streams: int = Field(default=60, ge=1, lt=WARMUP_KEY, description="scored streams")
+    num_event_classes: int = Field(
+        default=28, ge=1, description="event classes besides background (28: AVE's category names)"
+    )
+    fps: float = Field(default=25.0, gt=0.0, description="frames per second")
     segment_length_s: float = Field(default=1.0, gt=0.0, description="label unit (AVE: 1 s)")
     duration_s: float = Field(default=10.0, gt=0.0, description="stream length (AVE: 10 s)")
-    audio_dim: int = Field(default=64, ge=1)
-    visual_dim: int = Field(default=128, ge=1)
+    audio_dim: int = Field(default=64, ge=1, description="size of the audio payload, float32 [audio_dim]")
+    visual_dim: int = Field(default=128, ge=1, description="size of the visual payload, float32 [visual_dim]")
     amplitude: float = Field(default=1.0, gt=0.0, description="signature amplitude once an event is on")
     noise_std: float = Field(default=0.55, ge=0.0, description="per-element std of the Gaussian noise")
     noise_correlation: float = Field(
@@ -109,9 +111,16 @@ class SyntheticConfig(BaseModel):
     background_fraction: float = Field(
         default=0.375, ge=0.0, lt=1.0, description="target share of background segments (AVE: 35-40 %)"
     )
-    min_event_segments: int = Field(default=2, ge=1)
-    max_event_segments: int = Field(default=5, ge=1)
-    visibility: VisibilityMix = Field(default_factory=VisibilityMix)
+    min_event_segments: int = Field(
+        default=2, ge=1, description="shortest event, in segments (default: at most the stream's segments)"
+    )
+    max_event_segments: int = Field(
+        default=5, ge=1, description="longest event, in segments (default: at most the stream's segments)"
+    )
+    visibility: VisibilityMix = Field(
+        default_factory=VisibilityMix,
+        description="relative frequency of audio-visual, audio-only and visual-only event spans",
+    )
 
     @field_validator("segment_length_s")
     @classmethod

@@ -22,7 +22,9 @@ def environment_for(
     """The environment lock manifest of a run (seed 004 §6.2.2) and its timing fingerprint, for the
     protocols whose results are not a RunResult (robustness, causality, ...)."""
     seeds = {"dataset": getattr(config.data, "seed", None), "torch": config.torch_seed}
-    manifest = collect_manifest(seeds, hash_streams(streams), adapter_module)
+    manifest = collect_manifest(
+        seeds, hash_streams(streams), adapter_module, adapter_options=config.adapter_options
+    )
     return manifest, fingerprint(manifest)
 
 

@@ -31,8 +31,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from harness.instruments.model_files import model_files
 from harness.instruments.threads import read_thread_env
 
 __all__ = [
@@ -123,6 +124,10 @@ class EnvironmentManifest(BaseModel):
     harness_git: Item
     adapter_git: Item
     data_hash: Item
+    model_files: Item = Field(
+        default_factory=lambda: _missing("not recorded (a run made before model files were hashed)"),
+        description="each file an adapter option names (ONNX, TorchScript, weights): path, bytes, sha256",
+    )
 
 
 FINGERPRINT_FIELDS: tuple[str, ...] = (
@@ -333,13 +338,15 @@ def collect_manifest(
     data_hash: str | None = None,
     adapter_module: str | None = None,
     *,
+    adapter_options: Mapping[str, Any] | None = None,
     nvml: Mapping[str, Item] | None = None,
     root: Path = Path("/"),
 ) -> EnvironmentManifest:
     """Read the environment now: after threads are applied and the model is built (CUDA initialised).
 
     ``adapter_module``: the module of the adapter class (``type(adapter).__module__``; ``module:Class``
-    is accepted); its checkout's commit is recorded when it lies in a git repository. ``nvml``: items of
+    is accepted); its checkout's commit is recorded when it lies in a git repository. ``adapter_options``:
+    the files they name are hashed (:mod:`harness.instruments.model_files`). ``nvml``: items of
     :data:`NVML_FIELDS` read by the NVML module, replacing the ``None`` placeholders. ``root``: the root of
     ``/proc``, ``/sys`` and ``/etc`` (tests inject a fake one). Never raises for an unreadable item.
     """
@@ -386,4 +393,14 @@ def collect_manifest(
         harness_git=_guard(lambda: git_state(Path(harness.__file__).resolve().parent), "harness git"),
         adapter_git=_guard(lambda: _adapter_git(adapter_module), "adapter git"),
         data_hash=_ok(data_hash) if data_hash else _missing("no data hash given"),
+        model_files=_guard(lambda: _model_files_item(adapter_options), "model files"),
     )
+
+
+def _model_files_item(adapter_options: Mapping[str, Any] | None) -> Item:
+    if adapter_options is None:
+        return _missing("no adapter options given")
+    files = model_files(adapter_options)
+    if not files:
+        return _missing("the adapter's options name no file")
+    return _ok({option: dict(entry) for option, entry in files.items()})

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 _KEY = re.compile(r"^[^\s,:]+$")
-_THRESHOLD = re.compile(r"^([+-])(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(%?)$")
+_THRESHOLD = re.compile(r"^([+-])(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(%|pp)?$")
 FigureKeys = Sequence[tuple[str, str]]
 """The figures a rule may name: (regular expression of the keys, how to write them), one per protocol."""
 
@@ -59,7 +59,9 @@ class FingerprintMismatchError(ValueError):
 
 
 class FailRule(BaseModel):
-    """``KEY:±FLOOR[%]``: fail when the figure moved in the direction of the sign by more than the floor."""
+    """``KEY:±FLOOR[%|pp]``: fail when the figure moved in the direction of the sign by more than the floor:
+    relative with ``%``, in percentage points of a share (F1, accuracy: ``-1pp`` is -0.01) with ``pp``,
+    otherwise absolute in the figure's stored unit (a share as a fraction)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -67,6 +69,7 @@ class FailRule(BaseModel):
     direction: Literal[1, -1] = Field(description="+1: rising is bad; -1: falling is bad")
     floor: float = Field(gt=0, description="the effect that must be exceeded (a fraction when relative)")
     relative: bool
+    points: bool = Field(False, description="written in percentage points (pp): floor is the fraction")
 
     @field_validator("key")
     @classmethod
@@ -84,9 +87,10 @@ class FailRule(BaseModel):
 
     def describe(self) -> str:
         sign = "+" if self.direction > 0 else "-"
-        return (
-            f"{self.key}:{sign}{self.floor * 100:g}%" if self.relative else f"{self.key}:{sign}{self.floor:g}"
-        )
+        if self.relative:
+            return f"{self.key}:{sign}{self.floor * 100:g}%"
+        floor = f"{self.floor * 100:g}pp" if self.points else f"{self.floor:g}"
+        return f"{self.key}:{sign}{floor}"
 
 
 class FailOnSpec(BaseModel):
@@ -108,20 +112,27 @@ class FailOnSpec(BaseModel):
             where = f"--fail-on item {position} {item!r}"
             key, sep, threshold = item.rpartition(":")
             if not sep or not key:
-                raise FailOnSpecError(f"{where}: expected FIGURE:±FLOOR, e.g. p95:+10% or f1@100ms:-0.01")
+                raise FailOnSpecError(f"{where}: expected FIGURE:±FLOOR, e.g. p95:+10% or f1@100ms:-1pp")
             match = _THRESHOLD.match(threshold.strip())
             if match is None:
                 raise FailOnSpecError(
-                    f"{where}: the floor {threshold!r} must be a signed number, optionally a percentage "
-                    "(+ fails when the figure rises by more, - when it falls by more)"
+                    f"{where}: the floor {threshold!r} must be a signed number, optionally a percentage (%) "
+                    "or percentage points of a share (pp) (+ fails when the figure rises by more, - when it "
+                    "falls by more)"
                 )
-            sign, number, relative = match.group(1), threshold.strip()[1:].rstrip("%"), match.group(5) == "%"
-            value = float(number) / (100 if relative else 1)
+            sign, suffix = match.group(1), match.group(5) or ""
+            number = threshold.strip()[1 : len(threshold.strip()) - len(suffix)]
+            relative, points = suffix == "%", suffix == "pp"
+            value = float(number) / (100 if suffix else 1)
             if value <= 0:
                 raise FailOnSpecError(f"{where}: the floor must be greater than 0")
             try:
                 rule = FailRule(
-                    key=key.strip(), direction=1 if sign == "+" else -1, floor=value, relative=relative
+                    key=key.strip(),
+                    direction=1 if sign == "+" else -1,
+                    floor=value,
+                    relative=relative,
+                    points=points,
                 )
             except ValidationError as exc:
                 message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
@@ -255,6 +266,11 @@ def _change(
             rank_test=None,
             regression=False,
             verdict="no rule",
+        )
+    if rule.points and shown.unit != "%":
+        raise FailOnSpecError(
+            f"--fail-on {rule.describe()}: pp (percentage points) is for shares such as F1 and accuracy; "
+            f"{key} is not one: write a relative floor (e.g. {key}:{'+' if rule.direction > 0 else '-'}5%)"
         )
     effect = relative if rule.relative else change
     if effect is None:

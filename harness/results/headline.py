@@ -22,7 +22,7 @@ from protocols.metrics.bootstrap import Interval
 __all__ = ["CAPTION", "LATENCY_KEYS", "Figure", "RunHeadline", "interval_fields"]
 
 CAPTION = (
-    "F1@Δt: Strict, frame units, micro, algorithmic clock (seed 004 §6.2.2); frame accuracy: offline view; "
+    "F1@Δt: Strict, frame units, micro, algorithmic clock (docs/metrics.md); frame accuracy: offline view; "
     "latency: host time of predict() per frame; intervals: percentile bootstrap over streams"
 )
 LATENCY_KEYS = frozenset({"mean", "p50", "p95", "p99", "fps", "rtf"})
@@ -37,7 +37,9 @@ class Figure(BaseModel):
 
     key: str = Field(description="stable name used by --fail-on: f1@100ms, p95, check[occlusion], ...")
     label: str
-    unit: Literal["", "ms", "fps", "x", "J", "check"]
+    unit: Literal["", "%", "ms", "fps", "x", "J", "check"] = Field(
+        description="\"%\": a share in [0, 1] (F1, accuracy, EER), stored as a fraction, shown as percent"
+    )
     better: Literal["higher", "lower"]
     value: float | None
     reason: str | None = Field(None, description="why value is null")

@@ -13,7 +13,14 @@ import re
 from harness.results.compare import Comparison, FigureChange
 from harness.results.headline import Figure, RunHeadline
 
-__all__ = ["compare_markdown", "escape_md", "format_interval", "format_value", "run_markdown"]
+__all__ = [
+    "compare_markdown",
+    "escape_md",
+    "format_change",
+    "format_interval",
+    "format_value",
+    "run_markdown",
+]
 
 _SPECIAL = re.compile(r"([\\`*_\[\]{}|#~!])")
 
@@ -25,12 +32,15 @@ def escape_md(text: str) -> str:
 
 
 def format_value(value: float | None, unit: str) -> str:
-    """How every figure is printed: F1 and accuracy to 4 decimals, ms to 3, FPS whole, RTF and J to 4
-    significant digits; a check as pass / FAIL."""
+    """How every figure is printed, by ``run``, ``show``, ``runs``, ``compare`` and the markdown alike: a
+    share (unit ``%``: F1, accuracy, EER; stored as a fraction) as a percentage to 2 decimals, ms to 3, FPS
+    whole, RTF and J to 4 significant digits, other plain numbers to 4 decimals; a check as pass / FAIL."""
     if value is None:
         return "null"
     if unit == "check":
         return "pass" if value >= 1 else "FAIL"
+    if unit == "%":
+        return f"{value * 100:.2f} %"
     if unit == "ms":
         return f"{value:.3f}"
     if unit == "fps":
@@ -104,12 +114,14 @@ def run_markdown(head: RunHeadline) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _change_cell(change: FigureChange) -> str:
+def format_change(change: FigureChange) -> str:
+    """The change of one figure, head - base: a share's in percentage points (``+1.25 pp``), anything
+    else in its unit, with the relative change beside it; a check as now passes / now FAILS."""
     if change.change is None:
         return "–"
     if change.unit == "check":
         return "unchanged" if change.change == 0 else ("now passes" if change.change > 0 else "now FAILS")
-    absolute = f"{change.change:+.4g}"
+    absolute = f"{change.change * 100:+.2f} pp" if change.unit == "%" else f"{change.change:+.4g}"
     return absolute if change.relative is None else f"{absolute} ({change.relative * 100:+.1f} %)"
 
 
@@ -157,7 +169,7 @@ def compare_markdown(comparison: Comparison) -> str:
     for change in comparison.changes:
         lines.append(
             f"| {escape_md(change.label)}{_unit(change.unit)} | {_side(change.base)} | {_side(change.head)} "
-            f"| {_change_cell(change)} | {escape_md(change.verdict)} |"
+            f"| {format_change(change)} | {escape_md(change.verdict)} |"
         )
     for caption in dict.fromkeys(base.captions + head.captions):  # each once, in order
         lines += ["", escape_md(caption)]

@@ -42,7 +42,8 @@ __all__ = [
 ]
 
 DB_FILE = "index.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: shares (F1, accuracy, EER) carry the unit ``%`` (1 stored them with no unit)."""
 BUSY_TIMEOUT_S = 30.0
 
 _SCHEMA = """

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from harness.execution.config import RunConfig
+from harness.instruments.model_files import model_files
 from harness.io.atomic import atomic_write_text
 from harness.report import build_report
 from harness.report.bundle import RunBundle
@@ -120,9 +121,10 @@ def index_run(run_dir: Path) -> RunHeadline:
 
 
 def measured_differences(scored: RunResult, config: RunConfig) -> list[str]:
-    """What ``config`` measures that the online run ``scored`` did not: its adapter, adapter options or
-    data set (empty when they are the same measurement)."""
-    return [
+    """What ``config`` measures that the online run ``scored`` did not: its adapter, adapter options,
+    data set, or the content of a model file the options name (a file retrained in place keeps its path;
+    compared where the run recorded the files' hashes). Empty when they are the same measurement."""
+    differences = [
         what
         for what, before, now in (
             ("adapter", scored.adapter, config.adapter),
@@ -131,6 +133,15 @@ def measured_differences(scored: RunResult, config: RunConfig) -> list[str]:
         )
         if before != now
     ]
+    recorded = scored.environment.model_files.value
+    if not differences and isinstance(recorded, dict):
+        now = model_files(config.adapter_options)
+        for option, entry in recorded.items():
+            digest = entry.get("sha256") if isinstance(entry, dict) else None
+            if option not in now or now[option]["sha256"] != digest:
+                where = entry.get("path") if isinstance(entry, dict) else option
+                differences.append(f"model file {option} ({where}: its content changed or it is gone)")
+    return differences
 
 
 def check_joinable(config: RunConfig) -> None:
@@ -149,7 +160,8 @@ def check_joinable(config: RunConfig) -> None:
     differences = measured_differences(scored, config)
     if differences:
         raise ValueError(
-            f"{path.parent}: this run measured adapter {scored.adapter!r} with its own options and data; "
+            f"{path.parent}: this run measured adapter {scored.adapter!r} with its own options, data and "
+            "model files; "
             f"this job has another {', '.join(differences)}. Results of two configurations would be shown "
             "as one run: use another --run-id, or the run's own settings"
         )

@@ -161,16 +161,17 @@ def with_defaults(config: RunConfig) -> RunConfig:
 
 def headline_figures(result: DetectionResult) -> list[Figure]:
     """The run's headline (harness/results/headline.py): EER, AUC, F1, balanced accuracy, and the EER after
-    each heard-time checkpoint (``eer@0.5s`` ... ``eer@all``); fractions in [0, 1]."""
+    each heard-time checkpoint (``eer@0.5s`` ... ``eer@all``): shares in [0, 1] (unit ``%``, shown as
+    percentages), AUC a fraction."""
     m, n = result.report.metrics, len(result.report.utterances)
     figures = [
-        Figure(key="eer", label="EER", unit="", better="lower", value=m.eer, n_streams=n),
+        Figure(key="eer", label="EER", unit="%", better="lower", value=m.eer, n_streams=n),
         Figure(key="auc", label="AUC", unit="", better="higher", value=m.auc, n_streams=n),
-        Figure(key="f1[real]", label="F1 (real)", unit="", better="higher", value=m.f1, n_streams=n),
+        Figure(key="f1[real]", label="F1 (real)", unit="%", better="higher", value=m.f1, n_streams=n),
         Figure(
             key="balanced_accuracy",
             label="balanced accuracy",
-            unit="",
+            unit="%",
             better="higher",
             value=m.balanced_accuracy,
             n_streams=n,
@@ -182,7 +183,7 @@ def headline_figures(result: DetectionResult) -> list[Figure]:
             Figure(
                 key=f"eer@{heard}",
                 label=f"EER after {'all' if p.heard_s is None else f'{p.heard_s:g} s'} heard",
-                unit="",
+                unit="%",
                 better="lower",
                 value=p.eer,
                 reason=None if p.eer is not None else "the utterances scored by then lack a class",

@@ -173,7 +173,7 @@ def online_figures(result: RunResult) -> list[Figure]:
             Figure(
                 key=f"f1@{delta:g}ms",
                 label=f"F1@{delta:g}ms",
-                unit="",
+                unit="%",
                 better="higher",
                 value=interval.estimate,
                 n_frames=metrics.overall.accuracy.num_frames,
@@ -184,7 +184,7 @@ def online_figures(result: RunResult) -> list[Figure]:
         Figure(
             key="frame_acc",
             label="frame accuracy",
-            unit="",
+            unit="%",
             better="higher",
             value=metrics.overall.accuracy.frame_accuracy,
             n_frames=metrics.overall.accuracy.num_frames,

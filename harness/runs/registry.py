@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from typing import TYPE_CHECKING
 
-from harness.runs.interface import RunProtocol
+if TYPE_CHECKING:  # imported where a protocol is loaded: listing the names costs no import (CLI start-up)
+    from harness.runs.interface import RunProtocol
 
 __all__ = [
     "BUILT_IN",
@@ -58,7 +60,7 @@ def register(protocol: RunProtocol, replace: bool = False) -> None:
 def added() -> list[RunProtocol]:
     """The protocols joined by :func:`register` (not the built-in ones): what a process of a sweep's own
     must register again to know them."""
-    return [target for target in _targets.values() if isinstance(target, RunProtocol)]
+    return [target for target in _targets.values() if not isinstance(target, str)]
 
 
 def unregister(name: str) -> None:
@@ -88,6 +90,8 @@ def get(name: str) -> RunProtocol:
         protocol = getattr(importlib.import_module(module_name), class_name)()
     else:
         protocol = target
+    from harness.runs.interface import RunProtocol
+
     if not isinstance(protocol, RunProtocol) or protocol.name != name:
         raise TypeError(f"registry entry {name!r} -> {target!r} is not a RunProtocol named {name!r}")
     _loaded[name] = protocol

@@ -200,7 +200,7 @@ def robustness_figures(result: RobustnessResult) -> list[Figure]:
             Figure(
                 key=key,
                 label=f"F1@{report.report_delta_ms:g}ms {variant.name}",
-                unit="",
+                unit="%",
                 better="higher",
                 value=point.f1,
                 reason=reason if point.f1 is None else None,

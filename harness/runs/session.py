@@ -159,7 +159,9 @@ def _execute(
         dataset=getattr(config.data, "seed", None), torch=config.torch_seed, split=config.protocol.split_seed
     )
     with _subject(config, streams, warmup) as subject:
-        manifest = collect_manifest(seeds.model_dump(), hash_streams(streams), subject.module)
+        manifest = collect_manifest(
+            seeds.model_dump(), hash_streams(streams), subject.module, adapter_options=config.adapter_options
+        )
         return _session(
             config, run_dir, previous, progress, subject, run_plan, seeds, manifest, thread_record
         )

@@ -250,7 +250,7 @@ def headline_figures(result: StabilityResult) -> list[Figure]:
         Figure(
             key=f"f1@{first.delta_ms:g}ms",
             label=f"F1@{first.delta_ms:g}ms (same run)",
-            unit="",
+            unit="%",
             better="higher",
             value=first.f1_micro,
         )

@@ -19,7 +19,7 @@ from torch import nn
 
 from adapters.contract import Frame, Stream
 from adapters.onnx_runtime import OnnxAdapter, OnnxLoadError, OnnxOptions
-from adapters.registry import create_adapter
+from adapters.registry import AdapterLoadError, create_adapter
 from harness.execution.engine import Engine, EngineConfig
 
 pytest.importorskip("onnxruntime")
@@ -199,3 +199,42 @@ def test_load_time_errors_of_files_constants_and_fed_back_shapes(onnx_dir: Path,
     # declared [1, ?, 8], so only the dry run on a zero frame can see that [1, 2, 8] is not [1, 1, 8]
     with pytest.raises(OnnxLoadError, match=r"'h_out' came back with shape \[1, 2, 8\].*'h' has \[1, 1, 8\]"):
         _load(onnx_dir / "wide.onnx", state={"h": "h_out"}, state_shapes={"h": [1, 1, HIDDEN]})
+
+
+def _two_modality_stream(audio: int, visual: int, num_frames: int = 12) -> tuple[Stream, np.ndarray]:
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((num_frames, audio)).astype(np.float32)
+    v = rng.standard_normal((num_frames, visual)).astype(np.float32)
+    times = (np.arange(num_frames) + 1) / 10
+    stream = Stream(
+        stream_id="av",
+        classes=CLASSES,
+        labels=np.zeros((num_frames, len(CLASSES)), dtype=bool),
+        frame_times=times,
+        frame_source=lambda: (
+            Frame(i, float(times[i]), {"audio": a[i], "visual": v[i]}) for i in range(num_frames)
+        ),
+        modalities=("audio", "visual"),
+    )
+    return stream, np.concatenate([a, v], axis=1)
+
+
+def test_the_data_modalities_are_fed_by_default_and_a_wrong_frame_size_fails_at_load(onnx_dir: Path) -> None:
+    """Issue 17: a model of audio + visual ([1, 4] here: 1 + 3) loaded on audio-visual data fed audio alone
+    by default and passed its dry run on a zero frame of the model's size, then failed at warm-up frame 0.
+    Now every modality of the data is fed unless told otherwise, and a frame size that does not fit the
+    model's fixed input is refused at load, naming the sizes and the option."""
+    bound = {"classes": CLASSES, "input_dims": {"audio": 1, "visual": DIM - 1}}
+    options = {"path": str(onnx_dir / "gru.onnx"), "state": {"h": "h_out"}}
+    adapter = create_adapter("onnx", options, data_bound=bound)
+    assert adapter.info.modalities == ("audio", "visual")
+    stream, xs = _two_modality_stream(1, DIM - 1)
+    scores = Engine(adapter, EngineConfig(warmup_frames=0)).run_stream(stream).scores
+    np.testing.assert_allclose(scores, _softmax(_logits(xs)), atol=1e-5)
+    with pytest.raises(AdapterLoadError) as refused:
+        create_adapter("onnx", {**options, "modalities": "audio"}, data_bound=bound)
+    message = str(refused.value)
+    assert "frame input 'x' takes [1, 4] = 4 values, but a frame of modalities audio has 1" in message
+    assert "audio 1, visual 3" in str(refused.value) and "modalities=a,b" in str(refused.value)
+    with pytest.raises(AdapterLoadError, match=r"modalities \['depth'\] are not in the data"):
+        create_adapter("onnx", {**options, "modalities": "audio,depth"}, data_bound=bound)

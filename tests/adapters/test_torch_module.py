@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from adapters.contract import Frame, Stream
+from adapters.contract import Frame, Prediction, Stream
 from adapters.registry import AdapterLoadError, create_adapter
 from adapters.torch_module import TorchModuleAdapter, TorchModuleLoadError, TorchModuleOptions
 from harness.execution.engine import Engine, EngineConfig
@@ -190,7 +190,7 @@ def test_load_time_errors_name_the_problem(models: str) -> None:
         load(factory=f"{models}:StepGru", classes=("a", "b"), input_dims={"audio": DIM})
     with pytest.raises(TorchModuleLoadError, match="expected \\(logits, new_state\\)"):
         load(factory=f"{models}:LogitsOnly", input_dims={"audio": DIM})
-    with pytest.raises(TorchModuleLoadError, match=r"no size for modalities \['visual'\]"):
+    with pytest.raises(TorchModuleLoadError, match=r"modalities \['visual'\] are not in the data \(its"):
         load(factory=f"{models}:StepGru", modalities=("audio", "visual"), input_dims={"audio": DIM})
 
 
@@ -251,3 +251,24 @@ def test_without_a_sequence_method_there_is_no_sequence_mode_and_a_wrong_name_is
         create_adapter(
             "torch-module", {"factory": f"{models}:StepGru", "sequence_method": "nope"}, data_bound=bound
         )
+
+
+def test_every_modality_of_the_data_is_fed_unless_told_otherwise(models: str) -> None:
+    """Issue 17: the wrapper fed audio alone by default, so a model of audio + visual failed at load with
+    "got 4 expected 1"-style errors that did not name the fix. The data's modalities are now the default,
+    in the data's order; given modalities still pick and order them."""
+    bound = {"classes": CLASSES, "input_dims": {"audio": 1, "visual": DIM - 1}}
+    adapter = create_adapter("torch-module", {"factory": f"{models}:StepGru"}, data_bound=bound)
+    assert adapter.info.modalities == ("audio", "visual")
+    frame = Frame(0, 0.1, {"audio": np.ones(1, np.float32), "visual": np.arange(3, dtype=np.float32)})
+    expected = create_adapter("torch-module", {"factory": f"{models}:StepGru"}, data_bound=bound)
+    assert isinstance(expected, TorchModuleAdapter)
+    vector = torch.tensor([[1.0, 0.0, 1.0, 2.0]])
+    with torch.no_grad():
+        logits, _ = expected.module(vector, expected._state)
+    out = adapter.predict(frame)
+    assert isinstance(out, Prediction)
+    np.testing.assert_allclose(out.scores, torch.softmax(logits[0], dim=0).numpy(), atol=1e-6)
+    audio_only = {"factory": f"{models}:StepGru", "modalities": "audio"}
+    with pytest.raises(AdapterLoadError, match=r"\[1, 1\] \(modalities audio\) fails.*audio 1, visual 3"):
+        create_adapter("torch-module", audio_only, data_bound=bound)

@@ -24,12 +24,13 @@ from harness.results.compare import (
 )
 from harness.results.files import RESULT_FILE
 from harness.results.headline import Figure, RunHeadline
+from harness.results.markdown import format_change, format_value
 from harness.runs.catalog import figure_keys
 from harness.runs.session import execute_run
 
 
 def headline(run: str, fingerprint: str | None = "f" * 16, **values: float | None) -> RunHeadline:
-    units = {"p95": "ms", "p50": "ms", "fps": "fps", "f1@100ms": "", "energy": "J"}
+    units = {"p95": "ms", "p50": "ms", "fps": "fps", "f1@100ms": "%", "energy": "J"}
     return RunHeadline(
         run=run,
         run_id=run,
@@ -106,6 +107,26 @@ def test_latency_regression_needs_the_effect_and_the_rank_test() -> None:
     # no samples: an effect alone is not called
     blind = compare_runs(base, head, spec).changes[0]
     assert blind.breached and not blind.regression and "no per-frame samples" in blind.verdict
+
+
+def test_a_floor_in_percentage_points_gates_a_share_and_is_refused_on_other_figures() -> None:
+    """F1 is shown as a percentage everywhere (issue 17), so its floor may be written as one: ``-1pp`` is
+    the fraction 0.01; a share's change prints in pp; pp on a latency is a mistake and says so."""
+    (rule,) = FailOnSpec.parse("f1@100ms:-1.5pp", figure_keys()).rules
+    assert rule == FailRule(key="f1@100ms", direction=-1, floor=0.015, relative=False, points=True)
+    assert rule.describe() == "f1@100ms:-1.5pp"
+    base = headline("base", **{"f1@100ms": 0.80})
+    spec = FailOnSpec(rules=(rule,))
+    breached = compare_runs(base, headline("head", **{"f1@100ms": 0.784}), spec).changes[0]
+    held = compare_runs(base, headline("head", **{"f1@100ms": 0.786}), spec).changes[0]
+    assert breached.regression and breached.verdict == "REGRESSION: breaches f1@100ms:-1.5pp"
+    assert not held.regression and held.verdict == "within f1@100ms:-1.5pp"
+    assert format_change(breached) == "-1.60 pp (-2.0 %)"
+    assert format_value(0.784, "%") == "78.40 %"
+    with pytest.raises(FailOnSpecError, match=r"p95:\+5pp: pp \(percentage points\) is for shares"):
+        compare_runs(headline("b", p95=1.0), headline("h", p95=1.2), FailOnSpec.parse("p95:+5pp"))
+    with pytest.raises(FailOnSpecError, match="must be a signed number"):
+        FailOnSpec.parse("f1@100ms:-1p")
 
 
 def test_fps_drop_tests_for_slower_frames_and_f1_needs_no_rank_test() -> None:

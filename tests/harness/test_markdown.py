@@ -42,7 +42,10 @@ def test_run_markdown_holds_the_measured_figures(run: tuple[RunResult, Path]) ->
     assert f"environment fingerprint {result.fingerprint}" in lines[2]
     head, lat = result.metrics.headline, result.metrics.overall.speed.latency
     f1 = head.f1_strict[2]
-    row = f"| F1@100ms | {f1.estimate:.4f} | 95 % [{f1.low:.4f}, {f1.high:.4f}] | 3 streams, 375 frames |"
+    row = (  # a share, shown as a percentage in every view (issue 17)
+        f"| F1@100ms | {f1.estimate * 100:.2f} % | 95 % [{f1.low * 100:.2f} %, {f1.high * 100:.2f} %] "
+        "| 3 streams, 375 frames |"
+    )
     assert row in lines
     assert f"| latency p95 (ms) | {lat.p95_ms:.3f} |  | 375 frames |" in lines
     mean = head.mean_latency_ms
@@ -53,7 +56,7 @@ def test_run_markdown_holds_the_measured_figures(run: tuple[RunResult, Path]) ->
     )
     assert f"| RTF | {head.rtf.estimate:.4g} |" in text
     frame_acc = result.metrics.overall.accuracy.frame_accuracy
-    assert f"| frame accuracy | {frame_acc:.4f} |  | 375 frames |" in lines
+    assert f"| frame accuracy | {frame_acc * 100:.2f} % |  | 375 frames |" in lines
     reason = result.resources.energy_per_frame_reason
     assert reason and f"| energy per frame (J) | null: {escape_md(reason)} |  |  |" in lines
     assert "> **warning:** only 3 test streams: the intervals over streams are rough" in text
@@ -80,8 +83,8 @@ def test_compare_markdown_shows_both_sides_and_the_verdict(run: tuple[RunResult,
     )
     f1 = base.figure("f1@0ms")
     assert f1 is not None and f1.value is not None and f1.low is not None and f1.high is not None
-    side = f"{f1.value:.4f} 95 % [{f1.low:.4f}, {f1.high:.4f}]"
-    assert f"| F1@0ms | {side} | {side} | +0 (+0.0 %) | no rule |" in lines
+    side = f"{f1.value * 100:.2f} % 95 % [{f1.low * 100:.2f} %, {f1.high * 100:.2f} %]"
+    assert f"| F1@0ms | {side} | {side} | +0.00 pp (+0.0 %) | no rule |" in lines
     assert (
         "| energy per frame (J) | null: " in text
         and "| – | not compared: null in base, null in head |" in text

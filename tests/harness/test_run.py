@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -159,6 +162,32 @@ def test_readme_adapter_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert result.adapter_info.name == "loudness" and len(result.adapter_info.classes) == 29
     assert all(np.allclose(r.scores.sum(axis=1), 1.0) for r in recordings)
     assert 0.0 <= result.metrics.f1_at(0) <= 1.0
+
+
+def test_readme_adapter_example_runs_verbatim_in_a_fresh_directory(tmp_path: Path) -> None:
+    """Issue 17: the README's two blocks as a user copies them: my_adapter.py saved in an empty directory,
+    then the README's command run there by the installed ``streambench`` (PYTHONPATH names this checkout
+    only, as an installed package is found; the adapter's directory is not on it).
+    Loudness says nothing about the synthetic classes, so the run must warn that no label was predicted."""
+    text = README.read_text()
+    (source,) = re.findall(r"```python\n(# my_adapter\.py\n.*?)```", text, flags=re.S)
+    (command,) = re.findall(r"```bash\n(streambench run --adapter my_adapter:\S+[^\n]*)\n```", text)
+    (tmp_path / "my_adapter.py").write_text(source)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(README.parent)  # this checkout, as an installed streambench would be found
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "streambench"), *shlex.split(command)[1:]],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run_dir,) = (tmp_path / "results").glob("*loudness*")
+    assert load_result(run_dir).adapter_options == {"window": 3}
+    assert "the model never predicted a label" in " ".join((done.stdout + done.stderr).split())
 
 
 def test_baseline_gives_speedup_and_flops_normalised_latency(tmp_path: Path) -> None:

@@ -193,7 +193,7 @@ def test_cli_runs_show_reindex(copy: Path) -> None:
     table = runner.invoke(app, ["runs", "--results-dir", str(copy)], env={"COLUMNS": "250"})
     assert table.exit_code == 0
     assert "20260101-000100-reference-bbbbbb" in table.output and reference.fingerprint in table.output
-    assert f"F1@100ms {reference.metrics.f1_at(100):.4f}" in table.output
+    assert f"F1@100ms {reference.metrics.f1_at(100) * 100:.2f} %" in table.output
     shown = runner.invoke(app, ["show", "20260101-0001", "--results-dir", str(copy), "--json"])
     assert shown.exit_code == 0 and json.loads(shown.output)["run_id"] == "20260101-000100-reference-bbbbbb"
     bad = runner.invoke(app, ["show", "20260101-000100-refrence", "--results-dir", str(copy)])
