@@ -553,3 +553,11 @@ def test_dry_run_estimates_time_from_the_stores_per_frame_cost_or_says_it_cannot
         .output.split()
     )
     assert "no time estimate: the store has no timed run" in alone and "about" not in alone
+    # --json: each planned run with its estimate, null with the reason where there is no basis
+    done = CliRunner().invoke(app, ["sweep", str(path), "--dry-run", "--no-isolate", "--json"])
+    doc = json.loads(done.stdout)
+    by_id = {r["run_id"]: r for r in doc["runs"]}
+    assert by_id[planned["reference"].run_id]["estimate_s"] == pytest.approx(expected)
+    assert by_id[planned["faulty"].run_id]["estimate_s"] is None
+    assert "faulty under online" in by_id[planned["faulty"].run_id]["estimate_reason"]
+    assert doc["estimated_runs"] == 1 and doc["estimated_s"] == pytest.approx(expected)
