@@ -39,6 +39,7 @@ __all__ = [
     "compare_recordings",
     "judge_caching",
     "judge_gradient",
+    "measured_label",
     "plan_gradient",
     "plan_occlusion",
     "summarize",
@@ -111,6 +112,18 @@ class CausalityConfig(BaseModel):
             if not 0.0 < c < 1.0:
                 raise ValueError(f"cut fractions must lie in (0, 1), got {c}")
         return cuts
+
+
+def measured_label(check: str, max_difference: float) -> str:
+    """What a check's ``max_difference`` measured, named: the caching audit's is the repeat's speed-up
+    over its control (:func:`judge_caching`), every other check's the largest score difference. An
+    infinite value is a marker, not a measurement (the adapter failed during the check, a gradient reached
+    the past, a repeat took no time): the check's detail says which."""
+    if math.isinf(max_difference):
+        return "no finite figure: see the detail"
+    if check == "caching":
+        return f"repeat speed-up {max_difference:.3g}×"
+    return f"max |Δscore| {max_difference:.3g}"
 
 
 class CheckResult(BaseModel):

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from harness.report.bundle import RunBundle, SectionSpec
 from harness.report.compare import comparison_sections, run_label
 from harness.report.html import Group, Section, esc, page
-from harness.report.numbers import latency_ms
+from harness.report.numbers import latency_ms, percent
 from harness.report.sections_quality import protocols_section
 from harness.report.sections_run import environment_section
 
@@ -83,9 +83,8 @@ def _run_summary(index: int, bundle: RunBundle) -> str:
     if r is not None:
         delta = r.protocol_config.deltas_ms[-1]
         mean = r.metrics.headline.mean_latency_ms.estimate
-        text += (
-            f": {r.adapter}, F1@{delta:g} ms {r.metrics.f1_at(delta):.4f}, mean latency {latency_ms(mean)}"
-        )
+        f1 = percent(r.metrics.f1_at(delta))
+        text += f": {r.adapter}, F1@{delta:g} ms {f1}, mean latency {latency_ms(mean)}"
     else:
         text += f": {', '.join(bundle.results) or 'no readable result'}"
     return f'{esc(text)} <span class="small">(the run\'s own report)</span>'

@@ -27,7 +27,7 @@ from harness.report.deltas import (
     plain_difference,
 )
 from harness.report.html import esc, missing, table
-from harness.report.numbers import human, latency_ms, rate_fps, signed, unit_of_ms
+from harness.report.numbers import human, latency_ms, percent, rate_fps, signed, signed_points, unit_of_ms
 from harness.results.files import RunResult
 from protocols.metrics.bootstrap import Interval
 
@@ -201,13 +201,8 @@ def _without_timing_deltas(row: HeadlineRow, reason: str) -> HeadlineRow:
 
 
 def _formatter(kind: str) -> Callable[[float], str]:
-    """F1 with four decimals (as the single-run report), anything else with four significant digits."""
-    return (lambda v: f"{v:.4f}") if kind == "score" else (lambda v: human(v, 4))
-
-
-def _signed_score(value: float) -> str:
-    """A difference of F1 with four decimals, as the F1 values themselves."""
-    return "±0" if round(value, 4) == 0 else f"{value:+.4f}".replace("-", "\u2212")
+    """F1 as a percentage (as every view prints it), anything else with four significant digits."""
+    return percent if kind == "score" else (lambda v: human(v, 4))
 
 
 def _value_cell(row: HeadlineRow, value: Measured) -> str:
@@ -238,7 +233,7 @@ def _delta_cell(row: HeadlineRow, delta: Delta) -> str:
             text += f" [{signed(delta.low / size)}, {signed(delta.high / size)}]"
         text += f" {unit}"
     else:
-        fmt = _signed_score if row.kind == "score" else (lambda v: signed(v, 3))
+        fmt = signed_points if row.kind == "score" else (lambda v: signed(v, 3))
         text = fmt(delta.value)
         if delta.low is not None and delta.high is not None:
             text += f" [{fmt(delta.low)}, {fmt(delta.high)}]"

@@ -13,7 +13,17 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["duration_s", "human", "latency_ms", "latency_range_ms", "rate_fps", "signed", "unit_of_ms"]
+__all__ = [
+    "duration_s",
+    "human",
+    "latency_ms",
+    "latency_range_ms",
+    "percent",
+    "rate_fps",
+    "signed",
+    "signed_points",
+    "unit_of_ms",
+]
 
 _MINUS = "\u2212"
 _TIME_UNITS = (("s", 1e3), ("ms", 1.0), ("µs", 1e-3), ("ns", 1e-6))
@@ -69,6 +79,20 @@ def latency_range_ms(low_ms: float, high_ms: float, unit_of: float, digits: int 
     """Two latencies in the unit chosen for ``unit_of`` (so a range reads in one unit): ``31.2–42.8 µs``."""
     unit, size = unit_of_ms(unit_of, digits)
     return f"{human(low_ms / size, digits)}–{human(high_ms / size, digits)} {unit}"
+
+
+def percent(share: float) -> str:
+    """A share in [0, 1] (F1, accuracy) as the CLI prints it (harness.results.markdown.format_value):
+    ``81.31 %``."""
+    return f"{share * 100:.2f} %"
+
+
+def signed_points(share_change: float) -> str:
+    """A change of a share in percentage points, signed: ``+1.25 pp``, ``−0.40 pp``, ``±0 pp``."""
+    points = round(share_change * 100, 2)
+    if points == 0:
+        return "±0 pp"
+    return f"{points:+.2f} pp".replace("-", _MINUS)
 
 
 def rate_fps(value: float) -> str:

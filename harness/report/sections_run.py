@@ -25,7 +25,7 @@ from harness.report.html import (
     table,
     value_or_null,
 )
-from harness.report.numbers import human, latency_ms, rate_fps, unit_of_ms
+from harness.report.numbers import human, latency_ms, percent, rate_fps, unit_of_ms
 from harness.results.files import EnvironmentRecord, RunResult
 from protocols.metrics.bootstrap import Interval
 
@@ -256,13 +256,13 @@ def f1_section(bundle: RunBundle) -> str:
     for unit, by_mode in curves.items():
         for mode, points in by_mode.items():
             rows.append(
-                [esc(UNIT_LABELS.get(unit, unit)), esc(mode)] + [esc(f"{p.f1_micro:.4f}") for p in points]
+                [esc(UNIT_LABELS.get(unit, unit)), esc(mode)] + [esc(percent(p.f1_micro)) for p in points]
             )
     deltas = [f"F1@{d:g} ms" for d in bundle.result.protocol_config.deltas_ms]
     acc = m.overall.accuracy
     offline = (
-        f"Offline view (latest prediction per unit, any delay): segment F1 {acc.segment_f1_micro:.4f} "
-        f"(macro {acc.segment_f1_macro:.4f}), frame accuracy {acc.frame_accuracy:.4f}."
+        f"Offline view (latest prediction per unit, any delay): segment F1 {percent(acc.segment_f1_micro)} "
+        f"(macro {percent(acc.segment_f1_macro)}), frame accuracy {percent(acc.frame_accuracy)}."
     )
     return (
         figure_block(f1_curves_figure(curves, m.headline.f1_strict), caption)

@@ -3,14 +3,12 @@ robustness table, the causality table."""
 
 from __future__ import annotations
 
-import math
-
 from rich.console import Console
 from rich.table import Table
 
 from harness.io.safe_text import safe
 from harness.results.files import RunResult
-from protocols.causality import CausalityReport
+from protocols.causality import CausalityReport, measured_label
 from protocols.robustness import RobustnessReport
 
 
@@ -229,19 +227,18 @@ def print_causality(console: Console, report: CausalityReport, skipped: dict[str
     check's detail on its own line, so the table stays readable in a narrow terminal."""
     verdict = "passed" if report.passed else f"FAILED ({', '.join(report.failed)})"
     table = Table(title=f"Causality: {verdict}", title_justify="left")
-    for name in ("check", "passed", "first stream", "first frame", "max difference"):
-        table.add_column(name, justify="right" if name in ("first frame", "max difference") else "left")
+    for name in ("check", "passed", "first stream", "first frame", "measured"):
+        table.add_column(name, justify="right" if name in ("first frame", "measured") else "left")
     for check in report.checks:
         frame = "–" if check.first_frame is None else str(check.first_frame)
         if check.first_source is not None:
             frame = f"{frame} (from x_{check.first_source})"
-        diff = check.max_difference
         table.add_row(
             safe(check.name),
             "[green]yes[/green]" if check.passed else "[red]NO[/red]",
             safe(check.first_stream or "–"),
             frame,
-            "inf" if math.isinf(diff) else f"{diff:.3g}",
+            safe(measured_label(check.name, check.max_difference)),
         )
     for name in skipped or {}:
         table.add_row(safe(name), "skipped", "–", "–", "–")

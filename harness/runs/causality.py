@@ -24,7 +24,7 @@ from harness.runs.causality_checks import (
     occlude,
 )
 from harness.runs.interface import Outcome, RunProtocol, SweepPoint
-from protocols.causality import CausalityConfig
+from protocols.causality import CausalityConfig, measured_label
 
 __all__ = [
     "RESULT_FILE",
@@ -108,15 +108,9 @@ def causality_figures(result: CausalityResult) -> list[Figure]:
 
 
 def _measured(name: str, value: float) -> str:
-    """What a check measured, labelled: the caching audit a speed-up (``max_difference`` holds the
-    repeat's median speed-up, :func:`protocols.causality.judge_caching`), every other check the largest
-    score difference. An infinite value is a marker, not a measurement (the adapter failed during the
-    check, a gradient reached the past, a repeat took no time): the detail says which."""
-    if math.isinf(value):
-        return missing("no finite figure: see the detail")
-    if name == "caching":
-        return esc(f"repeat speed-up {value:.3g}×")
-    return esc(f"max |Δscore| {value:.3g}")
+    """What a check measured, named (:func:`protocols.causality.measured_label`); no figure as missing."""
+    label = measured_label(name, value)
+    return missing(label) if math.isinf(value) else esc(label)
 
 
 def causality_section(bundle: RunBundle) -> str:

@@ -32,7 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from harness.report.numbers import human, latency_ms, latency_range_ms, rate_fps
+from harness.report.numbers import human, latency_ms, latency_range_ms, percent, rate_fps
 from harness.runs import registry
 from harness.runs.catalog import has_results, load_headline
 from harness.sweep.aggregate import ConfigRow, RunFacts, Spread, group_quality, group_timings
@@ -177,7 +177,7 @@ def _value(key: str, value: float) -> str:
     if key == "fps":
         return rate_fps(value)
     if key.startswith("f1") or key == "frame_acc":
-        return f"{value:.4f}"
+        return percent(value)
     if key == "speedup":
         return f"{human(value)}×"
     return human(value)

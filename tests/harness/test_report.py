@@ -95,7 +95,7 @@ def test_single_run_has_every_picture_with_the_runs_own_numbers(root: Path, repo
     f1 = sections["run0-f1"]
     for unit in ("frame", "frame_replay", "segment"):
         for point in bundle.result.metrics.overall.accuracy.curves[unit]["strict"]:
-            assert f"{point.f1_micro:.4f}" in f1
+            assert f"{point.f1_micro * 100:.2f} %" in f1  # a share, as every view prints it
     assert "compute-aware (replayed latencies)" in f1
     # breakdown rows, robustness points, causality verdict, manifest items
     for row in bundle.result.metrics.overall.speed.breakdown:
@@ -177,9 +177,15 @@ def _row(html: str, name: str) -> list[str]:
     raise AssertionError(f"no row {name!r}")
 
 
-def _signed4(value: float) -> str:
-    """A difference of F1 as the table writes it: four decimals, always signed, U+2212 for minus."""
-    return "±0" if round(value, 4) == 0 else f"{value:+.4f}".replace("-", "\u2212")
+def _points(value: float) -> str:
+    """A difference of F1 as the table writes it: percentage points, two decimals, always signed, U+2212
+    for minus."""
+    points = round(value * 100, 2)
+    return "±0 pp" if points == 0 else f"{points:+.2f} pp".replace("-", "\u2212")
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.2f} %"
 
 
 def test_headline_figures_show_each_run_and_the_difference_with_its_interval(
@@ -195,12 +201,12 @@ def test_headline_figures_show_each_run_and_the_difference_with_its_interval(
     for k, delta in enumerate(ref.protocol_config.deltas_ms):
         a, b = ref.metrics.headline.f1_strict[k], look.metrics.headline.f1_strict[k]
         cells = _row(headline, f"F1@{delta:g} ms (Strict, frame)")
-        assert cells[1].startswith(f"{a.estimate:.4f} [{a.low:.4f}, {a.high:.4f}]")
-        assert cells[2].startswith(f"{b.estimate:.4f} [{b.low:.4f}, {b.high:.4f}]")
+        assert cells[1].startswith(f"{_pct(a.estimate)} [{_pct(a.low)}, {_pct(a.high)}]")
+        assert cells[2].startswith(f"{_pct(b.estimate)} [{_pct(b.low)}, {_pct(b.high)}]")
         d = mover_difference(a, b)
         assert d.low is not None and d.high is not None
         assert d.low <= d.value <= d.high
-        assert cells[3] == f"{_signed4(d.value)} [{_signed4(d.low)}, {_signed4(d.high)}]"
+        assert cells[3] == f"{_points(d.value)} [{_points(d.low)}, {_points(d.high)}]"
     for name, attr in (("p50 latency", "p50_ms"), ("p95 latency", "p95_ms"), ("p99 latency", "p99_ms")):
         cells = _row(headline, name)
         for cell, result in zip(cells[1:3], (ref, look), strict=True):

@@ -486,7 +486,8 @@ def test_repeats_are_one_configuration_with_median_and_range(tmp_path: Path) -> 
     markdown = sweep_markdown(report)
     assert "| ref | — | 3 of 3 | 32.4 µs (range 31.6–42.8 µs over 3 runs) |" in markdown
     assert "| null model | — | 2 of 2, 1 failed |" not in markdown  # timings count finished runs only
-    assert "| null model | — | 1 of 2, 1 failed | 0.0000 | 0.0000 |" in markdown
+    assert "| null model | — | 1 of 2, 1 failed | 0.00 % | 0.00 % |" in markdown
+    assert "| ref | — | 3 of 3 | 76.42 % (the 3 runs agree) |" in markdown  # a share in percent, as the CLI
     assert "30,860 fps (range 23,360–31,650 fps over 3 runs)" in markdown
     assert "13,160,000 fps" in markdown and "e+0" not in markdown  # FPS for humans, no exponent
     page = write_sweep_html(report, tmp_path / "agg.html", tmp_path)[0].read_text()

@@ -463,3 +463,29 @@ def test_an_infinite_difference_survives_the_json_round_trip() -> None:
     text = report.model_dump_json()
     assert '"max_difference":Infinity' in text
     assert type(report).model_validate_json(text) == report
+
+
+def test_what_each_check_measured_is_named_in_the_cli_table() -> None:
+    """The caching audit's figure is a speed-up, not a score difference (issue 17): the CLI's causality
+    table and the report name it so, and an infinite marker is not printed as a number."""
+    import io
+
+    from rich.console import Console
+
+    from harness.results.summary import print_causality
+    from protocols.causality import CheckResult, measured_label, summarize
+
+    report = summarize(
+        [
+            CheckResult(name="occlusion", passed=True, max_difference=0.0),
+            CheckResult(name="caching", passed=False, max_difference=3.5, detail="cache"),
+            CheckResult(name="gradient_flow", passed=False, max_difference=math.inf, detail="leak"),
+        ]
+    )
+    assert measured_label("caching", 3.5) == "repeat speed-up 3.5×"
+    assert measured_label("occlusion", 0.0) == "max |Δscore| 0"
+    buffer = io.StringIO()
+    print_causality(Console(file=buffer, width=200), report)
+    table = buffer.getvalue()
+    assert "repeat speed-up 3.5×" in table and "max |Δscore| 0" in table
+    assert "no finite figure: see the detail" in table and "inf" not in table.split("gradient_flow:")[0]
