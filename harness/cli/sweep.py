@@ -1,88 +1,27 @@
-"""``streambench sweep FILE``: expand a sweep file, run what the store lacks, report (issue 10).
-
-This module is the sweep's driver: :func:`run_sweep` expands the sweep (:mod:`harness.sweep.spec`), skips
-every run already in the store (resuming is the default: a finished sweep runs nothing), hands the
-rest to an executor (:mod:`harness.sweep.executors`) and returns what happened; the command adds a live
-progress line (done / running / failed / remaining, time left) and the sweep report
-(:mod:`harness.sweep.report`).
+"""``streambench sweep FILE``: run what the store lacks of a sweep, with a live progress line (done /
+running / failed / remaining, time left) and, with ``--report``, the sweep report. The driver is
+:mod:`harness.sweep.driver`; this module imports it (and the executors, the report) in the command, so the
+CLI starts without them.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import BaseModel, Field
 from rich.console import Console
 
 from harness.io.safe_text import plain, safe
-from harness.report.numbers import duration_s
-from harness.sweep.estimate import SweepEstimate, estimate_runs
-from harness.sweep.executors import Executor, LocalExecutor, SweepRecord
-from harness.sweep.ray_executor import RayExecutor
-from harness.sweep.spec import (
-    RunSpec,
-    SweepError,
-    SweepFile,
-    expand,
-    load_sweep,
-)
-from harness.sweep.state import ProgressSnapshot, SweepProgress, split_done
 
-__all__ = ["SweepOutcome", "make_executor", "register", "run_sweep", "sweep"]
+if TYPE_CHECKING:
+    from harness.sweep.estimate import SweepEstimate
+    from harness.sweep.executors import Executor
+    from harness.sweep.spec import RunSpec
+    from harness.sweep.state import ProgressSnapshot
 
-
-class SweepOutcome(BaseModel):
-    """One invocation of a sweep: what was run now, what the store held already, how long it took."""
-
-    total: int
-    skipped: list[str] = Field(description="run ids already in the store, not run again")
-    records: list[SweepRecord] = Field(description="the runs of this invocation, done or failed")
-    wall_s: float
-
-    @property
-    def failed(self) -> list[SweepRecord]:
-        """The runs recorded as failed (every attempt failed)."""
-        return [r for r in self.records if r.status == "failed"]
-
-
-def run_sweep(
-    sweep: SweepFile,
-    executor: Executor,
-    results_dir: Path | None = None,
-    listener: Callable[[ProgressSnapshot, str], None] | None = None,
-    source: str = "sweep file",
-) -> SweepOutcome:
-    """Expand the sweep, skip the runs already in the store (resume is the default), run the rest."""
-    results_dir = results_dir if results_dir is not None else sweep.sweep.output_dir
-    results_dir.mkdir(parents=True, exist_ok=True)
-    specs = expand(sweep, source)
-    todo, done = split_done(specs, results_dir)
-    progress = SweepProgress(len(specs), skipped=len(done), listener=listener)
-    started = time.perf_counter()
-    records = executor.run(todo, results_dir, progress) if todo else []
-    return SweepOutcome(
-        total=len(specs),
-        skipped=[s.run_id for s in done],
-        records=records,
-        wall_s=time.perf_counter() - started,
-    )
-
-
-def make_executor(name: str, retries: int, address: str | None = None, isolate: bool = True) -> Executor:
-    """``local`` or ``ray``; errors name the option. ``isolate`` (local; the default): each run in a
-    process of its own, so a run that crashes (``os._exit``, a segfault) costs that run only."""
-    if name == "local":
-        if address is not None:
-            raise SweepError("--address applies to --executor ray, not local")
-        return LocalExecutor(retries=retries, isolate=isolate)
-    if name == "ray":
-        return RayExecutor(retries=retries, address=address)
-    raise SweepError(f"--executor {name!r}: expected local or ray")
+__all__ = ["register", "sweep"]
 
 
 def _format(snapshot: ProgressSnapshot) -> str:
@@ -101,6 +40,8 @@ def _startup(executor: Executor) -> str:
 
 def _estimate_line(estimate: SweepEstimate, todo: int) -> str:
     """The time the runs to run will take, from the store's measurements (never a guess)."""
+    from harness.report.numbers import duration_s
+
     unknown = len(estimate.unknown())
     reasons = "; ".join(estimate.reasons())
     if unknown == todo:
@@ -121,6 +62,10 @@ def _estimate_line(estimate: SweepEstimate, todo: int) -> str:
 def _dry_run(out: Console, specs: list[RunSpec], results_dir: Path, executor: str, as_json: bool) -> None:
     """List the runs (in the store or to run, each with its time estimate) and the total estimate; with
     ``as_json`` the same as one JSON document (an estimate without a basis is null with its reason)."""
+    from harness.report.numbers import duration_s
+    from harness.sweep.estimate import estimate_runs
+    from harness.sweep.state import split_done
+
     todo, done = split_done(specs, results_dir) if results_dir.is_dir() else (specs, [])
     estimate = estimate_runs(todo, results_dir, executor)
     if as_json:
@@ -202,8 +147,10 @@ def sweep(
     ] = False,
 ) -> None:
     """Run a sweep (adapters × protocols × points × grid × seeds × repeats); finished runs are skipped."""
+    from harness.sweep.driver import make_executor, run_sweep
     from harness.sweep.report import build_sweep_report, sweep_markdown
     from harness.sweep.report_html import write_sweep_html
+    from harness.sweep.spec import SweepError, expand, load_sweep
 
     out, err = Console(), Console(stderr=True)
 

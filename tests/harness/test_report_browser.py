@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from harness.cli.sweep import run_sweep
 from harness.execution.config import RunConfig
 from harness.runs.catalog import write_report
 from harness.runs.session import execute_run
+from harness.sweep.driver import run_sweep
 from harness.sweep.executors import LocalExecutor
 from harness.sweep.report import build_sweep_report
 from harness.sweep.report_html import write_sweep_html

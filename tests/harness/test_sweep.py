@@ -15,12 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.cli.sweep import run_sweep
 from harness.execution.config import RunConfig
 from harness.instruments.manifest import collect_manifest, fingerprint
 from harness.results.headline import LATENCY_KEYS
 from harness.runs.catalog import list_runs, load_headline
 from harness.runs.session import execute_run
+from harness.sweep.driver import run_sweep
 from harness.sweep.executors import SWEEP_FILE, LocalExecutor, SweepRecord, pinned_cores
 from harness.sweep.report import build_sweep_report, sweep_markdown
 from harness.sweep.report_html import write_sweep_html

@@ -13,9 +13,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray executor needs Ray: pip install 'streambench[ray]'")
 
-from harness.cli.sweep import run_sweep  # noqa: E402
 from harness.results.headline import LATENCY_KEYS  # noqa: E402
 from harness.runs.catalog import list_runs, load_headline  # noqa: E402
+from harness.sweep.driver import run_sweep  # noqa: E402
 from harness.sweep.executors import LocalExecutor  # noqa: E402
 from harness.sweep.ray_executor import RayExecutor  # noqa: E402
 from harness.sweep.spec import SweepFile, expand  # noqa: E402
