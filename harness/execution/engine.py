@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 from typing import Any, Literal
 
@@ -43,15 +43,30 @@ from harness.instruments.interference import thread_switches
 from protocols.recording import StreamRecording, StreamRole
 
 __all__ = [
+    "PROGRESS_INTERVAL_S",
     "AdapterCallError",
     "AdapterError",
     "AdapterOutputError",
     "ClockInfo",
     "Engine",
     "EngineConfig",
+    "FrameProgress",
+    "FramesDone",
     "clock_info",
     "has_sequence_mode",
 ]
+
+
+FramesDone = Callable[[int, int], None]
+"""Progress within a stream: (frames done, frames in the stream), called between two frames."""
+
+FrameProgress = Callable[[str, int, "int | None"], None]
+"""Progress within a stream as a run reports it: (stream id, frames done, frames in the stream or
+``None`` when unknown); the executor (harness/execution/executor.py) passes it to its runner."""
+
+PROGRESS_INTERVAL_S = 0.5
+"""How often, about, progress within a stream is reported (twice a second)."""
+PROGRESS_INTERVAL_NS = int(PROGRESS_INTERVAL_S * 1e9)
 
 
 class EngineConfig(BaseModel):
@@ -126,13 +141,22 @@ class Engine:
         self.warmup_frames_run = len(frames)
         return len(frames)
 
-    def run_stream(self, stream: Stream, role: StreamRole = "test", untimed: bool = False) -> StreamRecording:
+    def run_stream(
+        self,
+        stream: Stream,
+        role: StreamRole = "test",
+        untimed: bool = False,
+        progress: FramesDone | None = None,
+    ) -> StreamRecording:
         """Reset the adapter, feed the stream frame by frame, return what was recorded. Every frame is
         sealed first (:mod:`harness.execution.sealing`), before the clock starts.
 
         ``untimed`` (the causality protocol's audit, DESIGN.md "Audits"): the same loop and the same call
         path, with a clock that reads nothing (``latency_ns`` all zeros), no device timer and no pacing,
-        so a model sees the same entry points whether it is measured or not."""
+        so a model sees the same entry points whether it is measured or not.
+
+        ``progress(frames done, frames in the stream)`` is called within the stream about every
+        :data:`PROGRESS_INTERVAL_S`, between two frames (never inside a timed ``predict()``)."""
         frames = frames_of(stream)
         if len(frames) != stream.num_frames:
             raise ValueError(
@@ -160,17 +184,23 @@ class Engine:
             if outputs is not None or cpu_clock != "off":
                 raise ValueError("recording features, weights or CPU time needs an unpaced run")
             latency_ns, emitted_at, refers_to, scores, paced_start = self._feed_paced(
-                frames, stream.stream_id, times_ns - t0_ns, predict
+                frames, stream.stream_id, times_ns - t0_ns, predict, progress
             )
         elif cpu_clock != "off":
             predict, walls, cpus = _cpu_timed(predict, cpu_clock)
             _, emitted_at, refers_to, scores = self._feed(
-                frames, stream.stream_id, len(frames), predict, outputs
+                frames, stream.stream_id, len(frames), predict, outputs, progress=progress
             )
             latency_ns, cpu_ns = np.asarray(walls, dtype=np.int64), np.asarray(cpus, dtype=np.int64)
         else:
             latency_ns, emitted_at, refers_to, scores = self._feed(
-                frames, stream.stream_id, len(frames), predict, outputs, _no_clock if untimed else None
+                frames,
+                stream.stream_id,
+                len(frames),
+                predict,
+                outputs,
+                _no_clock if untimed else None,
+                progress,
             )
         after = thread_switches()
         context_switches = (
@@ -298,6 +328,7 @@ class Engine:
         predict: Callable[[Frame], PredictOutput] | None = None,
         outputs: list[Extras] | None = None,
         clock: Callable[[], int] | None = None,
+        progress: FramesDone | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The timed loop. Everything it does per frame beyond ``predict()`` is harness overhead.
 
@@ -312,6 +343,11 @@ class Engine:
         and notes the frame. After the stream, vectorised: the ``[P, C]`` score array and the
         finiteness check naming the first bad frame. The frame of an exception in ``predict()`` is the
         number of latencies recorded before it.
+
+        ``progress``: the frames are fed in chunks (``islice``) and ``progress(frames done, frames)``
+        called between two chunks; each chunk is sized from the last one's wall time to last about
+        :data:`PROGRESS_INTERVAL_S` (starting at one frame, growing at most fourfold per chunk). Without
+        it the loop runs over ``frames`` directly, in one piece.
         """
         num_classes = self.num_classes
         latency: list[int] = []
@@ -325,36 +361,51 @@ class Engine:
         clock = clock or time.perf_counter_ns
         fast_type = Prediction if outputs is None else NoFastPath
         ndarray, float32 = np.ndarray, FLOAT32
-        try:
-            for frame in frames:
-                start = clock()
-                out = predict(frame)
-                keep_latency(clock() - start)
-                if type(out) is fast_type:
-                    sc = out.scores
-                    if (
-                        type(sc) is ndarray
-                        and sc.dtype is float32
-                        and sc.ndim == 1
-                        and len(sc) == num_classes  # shape (C,), without building the shape tuple
-                    ):
-                        ref = out.refers_to
-                        if ref is None or (type(ref) is int and ref >= 0):
-                            try:
-                                keep_scores(sc)
-                            except TypeError:  # a strided view exports no single buffer
-                                keep_scores(sc.tobytes())
-                            if ref is not None:  # labels another frame (look-ahead, anticipation)
-                                moved_at(len(latency) - 1)
-                                moved_to(ref)
-                            continue
-                odd_output(out, len(latency) - 1, stream_id, stream_length, keep_scores, odd, outputs)
-        except AdapterOutputError:
-            raise
-        except Exception as exc:  # the adapter's own failure: say where it happened, keep the cause
-            raise AdapterCallError(
-                self.name, stream_id, len(latency), f"predict() raised {type(exc).__name__}: {exc}"
-            ) from exc
+        n = len(frames)
+        chunk = 1
+        remaining = iter(frames) if progress is not None else None
+        batch: Iterable[Frame] = frames if remaining is None else islice(remaining, chunk)
+        began = time.perf_counter_ns() if progress is not None else 0  # chunks are sized on the wall clock
+        while True:
+            before = len(latency)
+            try:
+                for frame in batch:
+                    start = clock()
+                    out = predict(frame)
+                    keep_latency(clock() - start)
+                    if type(out) is fast_type:
+                        sc = out.scores
+                        if (
+                            type(sc) is ndarray
+                            and sc.dtype is float32
+                            and sc.ndim == 1
+                            and len(sc) == num_classes  # shape (C,), without building the shape tuple
+                        ):
+                            ref = out.refers_to
+                            if ref is None or (type(ref) is int and ref >= 0):
+                                try:
+                                    keep_scores(sc)
+                                except TypeError:  # a strided view exports no single buffer
+                                    keep_scores(sc.tobytes())
+                                if ref is not None:  # labels another frame (look-ahead, anticipation)
+                                    moved_at(len(latency) - 1)
+                                    moved_to(ref)
+                                continue
+                    odd_output(out, len(latency) - 1, stream_id, stream_length, keep_scores, odd, outputs)
+            except AdapterOutputError:
+                raise
+            except Exception as exc:  # the adapter's own failure: say where it happened, keep the cause
+                raise AdapterCallError(
+                    self.name, stream_id, len(latency), f"predict() raised {type(exc).__name__}: {exc}"
+                ) from exc
+            if remaining is None or len(latency) - before < chunk:
+                break  # the stream is done
+            assert progress is not None
+            progress(len(latency), n)  # between two frames, outside every timed window
+            now = time.perf_counter_ns()
+            chunk = max(1, min(4 * chunk, chunk * PROGRESS_INTERVAL_NS // max(now - began, 1)))
+            began = now
+            batch = islice(remaining, chunk)
         scores = np.frombuffer(score_bytes, dtype=np.float32).reshape(-1, num_classes)
         emitted, refers_to = odd.emitted_and_refers_to(len(latency))
         if not np.isfinite(scores).all():
@@ -368,6 +419,7 @@ class Engine:
         stream_id: str,
         arrival_ns: np.ndarray,
         predict: Callable[[Frame], PredictOutput],
+        progress: FramesDone | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Frames released on the wall clock at their stream time (DESIGN.md "The engine": paced).
 
@@ -376,7 +428,8 @@ class Engine:
         arrived is skipped (drop to the newest). Returns the unpaced outputs plus when each
         ``predict()`` started (stream clock relative to t0; -1 = dropped), so latency can be counted
         from arrival (no coordinated omission). Outputs go through the full validation path: a paced
-        frame waits anyway, so the fast path buys nothing here.
+        frame waits anyway, so the fast path buys nothing here. ``progress`` is called after a frame
+        once :data:`PROGRESS_INTERVAL_S` has passed since the last call.
         """
         n = len(frames)
         latency = np.zeros(n, dtype=np.int64)
@@ -385,6 +438,7 @@ class Engine:
         clock = time.perf_counter_ns
         drop = self.config.paced_policy == "drop"
         base = clock() + _PACED_LEAD_NS  # the stream clock's t0 on the wall clock
+        report_at, reporting = base + PROGRESS_INTERVAL_NS, False
         i = -1
         try:
             for i, frame in enumerate(frames):
@@ -399,9 +453,16 @@ class Engine:
                 if out is not None:
                     checked = self.checks.full_path(out, stream_id, i, n)
                     kept.extend((sc.copy(), i, ref) for sc, ref, _ in checked)
+                if progress is not None and end >= report_at:
+                    reporting = True  # the hook's own failure is no adapter's
+                    progress(i + 1, n)  # after the frame, before the next one's wait
+                    reporting = False
+                    report_at = clock() + PROGRESS_INTERVAL_NS
         except AdapterOutputError:
             raise
         except Exception as exc:
+            if reporting:
+                raise
             raise AdapterCallError(
                 self.name, stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
             ) from exc
