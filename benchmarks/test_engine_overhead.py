@@ -6,10 +6,11 @@ Opt-in (not collected by ``pytest`` alone); the figure of the README and of issu
 
 The overhead per frame is (engine's frame loop ``Engine._feed`` − bare loop) / frames, both over the same
 20 000 sealed-like frames and the null adapter's 29 class scores; the bare loop calls ``predict`` and
-nothing else. ``test_overhead_per_frame_against_the_previous_loop`` measures three loops in one process,
-interleaved (bare, this engine, and the engine of a reference revision loaded from git beside it:
-``OVERHEAD_BASE``, default the commit before the loop was rewritten), ``OVERHEAD_REPEATS`` rounds (default
-101) in alternating order, and compares medians: of the wall time (what a latency figure pays) and of the
+nothing else. ``test_overhead_per_frame_against_the_previous_loop`` measures four loops in one process,
+interleaved (bare, this engine, the engine of a reference revision loaded from git beside it:
+``OVERHEAD_BASE``, default the commit before the loop was rewritten, and this engine fed in chunks for a
+progress hook that does nothing), ``OVERHEAD_REPEATS`` rounds (default 101) in alternating order, and
+compares medians: of the wall time (what a latency figure pays) and of the
 thread's CPU time (``time.thread_time_ns``: the time this process was descheduled is left out, so it is
 steadier on a shared machine). A busy machine slows all three alike; the ratio is the figure to read.
 """
@@ -66,6 +67,10 @@ def bare_loop(adapter: NullAdapter, frames: Sequence[Frame]) -> None:
         predict(frame)
 
 
+def _no_progress(done: int, total: int) -> None:
+    """A progress hook that does nothing: what the chunked loop costs by itself."""
+
+
 def engine_at(revision: str) -> ModuleType:
     """``harness/execution/engine.py`` as it was at ``revision``, loaded beside this one (it imports the
     other harness modules of this checkout)."""
@@ -114,6 +119,7 @@ def test_overhead_per_frame_against_the_previous_loop(setup) -> None:  # type: i
         "bare": lambda: bare_loop(adapter, frames),
         "engine": lambda: engine._feed(frames, "bench", FRAMES),
         f"engine@{BASE}": lambda: previous._feed(frames, "bench", FRAMES),
+        "engine+progress": lambda: engine._feed(frames, "bench", FRAMES, progress=_no_progress),
     }
     wall: dict[str, list[int]] = {name: [] for name in loops}
     cpu: dict[str, list[int]] = {name: [] for name in loops}
@@ -135,6 +141,7 @@ def test_overhead_per_frame_against_the_previous_loop(setup) -> None:  # type: i
             f"{clock:4s}: bare loop {per_frame['bare']:.0f}; "
             + "; ".join(f"{name} {per_frame[name]:.0f} (overhead {over[name]:.0f})" for name in names[1:])
             + f"; overhead ratio engine / engine@{BASE} = {over['engine'] / over[names[2]]:.2f}"
+            + f", engine+progress / engine = {over['engine+progress'] / over['engine']:.2f}"
         )
     assert overhead["wall"]["engine"] <= BUDGET_NS
     assert overhead["cpu"]["engine"] < overhead["cpu"][names[2]]  # the rewrite must not have lost ground
