@@ -361,8 +361,10 @@ class IsolatedEngine:
         report_at = started + PROGRESS_INTERVAL_S
         while True:
             if self._following is not None and time.monotonic() >= report_at:
-                hook, total = self._following
-                hook(stream_id, max(int(self._progress[0]), 0), total)  # the frame being run: done before it
+                at = int(self._progress[0])  # the frame being run (frames before it are done), or a mark
+                if at >= 0:  # not while resetting, nor once the stream is done (the slot is IDLE again)
+                    hook, total = self._following
+                    hook(stream_id, at, total)
                 report_at = time.monotonic() + PROGRESS_INTERVAL_S
             if conn.poll(tick):
                 try:
