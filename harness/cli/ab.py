@@ -17,7 +17,8 @@ from rich.table import Table
 from adapters.registry import AdapterLoadError
 from harness.cli import completion
 from harness.cli.common import err, fail, out
-from harness.cli.run import _parse_options
+from harness.cli.config import RunOptions, build_run_config
+from harness.cli.run import _parse_options, _typed
 from harness.execution.config import RunConfig
 from harness.execution.engine import AdapterError
 from harness.execution.isolation import WorkerError
@@ -31,28 +32,59 @@ from harness.runs.ab import ABReport, ab_markdown, run_ab
 __all__ = ["ab", "register"]
 
 
+FROM_FILE = ("adapter", "adapter_options", "data", "engine", "threads", "torch_seed")
+"""What ``ab --config`` takes from a run configuration file: what a side's worker runs (the rest of a run's
+configuration — protocol, output, isolation — has no part in a latency comparison, and is not sent to a
+side's worker, which may be an older checkout that does not know every field)."""
+
+
+def _from_file(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The fields of :data:`FROM_FILE` the file sets, validated as ``run --config`` validates the file
+    (errors name the file and the field); and the names of the other fields it sets (unused here)."""
+    tree = build_run_config(RunOptions(), set(), path).model_dump(mode="json", exclude_unset=True)
+    unused = sorted(k for k in tree if k not in FROM_FILE)
+    return {k: v for k, v in tree.items() if k in FROM_FILE}, unused
+
+
 def _side(
     label: str,
     adapter: str,
-    options: list[str] | None,
+    options: dict[str, Any],
     python: str | None,
     paths: list[Path] | None,
-    data: dict[str, Any],
-    warmup_frames: int,
+    common: dict[str, Any],
     on: str,
 ) -> Side:
-    engine: dict[str, Any] = {"warmup_frames": warmup_frames}
+    """One side: ``common`` (data, engine, threads, torch seed) with this side's adapter and options."""
+    tree = {**common, "adapter": adapter, "adapter_options": options}
     if on == "cpu":
-        engine["cpu_time"] = "thread"
-    run = RunConfig.model_validate(
-        {"adapter": adapter, "adapter_options": _parse_options(options or []), "data": data, "engine": engine}
-    )
+        tree["engine"] = {**tree.get("engine", {}), "cpu_time": "thread"}
+    run = RunConfig.model_validate(tree)
     command: dict[str, Any] = {
         "pythonpath": [str(p.resolve()) for p in paths] if paths else default_pythonpath()
     }
     if python is not None:
         command["python"] = python
     return Side(label=label, run=run, command=WorkerCommand.model_validate(command))
+
+
+def _data(
+    filed: dict[str, Any] | None, typed: set[str], seed: int, streams: int, duration: float
+) -> dict[str, Any]:
+    """The data set both sides run: the file's, else the synthetic one of --seed/--streams/--duration
+    (which also override a synthetic data set of the file; typed for another data set, they are refused)."""
+    synthetic = {"seed": seed, "num_streams": streams, "duration_s": duration}
+    names = {"seed": "seed", "num_streams": "streams", "duration_s": "duration"}
+    if filed is None:
+        return {"kind": "synthetic", **synthetic}
+    if filed.get("kind", "synthetic") == "synthetic":
+        return {**filed, **{k: v for k, v in synthetic.items() if names[k] in typed}}
+    wrong = [f"--{names[k]}" for k in synthetic if names[k] in typed]
+    if wrong:
+        raise ValueError(
+            f"{', '.join(wrong)} apply to the synthetic data set, not to the file's {filed['kind']}"
+        )
+    return filed
 
 
 def _print(report: ABReport) -> None:
@@ -107,8 +139,13 @@ def _print(report: ABReport) -> None:
 
 
 def ab(
+    ctx: typer.Context,
     base_adapter: Annotated[
-        str, typer.Option(help="base: registry name or module:Class", autocompletion=completion.adapters)
+        str,
+        typer.Option(
+            help="base: registry name or module:Class (default: --config's, else reference)",
+            autocompletion=completion.adapters,
+        ),
     ] = "reference",
     head_adapter: Annotated[
         str | None,
@@ -129,6 +166,14 @@ def ab(
     head_path: Annotated[list[Path] | None, typer.Option(help="head's PYTHONPATH (repeatable)")] = None,
     base_python: Annotated[str | None, typer.Option(help="base's interpreter (default: this one)")] = None,
     head_python: Annotated[str | None, typer.Option(help="head's interpreter (default: this one)")] = None,
+    config_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="a run configuration (.json or .toml, as run --config): its data, engine, threads and "
+            "adapter (with its options) for both sides; the options typed here override it",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="data set seed (synthetic)")] = 0,
     streams: Annotated[
         int, typer.Option("--streams", "-n", help="streams in the data set (cycled over rounds)")
@@ -175,11 +220,33 @@ def ab(
                 raise ValueError(f"--fail-on {rule.describe()}: ab judges {', '.join(GATE_KEYS)} only")
             if rule.points:
                 raise ValueError(f"--fail-on {rule.describe()}: pp is for shares (F1, accuracy): write +5%")
-        data = {"kind": "synthetic", "seed": seed, "num_streams": streams, "duration_s": duration}
-        base = _side("base", base_adapter, base_option, base_python, base_path, data, warmup_frames, on)
-        head = _side(
-            "head", head_adapter or base_adapter, head_option, head_python, head_path, data, warmup_frames, on
-        )
+        typed = {
+            name
+            for name in ("base_adapter", "seed", "streams", "duration", "warmup_frames")
+            if _typed(ctx, name)
+        }
+        common, unused = _from_file(config_file) if config_file is not None else ({}, [])
+        if unused:
+            err.print(
+                f"note: ab does not use {', '.join(unused)} of {safe(str(config_file))}", highlight=False
+            )
+        filed_adapter = common.pop("adapter", None)
+        filed_options = common.pop("adapter_options", {})
+        common["data"] = _data(common.get("data"), typed, seed, streams, duration)
+        if "warmup_frames" in typed or "warmup_frames" not in common.get("engine", {}):
+            common["engine"] = {**common.get("engine", {}), "warmup_frames": warmup_frames}
+        base_name = base_adapter if "base_adapter" in typed or filed_adapter is None else filed_adapter
+        head_name = head_adapter or base_name
+
+        def options(adapter: str, typed_options: list[str] | None) -> dict[str, Any]:
+            """The file's options for its adapter, with the ones typed for this side laid over them."""
+            return {
+                **(filed_options if adapter == filed_adapter else {}),
+                **_parse_options(typed_options or []),
+            }
+
+        base = _side("base", base_name, options(base_name, base_option), base_python, base_path, common, on)
+        head = _side("head", head_name, options(head_name, head_option), head_python, head_path, common, on)
         config = RoundsConfig.model_validate(
             {
                 "rounds": rounds,
@@ -191,7 +258,7 @@ def ab(
                 "restart_every": restart_every or None,
             }
         )
-    except (FailOnSpecError, ValidationError, ValueError) as exc:
+    except (FailOnSpecError, ValidationError, ValueError) as exc:  # ConfigError is a ValueError
         raise fail(str(exc)) from None
 
     def report_pair(job: Rounds) -> None:

@@ -13,6 +13,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -256,9 +257,33 @@ _CLEAR_ERRORS = (
 traceback (``--debug`` prints it)."""
 
 
-def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook], _T]) -> _T:
-    """Run ``job`` with a progress bar on stderr; turn the harness's clear errors into exit code 2."""
-    bar = Progress(
+class _BarHook:
+    """The run's progress hook (:class:`~harness.execution.executor.StreamProgress`): the bar moves after
+    each stream and, within a stream, whenever the engine reports between two chunks of frames (about
+    twice a second; harness/execution/engine.py). The bar is drawn here, from those calls, and never
+    by a refresh thread of its own: rich's ``auto_refresh`` thread (10 Hz) would take the GIL from the
+    timed loop in process, in the middle of a ``predict()``."""
+
+    def __init__(self, bar: Progress, task: TaskID) -> None:
+        self.bar, self.task = bar, task
+        self.streams_done = 0
+
+    def __call__(self, done: int, total: int, stream_id: str) -> None:
+        self.streams_done = done
+        self.bar.update(self.task, completed=done, total=total, stream=safe(stream_id))
+        self.bar.refresh()
+
+    def frames(self, stream_id: str, done: int, total: int | None) -> None:
+        share = min(done / total, 1.0) if total else 0.0
+        where = f"{safe(stream_id)} frame {done}" + (f"/{total}" if total else "")
+        self.bar.update(self.task, completed=self.streams_done + share, stream=where)
+        self.bar.refresh()
+
+
+def progress_bar(enabled: bool, console: Console = err) -> Progress:
+    """The run's progress bar: on ``console`` (stderr), removed when done, redrawn only by
+    :class:`_BarHook` (no refresh thread)."""
+    return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -266,16 +291,19 @@ def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook],
         TextColumn("eta"),
         TimeRemainingColumn(),
         TextColumn("{task.fields[stream]}"),
-        console=err,
+        console=console,
         transient=True,
-        disable=not progress,
+        auto_refresh=False,
+        disable=not enabled,
     )
+
+
+def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook], _T]) -> _T:
+    """Run ``job`` with a progress bar on stderr; turn the harness's clear errors into exit code 2."""
+    bar = progress_bar(progress)
     with bar:
-        task = bar.add_task(safe(title), total=None, stream="")
-
-        def hook(done: int, total: int, stream_id: str) -> None:
-            bar.update(task, completed=done, total=total, stream=safe(stream_id))
-
+        hook = _BarHook(bar, bar.add_task(safe(title), total=None, stream=""))
+        bar.refresh()
         try:
             return job(hook)
         except _CLEAR_ERRORS as exc:

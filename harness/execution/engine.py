@@ -6,18 +6,20 @@ included, decoding and I/O excluded: a stream's frames are decoded before its fi
 Before the first scored stream the engine warms the model up on a stream that is not scored and then
 resets it (seed 004 §6.2.2 "评测前进行 ≥100 帧预热").
 
-The loop is kept lean because its own cost is part of every latency it reports: outputs go into
-preallocated buffers, and only the checks that must stop a bad run at once (type, shape, ``refers_to``
-range) run per frame; finiteness is checked vectorised after the stream, still naming the frame.
+The loop is kept lean because its own cost is part of every latency it reports (and of the wall time of
+every run): per frame it appends the latency, copies the scores' bytes into one buffer and runs only
+the checks that must stop a bad run at once (type, shape, ``refers_to`` range); where each prediction
+was emitted and what it labels are rebuilt after the stream, and finiteness is checked there,
+vectorised, still naming the frame (``benchmarks/test_engine_overhead.py`` measures what is left).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,8 +34,8 @@ from adapters.contract import (
     StreamingAdapter,
 )
 from harness.execution.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
+from harness.execution.outputs import FLOAT32, NoFastPath, OddFrames, OutputChecks, beyond_end
 from harness.execution.recorded_extras import Extras, gather_extras
-from harness.execution.recorded_extras import extras_of as _extras_of
 from harness.execution.sealing import SealedFeed, frames_of, seal_frames
 from harness.instruments.clock import ClockInfo, clock_info, wait_until
 from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer, marked
@@ -41,18 +43,30 @@ from harness.instruments.interference import thread_switches
 from protocols.recording import StreamRecording, StreamRole
 
 __all__ = [
+    "PROGRESS_INTERVAL_S",
     "AdapterCallError",
     "AdapterError",
     "AdapterOutputError",
     "ClockInfo",
     "Engine",
     "EngineConfig",
+    "FrameProgress",
+    "FramesDone",
     "clock_info",
     "has_sequence_mode",
 ]
 
 
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
+FramesDone = Callable[[int, int], None]
+"""Progress within a stream: (frames done, frames in the stream), called between two frames."""
+
+FrameProgress = Callable[[str, int, "int | None"], None]
+"""Progress within a stream as a run reports it: (stream id, frames done, frames in the stream or
+``None`` when unknown); the executor (harness/execution/executor.py) passes it to its runner."""
+
+PROGRESS_INTERVAL_S = 0.5
+"""How often, about, progress within a stream is reported (twice a second)."""
+PROGRESS_INTERVAL_NS = int(PROGRESS_INTERVAL_S * 1e9)
 
 
 class EngineConfig(BaseModel):
@@ -106,6 +120,7 @@ class Engine:
         self.device_timer = device_timer
         self.name = info.name
         self.num_classes = info.num_classes
+        self.checks = OutputChecks(self.name, self.num_classes)
         self.warmup_frames_run = 0
         stages = getattr(adapter, "stages", None)
         self.stages: StageTimer | None = stages if isinstance(stages, StageTimer) else None
@@ -126,13 +141,22 @@ class Engine:
         self.warmup_frames_run = len(frames)
         return len(frames)
 
-    def run_stream(self, stream: Stream, role: StreamRole = "test", untimed: bool = False) -> StreamRecording:
+    def run_stream(
+        self,
+        stream: Stream,
+        role: StreamRole = "test",
+        untimed: bool = False,
+        progress: FramesDone | None = None,
+    ) -> StreamRecording:
         """Reset the adapter, feed the stream frame by frame, return what was recorded. Every frame is
         sealed first (:mod:`harness.execution.sealing`), before the clock starts.
 
         ``untimed`` (the causality protocol's audit, DESIGN.md "Audits"): the same loop and the same call
         path, with a clock that reads nothing (``latency_ns`` all zeros), no device timer and no pacing,
-        so a model sees the same entry points whether it is measured or not."""
+        so a model sees the same entry points whether it is measured or not.
+
+        ``progress(frames done, frames in the stream)`` is called within the stream about every
+        :data:`PROGRESS_INTERVAL_S`, between two frames (never inside a timed ``predict()``)."""
         frames = frames_of(stream)
         if len(frames) != stream.num_frames:
             raise ValueError(
@@ -160,17 +184,23 @@ class Engine:
             if outputs is not None or cpu_clock != "off":
                 raise ValueError("recording features, weights or CPU time needs an unpaced run")
             latency_ns, emitted_at, refers_to, scores, paced_start = self._feed_paced(
-                frames, stream.stream_id, times_ns - t0_ns, predict
+                frames, stream.stream_id, times_ns - t0_ns, predict, progress
             )
         elif cpu_clock != "off":
             predict, walls, cpus = _cpu_timed(predict, cpu_clock)
             _, emitted_at, refers_to, scores = self._feed(
-                frames, stream.stream_id, len(frames), predict, outputs
+                frames, stream.stream_id, len(frames), predict, outputs, progress=progress
             )
             latency_ns, cpu_ns = np.asarray(walls, dtype=np.int64), np.asarray(cpus, dtype=np.int64)
         else:
             latency_ns, emitted_at, refers_to, scores = self._feed(
-                frames, stream.stream_id, len(frames), predict, outputs, _no_clock if untimed else None
+                frames,
+                stream.stream_id,
+                len(frames),
+                predict,
+                outputs,
+                _no_clock if untimed else None,
+                progress,
             )
         after = thread_switches()
         context_switches = (
@@ -178,11 +208,11 @@ class Engine:
             if switches is not None and after is not None
             else {}
         )
-        extras = gather_extras(outputs, self.config.record, emitted_at, self._error, stream.stream_id)
-        beyond_end = _beyond_end(refers_to, len(frames))
-        if beyond_end is not None:
-            emitted_at, refers_to, scores = emitted_at[beyond_end], refers_to[beyond_end], scores[beyond_end]
-            extras = {name: value[beyond_end] for name, value in extras.items()}
+        extras = gather_extras(outputs, self.config.record, emitted_at, self.checks.error, stream.stream_id)
+        inside = beyond_end(refers_to, len(frames))
+        if inside is not None:
+            emitted_at, refers_to, scores = emitted_at[inside], refers_to[inside], scores[inside]
+            extras = {name: value[inside] for name, value in extras.items()}
         device_ns = None
         if timer is not None:  # read after the stream: the loop never waited on the device
             device_ns = np.zeros(len(frames), dtype=np.int64)
@@ -205,7 +235,7 @@ class Engine:
             paced_start_ns=paced_start,
             paced_policy=self.config.paced_policy if paced_start is not None else None,
             device_ns=device_ns,
-            beyond_end=0 if beyond_end is None else int((~beyond_end).sum()),
+            beyond_end=0 if inside is None else int((~inside).sum()),
             cpu_ns=cpu_ns,
             cpu_clock=cpu_clock if cpu_clock != "off" else None,
             context_switches=context_switches,
@@ -243,16 +273,16 @@ class Engine:
         if not isinstance(out, list) or any(
             not isinstance(p, Prediction) or p.refers_to is None for p in out
         ):
-            raise self._error(
+            raise self.checks.error(
                 stream.stream_id, last, "predict_sequence() must return a list of Predictions with refers_to"
             )
-        checked = self._slow_path(out, stream.stream_id, last, len(frames)) if out else []
+        checked = self.checks.full_path(out, stream.stream_id, last, len(frames)) if out else []
         kept = sorted((ref, i) for i, (_, ref, _) in enumerate(checked) if ref < len(frames))
         refs = np.array([ref for ref, _ in kept], dtype=np.int64)
         scores = np.array([checked[i][0] for _, i in kept], dtype=np.float32)
         scores = scores.reshape(len(kept), self.num_classes)
         if not np.isfinite(scores).all():
-            raise self._error(stream.stream_id, last, "predict_sequence() scores contain NaN or Inf")
+            raise self.checks.error(stream.stream_id, last, "predict_sequence() scores contain NaN or Inf")
         return StreamRecording(
             stream_id=stream.stream_id,
             role="test",
@@ -298,71 +328,90 @@ class Engine:
         predict: Callable[[Frame], PredictOutput] | None = None,
         outputs: list[Extras] | None = None,
         clock: Callable[[], int] | None = None,
+        progress: FramesDone | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The timed loop. Everything it does per frame beyond ``predict()`` is harness overhead.
 
-        Scores are copied out as raw float32 bytes (an adapter may reuse its output buffer) and
-        joined into one ``[P, C]`` array after the stream. ``outputs`` (when features or weights are
-        recorded) collects copies of each kept prediction's features and weights.
+        Per frame: two clock reads around ``predict()`` and nothing else between them; the latency
+        appended; then the fast path — exactly one :class:`Prediction` of float32 scores of shape
+        ``[C]`` whose ``refers_to`` is unset or a non-negative ``int`` — copies the scores' bytes into
+        one growing buffer (an adapter may reuse its output buffer) and notes the frame only when it
+        labels another frame: ``emitted_at`` and ``refers_to`` are rebuilt after the stream
+        (:class:`~harness.execution.outputs.OddFrames`). Any other output (``None``, a list, scores to
+        convert, a ``refers_to`` to check, or any output while ``outputs`` collects features and
+        weights) takes :meth:`~harness.execution.outputs.OutputChecks.odd_output`, which validates it
+        and notes the frame. After the stream, vectorised: the ``[P, C]`` score array and the
+        finiteness check naming the first bad frame. The frame of an exception in ``predict()`` is the
+        number of latencies recorded before it.
+
+        ``progress``: the frames are fed in chunks (``islice``) and ``progress(frames done, frames)``
+        called between two chunks; each chunk is sized from the last one's wall time to last about
+        :data:`PROGRESS_INTERVAL_S` (starting at one frame, growing at most fourfold per chunk). Without
+        it the loop runs over ``frames`` directly, in one piece.
         """
-        n = len(frames)
-        shape = (self.num_classes,)
-        latency = [0] * n
-        score_bytes: list[bytes] = []
-        emitted_at: list[int] = []
-        refers_to: list[int] = []
-        keep_scores, keep_emitted, keep_ref = score_bytes.append, emitted_at.append, refers_to.append
+        num_classes = self.num_classes
+        latency: list[int] = []
+        keep_latency = latency.append
+        score_bytes = bytearray()
+        keep_scores: Callable[[Any], object] = score_bytes.__iadd__  # a copy, amortised growth
+        odd = OddFrames()
+        moved_at, moved_to = odd.moved_frames.append, odd.moved_refs.append
+        odd_output = self.checks.odd_output
         predict = predict or self.adapter.predict
         clock = clock or time.perf_counter_ns
-        prediction_type, ndarray, float32 = Prediction, np.ndarray, np.dtype(np.float32)
-        i = -1
-        try:
-            for i, frame in enumerate(frames):
-                start = clock()
-                out = predict(frame)
-                latency[i] = clock() - start
-                if out is None:
-                    continue
-                # fast path: one Prediction with float32 scores of the right shape and an int refers_to
-                if type(out) is prediction_type:
-                    sc = out.scores
-                    ref = out.refers_to
-                    if (
-                        type(sc) is ndarray
-                        and sc.dtype is float32
-                        and sc.shape == shape
-                        and (ref is None or type(ref) is int)
-                    ):
-                        if ref is None:
-                            ref = i
-                        elif ref < 0:
-                            self._check_ref(ref, stream_id, i, stream_length)
-                        keep_scores(sc.tobytes())
-                        keep_emitted(i)
-                        keep_ref(ref)
-                        if outputs is not None:
-                            outputs.append(_extras_of(out))
-                        continue
-                for pred_scores, pred_ref, pred in self._slow_path(out, stream_id, i, stream_length):
-                    keep_scores(pred_scores.astype(np.float32).tobytes())
-                    keep_emitted(i)
-                    keep_ref(pred_ref)
-                    if outputs is not None:
-                        outputs.append(_extras_of(pred))
-        except AdapterOutputError:
-            raise
-        except Exception as exc:  # the adapter's own failure: say where it happened, keep the cause
-            raise AdapterCallError(
-                self.name, stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
-            ) from exc
-        k = len(emitted_at)
-        scores = np.frombuffer(b"".join(score_bytes), dtype=np.float32).reshape(k, self.num_classes).copy()
-        emitted = np.asarray(emitted_at, dtype=np.int64)
-        bad = ~np.isfinite(scores).all(axis=1)
-        if bad.any():
-            first = int(np.argmax(bad))
-            raise self._error(stream_id, int(emitted[first]), "scores contain NaN or Inf")
-        return np.asarray(latency, dtype=np.int64), emitted, np.asarray(refers_to, dtype=np.int64), scores
+        fast_type = Prediction if outputs is None else NoFastPath
+        ndarray, float32 = np.ndarray, FLOAT32
+        n = len(frames)
+        chunk = 1
+        remaining = iter(frames) if progress is not None else None
+        batch: Iterable[Frame] = frames if remaining is None else islice(remaining, chunk)
+        began = time.perf_counter_ns() if progress is not None else 0  # chunks are sized on the wall clock
+        while True:
+            before = len(latency)
+            try:
+                for frame in batch:
+                    start = clock()
+                    out = predict(frame)
+                    keep_latency(clock() - start)
+                    if type(out) is fast_type:
+                        sc = out.scores
+                        if (
+                            type(sc) is ndarray
+                            and sc.dtype is float32
+                            and sc.ndim == 1
+                            and len(sc) == num_classes  # shape (C,), without building the shape tuple
+                        ):
+                            ref = out.refers_to
+                            if ref is None or (type(ref) is int and ref >= 0):
+                                try:
+                                    keep_scores(sc)
+                                except TypeError:  # a strided view exports no single buffer
+                                    keep_scores(sc.tobytes())
+                                if ref is not None:  # labels another frame (look-ahead, anticipation)
+                                    moved_at(len(latency) - 1)
+                                    moved_to(ref)
+                                continue
+                    odd_output(out, len(latency) - 1, stream_id, stream_length, keep_scores, odd, outputs)
+            except AdapterOutputError:
+                raise
+            except Exception as exc:  # the adapter's own failure: say where it happened, keep the cause
+                raise AdapterCallError(
+                    self.name, stream_id, len(latency), f"predict() raised {type(exc).__name__}: {exc}"
+                ) from exc
+            if remaining is None or len(latency) - before < chunk:
+                break  # the stream is done
+            assert progress is not None
+            progress(len(latency), n)  # between two frames, outside every timed window
+            now = time.perf_counter_ns()
+            chunk = max(1, min(4 * chunk, chunk * PROGRESS_INTERVAL_NS // max(now - began, 1)))
+            began = now
+            batch = islice(remaining, chunk)
+        scores = np.frombuffer(score_bytes, dtype=np.float32).reshape(-1, num_classes)
+        emitted, refers_to = odd.emitted_and_refers_to(len(latency))
+        if not np.isfinite(scores).all():
+            first = int(np.argmax(~np.isfinite(scores).all(axis=1)))
+            raise self.checks.error(stream_id, int(emitted[first]), "scores contain NaN or Inf")
+        return np.asarray(latency, dtype=np.int64), emitted, refers_to, scores
 
     def _feed_paced(
         self,
@@ -370,6 +419,7 @@ class Engine:
         stream_id: str,
         arrival_ns: np.ndarray,
         predict: Callable[[Frame], PredictOutput],
+        progress: FramesDone | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Frames released on the wall clock at their stream time (DESIGN.md "The engine": paced).
 
@@ -378,7 +428,8 @@ class Engine:
         arrived is skipped (drop to the newest). Returns the unpaced outputs plus when each
         ``predict()`` started (stream clock relative to t0; -1 = dropped), so latency can be counted
         from arrival (no coordinated omission). Outputs go through the full validation path: a paced
-        frame waits anyway, so the fast path buys nothing here.
+        frame waits anyway, so the fast path buys nothing here. ``progress`` is called after a frame
+        once :data:`PROGRESS_INTERVAL_S` has passed since the last call.
         """
         n = len(frames)
         latency = np.zeros(n, dtype=np.int64)
@@ -387,6 +438,7 @@ class Engine:
         clock = time.perf_counter_ns
         drop = self.config.paced_policy == "drop"
         base = clock() + _PACED_LEAD_NS  # the stream clock's t0 on the wall clock
+        report_at, reporting = base + PROGRESS_INTERVAL_NS, False
         i = -1
         try:
             for i, frame in enumerate(frames):
@@ -399,10 +451,18 @@ class Engine:
                 latency[i] = end - start
                 started[i] = start - base
                 if out is not None:
-                    kept.extend((sc.copy(), i, ref) for sc, ref, _ in self._slow_path(out, stream_id, i, n))
+                    checked = self.checks.full_path(out, stream_id, i, n)
+                    kept.extend((sc.copy(), i, ref) for sc, ref, _ in checked)
+                if progress is not None and end >= report_at:
+                    reporting = True  # the hook's own failure is no adapter's
+                    progress(i + 1, n)  # after the frame, before the next one's wait
+                    reporting = False
+                    report_at = clock() + PROGRESS_INTERVAL_NS
         except AdapterOutputError:
             raise
         except Exception as exc:
+            if reporting:
+                raise
             raise AdapterCallError(
                 self.name, stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
             ) from exc
@@ -410,57 +470,8 @@ class Engine:
         emitted = np.array([e for _, e, _ in kept], dtype=np.int64)
         bad = ~np.isfinite(scores).all(axis=1)
         if bad.any():
-            raise self._error(stream_id, int(emitted[int(np.argmax(bad))]), "scores contain NaN or Inf")
+            raise self.checks.error(stream_id, int(emitted[int(np.argmax(bad))]), "scores contain NaN or Inf")
         return latency, emitted, np.array([r for _, _, r in kept], dtype=np.int64), scores, started
-
-    def _slow_path(
-        self, out: object, stream_id: str, index: int, stream_length: int
-    ) -> list[tuple[np.ndarray, int, Prediction]]:
-        """Validate an output that is not a single well-formed Prediction; raise with a precise message."""
-        checked = []
-        for pred in out if isinstance(out, list) else [out]:
-            if not isinstance(pred, Prediction):
-                raise self._error(
-                    stream_id,
-                    index,
-                    f"predict() returned {type(pred).__name__}; "
-                    "expected Prediction, list[Prediction] or None",
-                )
-            if not isinstance(pred.scores, np.ndarray):
-                raise self._error(
-                    stream_id,
-                    index,
-                    f"scores are a {type(pred.scores).__name__}; expected a numpy.ndarray "
-                    "(convert tensors with .numpy() inside predict())",
-                )
-            kind = pred.scores.dtype.kind
-            if kind not in "fiu":
-                raise self._error(
-                    stream_id, index, f"scores have dtype {pred.scores.dtype}; expected real numbers"
-                )
-            if pred.scores.shape != (self.num_classes,):
-                raise self._error(
-                    stream_id, index, f"scores have shape {pred.scores.shape}, expected ({self.num_classes},)"
-                )
-            if kind == "f" and np.any(np.abs(pred.scores[np.isfinite(pred.scores)]) > _FLOAT32_MAX):
-                raise self._error(stream_id, index, "scores exceed the float32 range they are recorded in")
-            ref = (
-                index
-                if pred.refers_to is None
-                else self._check_ref(pred.refers_to, stream_id, index, stream_length)
-            )
-            checked.append((pred.scores, ref, pred))
-        return checked
-
-    def _check_ref(self, ref: object, stream_id: str, index: int, stream_length: int) -> int:
-        """A prediction's ``refers_to`` as a frame index. Negative is an error; at or beyond the end of
-        the stream is kept here and dropped (and counted) after the stream by :func:`drop_beyond_end`:
-        an anticipating model cannot know where a stream ends."""
-        if isinstance(ref, bool) or not isinstance(ref, (int, np.integer)):
-            raise self._error(stream_id, index, f"refers_to={ref!r} is not a frame index (int)")
-        if ref < 0:
-            raise self._error(stream_id, index, f"refers_to={ref} is outside the stream [0, {stream_length})")
-        return int(ref)
 
     def _reset(self, stream_id: str) -> None:
         try:
@@ -470,21 +481,10 @@ class Engine:
                 self.name, stream_id, 0, f"reset_state() before the stream raised {type(exc).__name__}: {exc}"
             ) from exc
 
-    def _error(self, stream_id: str, frame: int, problem: str) -> AdapterOutputError:
-        return AdapterOutputError(self.name, stream_id, frame, problem)
-
 
 def _no_clock() -> int:
     """The untimed run's clock: reads nothing."""
     return 0
-
-
-def _beyond_end(refers_to: np.ndarray, stream_length: int) -> np.ndarray | None:
-    """The mask of predictions that label a frame of the stream, or ``None`` when all do. A prediction
-    whose ``refers_to`` lies at or beyond the stream's end (an anticipating model does not know where
-    a stream ends) is dropped, and counted in :attr:`StreamRecording.beyond_end`; never an error."""
-    inside = refers_to < stream_length
-    return None if inside.all() else inside
 
 
 def _cpu_timed(

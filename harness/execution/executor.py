@@ -19,23 +19,25 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from adapters.contract import Stream
 from harness.execution.adapter_errors import AdapterError
-from harness.execution.engine import Engine
+from harness.execution.engine import Engine, FrameProgress
 from harness.execution.event_log import EVENTS_FILE, EventLog, FailureEvent, StreamEvent, encode_recording
 from protocols.base import Plan, PlannedStream
 from protocols.recording import StreamRecording, StreamRole
 
 __all__ = [
     "EngineExecutor",
+    "FrameProgress",
     "InProcess",
     "NothingScoredError",
     "OnError",
     "ProgressHook",
     "RunInterrupted",
     "RunStopped",
+    "StreamProgress",
     "StreamRunner",
     "defer_signals",
     "failure_event",
@@ -47,6 +49,15 @@ OnError = Literal["continue", "stop"]
 ProgressHook = Callable[[int, int, str], None]
 """Called after each stream: (streams done, streams planned, id of the stream just finished)."""
 
+@runtime_checkable
+class StreamProgress(Protocol):
+    """A :data:`ProgressHook` that also follows the frames of the stream being run (``frames``); the
+    executor passes its ``frames`` to the runner."""
+
+    def __call__(self, done: int, total: int, stream_id: str) -> None: ...
+
+    def frames(self, stream_id: str, done: int, total: int | None) -> None: ...
+
 
 class StreamRunner(Protocol):
     """What the executor drives: the in-process :class:`~harness.engine.Engine` (through
@@ -54,7 +65,9 @@ class StreamRunner(Protocol):
 
     def warm_up(self) -> int: ...
 
-    def run_stream(self, stream_id: str, role: StreamRole) -> StreamRecording: ...
+    def run_stream(
+        self, stream_id: str, role: StreamRole, progress: FrameProgress | None = None
+    ) -> StreamRecording: ...
 
 
 class RunStopped(Exception):
@@ -92,6 +105,7 @@ class EngineExecutor:
     ) -> None:
         self.runner = runner
         self.progress = progress
+        self.frame_progress = progress.frames if isinstance(progress, StreamProgress) else None
         self.log = log
         self.on_error = on_error
         self.recordings: list[StreamRecording] = list(done)
@@ -124,7 +138,7 @@ class EngineExecutor:
 
     def _run_one(self, planned: PlannedStream) -> None:
         try:
-            recording = self.runner.run_stream(planned.stream_id, planned.role)
+            recording = self.runner.run_stream(planned.stream_id, planned.role, self.frame_progress)
         except AdapterError as exc:
             failure = failure_event(exc, planned.role)
             self.failures.append(failure)
@@ -155,12 +169,21 @@ class InProcess:
     def warm_up(self) -> int:
         return self.engine.warm_up(self.warmup) if self.warmup is not None else 0
 
-    def run_stream(self, stream_id: str, role: StreamRole) -> StreamRecording:
+    def run_stream(
+        self, stream_id: str, role: StreamRole, progress: FrameProgress | None = None
+    ) -> StreamRecording:
         try:
             stream = self.streams[stream_id]
         except KeyError:
             raise KeyError(f"plan names an unknown stream {stream_id!r}") from None
-        return self.engine.run_stream(stream, role)
+        if progress is None:
+            return self.engine.run_stream(stream, role)
+        hook = progress  # the engine reports (done, total) between two chunks of frames
+
+        def frames(done: int, total: int) -> None:
+            hook(stream_id, done, total)
+
+        return self.engine.run_stream(stream, role, progress=frames)
 
 
 class RunInterrupted(BaseException):

@@ -59,6 +59,7 @@ from harness.execution.adapter_errors import (
     AdapterTimeoutError,
 )
 from harness.execution.config import IsolationConfig, RunConfig
+from harness.execution.engine import PROGRESS_INTERVAL_S, FrameProgress
 from harness.execution.isolation_worker import IDLE, RESETTING, worker_main
 from harness.execution.sealed_feed import NEXT, encode_frame, stream_header
 from harness.execution.worker_process import ChildProcess, SharedSlot, WorkerCommand, start_worker
@@ -124,6 +125,8 @@ class IsolatedEngine:
         self._served = 0
         self._warmup: Stream | None = None
         self.peak_rss_bytes: int | None = None  # the largest peak RSS any worker reported (issue 18)
+        self._stream_frames: dict[str, int] = {}  # frames per stream, as the worker reported them
+        self._following: tuple[FrameProgress, int | None] | None = None  # the progress of a request
 
     # -- public interface -------------------------------------------------------------------------------
 
@@ -145,16 +148,31 @@ class IsolatedEngine:
         self._ensure_worker()
         return self.warmup_frames_run
 
-    def run_stream(self, stream_id: str, role: StreamRole = "test") -> StreamRecording:
-        """Run one stream of the run's data set in the worker; restart the worker first if it is gone."""
+    def run_stream(
+        self, stream_id: str, role: StreamRole = "test", progress: FrameProgress | None = None
+    ) -> StreamRecording:
+        """Run one stream of the run's data set in the worker; restart the worker first if it is gone.
+        ``progress`` gets the frame the worker is at (its progress slot) while this process waits, about
+        every ``PROGRESS_INTERVAL_S``; the total is ``None`` when the worker did not say (an older
+        checkout's worker)."""
         if self.sealed:
             self._ensure_worker()  # builds the data set in this process
-            return self.run(self._stream(stream_id), role)
-        header = self._request({"kind": "run", "stream_id": stream_id, "role": role}, stream_id)
+            return self.run(self._stream(stream_id), role, progress=progress)
+        self._ensure_worker()
+        self._following = (progress, self._stream_frames.get(stream_id)) if progress is not None else None
+        try:
+            header = self._request({"kind": "run", "stream_id": stream_id, "role": role}, stream_id)
+        finally:
+            self._following = None
         return self._recording(header, stream_id)
 
     def run(
-        self, stream: Stream, role: StreamRole = "test", untimed: bool = False, resets: int = 1
+        self,
+        stream: Stream,
+        role: StreamRole = "test",
+        untimed: bool = False,
+        resets: int = 1,
+        progress: FrameProgress | None = None,
     ) -> StreamRecording:
         """Sealed mode: run any stream this process holds (an occluded or nudged variant, too), fed to the
         worker frame by frame; ``untimed``: the engine's loop with no clock read; ``resets``:
@@ -170,7 +188,11 @@ class IsolatedEngine:
             "untimed": untimed,
             "resets": resets,
         }
-        recording = self._recording(self._request(message, stream.stream_id), stream.stream_id)
+        self._following = (progress, stream.num_frames) if progress is not None else None
+        try:
+            recording = self._recording(self._request(message, stream.stream_id), stream.stream_id)
+        finally:
+            self._following = None
         return dataclasses.replace(recording, labels=stream.labels)  # labels never reach the worker
 
     def rebuild(self) -> None:
@@ -295,6 +317,7 @@ class IsolatedEngine:
         self._info = AdapterInfo.model_validate(header["info"])
         self._note_peak(header)
         self.stream_ids = tuple(header["stream_ids"]) if self._data is None else tuple(self._data)
+        self._stream_frames = {str(k): int(v) for k, v in dict(header.get("stream_frames") or {}).items()}
         if self._data is not None:  # sealed: the checks build_adapter makes in a worker that has the data
             from harness.execution.setup import check_built
 
@@ -335,7 +358,14 @@ class IsolatedEngine:
         started = time.monotonic()
         last = int(self._progress[0])
         changed = started
+        report_at = started + PROGRESS_INTERVAL_S
         while True:
+            if self._following is not None and time.monotonic() >= report_at:
+                at = int(self._progress[0])  # the frame being run (frames before it are done), or a mark
+                if at >= 0:  # not while resetting, nor once the stream is done (the slot is IDLE again)
+                    hook, total = self._following
+                    hook(stream_id, at, total)
+                report_at = time.monotonic() + PROGRESS_INTERVAL_S
             if conn.poll(tick):
                 try:
                     message = conn.recv_bytes()

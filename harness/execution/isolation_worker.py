@@ -247,6 +247,7 @@ def worker_main(
             "peak_rss_bytes": peak_rss_bytes(),
             "info": adapter.info.model_dump(mode="json"),
             "stream_ids": list(streams),
+            "stream_frames": {stream_id: s.num_frames for stream_id, s in streams.items()},
             "warmup_frames": frames,
             "warmup_stream_id": warmup.stream_id if warmup is not None else None,
             "memory_limit_note": note,

@@ -60,12 +60,14 @@ def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
         fail_on: str = "p50:+5%",
         rounds: int = 12,
         max_rounds: int | None = 24,
+        step: int = 4,
         streams: int = 6,
         duration_s: float = 5.0,
         streams_per_round: int = 2,
         on: Literal["wall", "cpu"] = "wall",
         mode: Literal["auto", "interleaved", "duet"] = "auto",
         restart_every: int | None = 1,
+        seed: int = 0,
         fail_inconclusive: bool | None = None,
     ) -> ABReport:
         here = default_pythonpath()
@@ -75,8 +77,8 @@ def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
         base = _side("base", base_adapter or adapter, chosen, base_paths, data, on)
         head = _side("head", adapter, options or {}, here, data, on)
         config = RoundsConfig(
-            rounds=rounds, max_rounds=max_rounds, streams_per_round=streams_per_round, mode=mode,
-            restart_every=restart_every,
+            rounds=rounds, max_rounds=max_rounds, step=step, streams_per_round=streams_per_round, mode=mode,
+            restart_every=restart_every, seed=seed,
         )  # fmt: skip
         report = run_ab(base, head, config, FailOnSpec.parse(fail_on).rules, on)
         request.node.user_properties.append(("streambench_ab", report.model_dump_json()))

@@ -5,6 +5,7 @@ pairs, workers, looks, which clock), never its timings; the quality verdict is j
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,3 +89,50 @@ def test_quality_verdict_reasons() -> None:
     assert refusal({"base": good, "head": None}) is None
     message = refusal({"base": good, "head": few})
     assert message is not None and "head: p99 of 50 frames" in message and "--force" in message
+
+
+CONFIGURED = ["--rounds", "2", "--streams-per-round", "1", "--restart-every", "0", "--no-progress", "--json"]
+
+
+def run_ab_cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["ab", *args], env={"COLUMNS": "200"})
+    return result.exit_code, result.output
+
+
+def test_config_file_gives_both_sides_its_data_engine_and_adapter(tmp_path: Path) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'adapter = "null"\noutput_dir = "elsewhere"\n[data]\nnum_streams = 2\nduration_s = 3.0\n'
+        "[engine]\nwarmup_frames = 10\n"
+    )
+    code, output = run_ab_cli("--config", str(config), *CONFIGURED)
+    assert code == 3, output  # two pairs: too few for an interval
+    report = json.loads(output[output.index("{") :])
+    assert [s["adapter"] for s in report["sides"]] == ["null", "null"]
+    assert [s["frames"] for s in report["sides"]] == [2 * 75, 2 * 75]  # 2 rounds of one 3 s stream at 25 fps
+    assert "ab does not use output_dir" in output
+    # a typed option overrides the file (the synthetic data set's duration here)
+    code, output = run_ab_cli("--config", str(config), "--duration", "2", *CONFIGURED)
+    assert [s["frames"] for s in json.loads(output[output.index("{") :])["sides"]] == [100, 100]
+
+
+def test_config_file_with_audio_files_data(tmp_path: Path) -> None:
+    soundfile = pytest.importorskip("soundfile")
+    for k in range(2):  # 1 s of audio each, 10 frames of 1600 samples
+        silence = np.zeros(16000, dtype=np.float32)
+        soundfile.write(str(tmp_path / f"a{k}.wav"), silence, 16000, subtype="FLOAT")
+        (tmp_path / f"a{k}.txt").write_text("0.2\t0.5\tspeech\n")
+    config = tmp_path / "files.json"
+    data = {"kind": "audio_files", "directory": str(tmp_path), "frame_samples": 1600}
+    config.write_text(json.dumps({"data": data}))
+    code, output = run_ab_cli(
+        "--config", str(config), "--base-adapter", "tests.support:UnseededNoiseAdapter",
+        "--warmup-frames", "5", *CONFIGURED,
+    )  # fmt: skip
+    assert code == 3, output
+    assert [s["frames"] for s in json.loads(output[output.index("{") :])["sides"]] == [20, 20]
+    code, output = run_ab_cli("--config", str(config), "--streams", "4", *CONFIGURED)
+    assert code == 2 and "--streams apply to the synthetic data set, not to the file's audio_files" in output
+    config.write_text(json.dumps({"data": {"kind": "audio_files", "frame_samples": 1600}}))
+    code, output = run_ab_cli("--config", str(config), *CONFIGURED)
+    assert code == 2 and str(config) in output and "directory" in output  # the file and the field named

@@ -78,6 +78,45 @@ def test_recording_holds_scores_refers_to_and_latency() -> None:
     assert np.all(rec.latency_ns > 0)
 
 
+def test_fast_path_frames_between_other_outputs_keep_their_place() -> None:
+    """The fast path records nothing but the scores of a frame that labels itself; emitted_at and refers_to
+    are rebuilt after the stream around the frames that took the full path (None, lists, refers_to,
+    float64 scores, a strided view). The fast path's output buffer is reused: the copy must be taken."""
+    reused = np.zeros(2, dtype=np.float32)
+
+    def script(frame: Frame) -> Prediction | list[Prediction] | None:
+        i = frame.index
+        if i == 2:
+            return None
+        if i == 4:
+            earlier = Prediction(scores=np.array([4, 4], dtype=np.float32), refers_to=1)
+            return [earlier, Prediction(scores=reused)]
+        if i == 5:
+            return Prediction(scores=np.array([5, 5], dtype=np.float64))
+        if i == 6:
+            return Prediction(scores=np.array([6, 0, 7, 0], dtype=np.float32)[::2])  # not contiguous
+        if i == 7:
+            return Prediction(scores=np.array([7, 7], dtype=np.float32), refers_to=9)  # beyond the end
+        reused[:] = (i, -i)
+        return Prediction(scores=reused)
+
+    rec = Engine(ScriptedAdapter(script), EngineConfig(warmup_frames=0)).run_stream(make_stream(num_frames=9))
+    np.testing.assert_array_equal(rec.emitted_at, [0, 1, 3, 4, 4, 5, 6, 8])
+    np.testing.assert_array_equal(rec.refers_to, [0, 1, 3, 1, 4, 5, 6, 8])
+    np.testing.assert_array_equal(
+        rec.scores, [[0, 0], [1, -1], [3, -3], [4, 4], [3, -3], [5, 5], [6, 7], [8, -8]]
+    )
+    assert rec.beyond_end == 1 and rec.latency_ns.shape == (9,)
+
+
+def test_large_finite_scores_are_not_taken_for_inf() -> None:
+    # their float32 sum overflows; the finiteness check after the stream must not call them Inf
+    big = float(np.finfo(np.float32).max)
+    engine = Engine(ScriptedAdapter(constant([big, big])), EngineConfig(warmup_frames=0))
+    rec = engine.run_stream(make_stream())
+    assert np.all(rec.scores == np.float32(big))
+
+
 def test_latency_is_measured_at_the_predict_boundary() -> None:
     def slow(frame: Frame) -> Prediction:
         end = time.perf_counter_ns() + 2_000_000  # busy-wait 2 ms on odd frames

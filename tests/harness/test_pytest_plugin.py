@@ -217,6 +217,30 @@ def test_gate(streambench_ab):
 """
 
 
+AB_SEEDED_TEST = """
+import random
+
+
+def test_gate(streambench_ab):
+    report = streambench_ab(adapter="null", rounds=2, max_rounds=4, step=1, seed=1, streams=2,
+                            streams_per_round=1, restart_every=None, mode="interleaved")
+    assert report.planned_looks == 3  # 2 pairs, then one look per pair up to 4 (step 4: 2 looks)
+    rng, expected = random.Random(1), []
+    for _ in range(report.pairs):
+        order = ["base", "head"]
+        rng.shuffle(order)
+        expected.append(" then ".join(order))
+    assert report.orders == expected  # seed 1's orders (seed 0 starts base, base)
+"""
+
+
+def test_ab_fixture_passes_step_and_seed(pytester: pytest.Pytester) -> None:
+    # the pytest route of benchmarks/test_ab_pytest_under_load.py runs seeds 0..19 as the CLI route does
+    pytester.makepyfile(test_ab=AB_SEEDED_TEST)
+    result = _run(pytester)
+    result.assert_outcomes(passed=1, warnings=1)
+
+
 def test_ab_fixture_runs_the_interleaved_gate(pytester: pytest.Pytester) -> None:
     # two pairs are too few for an interval: inconclusive, a warning by default, a failure when strict
     pytester.makepyfile(test_ab=AB_TEST)
