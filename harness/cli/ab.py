@@ -8,26 +8,18 @@ asked, or a side's measurement is INVALID; the output says how many more rounds 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from pydantic import ValidationError
-from rich.table import Table
 
-from adapters.registry import AdapterLoadError
 from harness.cli import completion
 from harness.cli.common import err, fail, out
-from harness.cli.config import RunOptions, build_run_config
 from harness.cli.run import _parse_options, _typed
-from harness.execution.config import RunConfig
-from harness.execution.engine import AdapterError
-from harness.execution.isolation import WorkerError
-from harness.execution.rounds import Rounds, RoundsConfig, Side
-from harness.execution.worker_process import WorkerCommand, default_pythonpath
 from harness.io.safe_text import safe
-from harness.results.compare import FailOnSpec, FailOnSpecError
-from harness.results.gate import GATE_KEYS
-from harness.runs.ab import ABReport, ab_markdown, run_ab
+
+if TYPE_CHECKING:  # the job's machinery is imported by the command that runs (CLI start-up)
+    from harness.execution.rounds import Rounds, Side
+    from harness.runs.ab import ABReport
 
 __all__ = ["ab", "register"]
 
@@ -41,6 +33,8 @@ side's worker, which may be an older checkout that does not know every field).""
 def _from_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     """The fields of :data:`FROM_FILE` the file sets, validated as ``run --config`` validates the file
     (errors name the file and the field); and the names of the other fields it sets (unused here)."""
+    from harness.cli.config import RunOptions, build_run_config
+
     tree = build_run_config(RunOptions(), set(), path).model_dump(mode="json", exclude_unset=True)
     unused = sorted(k for k in tree if k not in FROM_FILE)
     return {k: v for k, v in tree.items() if k in FROM_FILE}, unused
@@ -59,6 +53,10 @@ def _side(
     tree = {**common, "adapter": adapter, "adapter_options": options}
     if on == "cpu":
         tree["engine"] = {**tree.get("engine", {}), "cpu_time": "thread"}
+    from harness.execution.config import RunConfig
+    from harness.execution.rounds import Side
+    from harness.execution.worker_process import WorkerCommand, default_pythonpath
+
     run = RunConfig.model_validate(tree)
     command: dict[str, Any] = {
         "pythonpath": [str(p.resolve()) for p in paths] if paths else default_pythonpath()
@@ -88,6 +86,8 @@ def _data(
 
 
 def _print(report: ABReport) -> None:
+    from rich.table import Table
+
     base, head = report.sides
     out.print(
         f"[bold]{safe(base.label)}[/] {safe(base.adapter)} vs [bold]{safe(head.label)}[/] "
@@ -211,6 +211,16 @@ def ab(
     progress: Annotated[bool, typer.Option(help="print each pair as it finishes (stderr)")] = True,
 ) -> None:
     """Base against head latency in interleaved rounds: exit 0 no regression, 1 regression, 3 inconclusive."""
+    from pydantic import ValidationError
+
+    from adapters.registry import AdapterLoadError
+    from harness.execution.engine import AdapterError
+    from harness.execution.isolation import WorkerError
+    from harness.execution.rounds import RoundsConfig
+    from harness.results.compare import FailOnSpec, FailOnSpecError
+    from harness.results.gate import GATE_KEYS
+    from harness.runs.ab import ab_markdown, run_ab
+
     if on not in ("wall", "cpu"):
         raise fail(f"--on {on!r}: expected wall or cpu")
     try:

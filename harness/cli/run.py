@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -19,19 +19,14 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from adapters.registry import AdapterLoadError
 from harness.cli import completion
 from harness.cli.common import check_output_dir, err, fail, out, show_traceback
-from harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
-from harness.execution.engine import AdapterError
-from harness.execution.event_log import EventLogError
-from harness.execution.executor import ProgressHook, RunInterrupted
-from harness.execution.isolation import WorkerError
 from harness.io.safe_text import safe
-from harness.results.files import ResultFileError
 from harness.runs import registry
-from harness.runs.catalog import check_joinable, write_report
-from harness.runs.interface import Outcome, RunProtocol
+
+if TYPE_CHECKING:  # the run's machinery is imported by the command that runs (CLI start-up)
+    from harness.execution.executor import ProgressHook
+    from harness.runs.interface import Outcome, RunProtocol
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -127,6 +122,9 @@ def run(
     ] = None,
 ) -> None:
     """Run an adapter through a protocol (--protocol; default online) and write results/<run_id>/."""
+    from harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
+    from harness.runs.catalog import check_joinable
+
     given = {name for name in [*CLI_FIELDS, "protocol"] if _typed(ctx, name)}
     if resume is not None:
         if given or config_file is not None:
@@ -244,17 +242,18 @@ def _finish_json(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
 
 
 _T = TypeVar("_T")
-_CLEAR_ERRORS = (
-    AdapterLoadError,
-    AdapterError,
-    ValueError,
-    ResultFileError,
-    EventLogError,
-    WorkerError,
-    OSError,
-)
-"""Errors whose message says what went wrong and where (an OSError names its file): printed, exit code 2, no
-traceback (``--debug`` prints it)."""
+
+
+def _clear_errors() -> tuple[type[BaseException], ...]:
+    """Errors whose message says what went wrong and where (an OSError names its file): printed, exit code
+    2, no traceback (``--debug`` prints it)."""
+    from adapters.registry import AdapterLoadError
+    from harness.execution.engine import AdapterError
+    from harness.execution.event_log import EventLogError
+    from harness.execution.isolation import WorkerError
+    from harness.results.files import ResultFileError
+
+    return (AdapterLoadError, AdapterError, ValueError, ResultFileError, EventLogError, WorkerError, OSError)
 
 
 class _BarHook:
@@ -300,16 +299,19 @@ def progress_bar(enabled: bool, console: Console = err) -> Progress:
 
 def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook], _T]) -> _T:
     """Run ``job`` with a progress bar on stderr; turn the harness's clear errors into exit code 2."""
+    from harness.execution.executor import RunInterrupted as interrupted
+
+    clear = _clear_errors()
     bar = progress_bar(progress)
     with bar:
         hook = _BarHook(bar, bar.add_task(safe(title), total=None, stream=""))
         bar.refresh()
         try:
             return job(hook)
-        except _CLEAR_ERRORS as exc:
+        except clear as exc:
             show_traceback(exc)
             raise fail(str(exc)) from None
-        except (KeyboardInterrupt, RunInterrupted) as exc:  # outside the measured window (issue 18)
+        except (KeyboardInterrupt, interrupted) as exc:  # outside the measured window (issue 18)
             show_traceback(exc)
             why = (str(exc) or "Ctrl-C").removeprefix("interrupted").lstrip(": ")
             err.print(f"[bold yellow]interrupted[/] {safe(why)}", highlight=False, soft_wrap=True)
@@ -322,6 +324,8 @@ def _write_report(run_dir: Path, enabled: bool, say: Console | None = None) -> N
     if not enabled:
         return
     try:
+        from harness.runs.catalog import write_report
+
         path = write_report([str(run_dir)], run_dir / "report.html", run_dir.parent)
     except (ValueError, OSError) as exc:
         err.print(f"[yellow]warning:[/] no report written ({safe(str(exc))})", highlight=False)

@@ -12,14 +12,13 @@ import warnings
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from harness.execution.config import RunConfig
 from harness.instruments.model_files import model_files
 from harness.io.atomic import atomic_write_text
-from harness.report import build_report
-from harness.report.bundle import RunBundle
 from harness.results import store
 from harness.results.files import (
     RESULT_FILE,
@@ -32,6 +31,9 @@ from harness.results.headline import Figure, RunHeadline
 from harness.results.quality import MeasurementQuality
 from harness.results.store import ReindexReport, StoreError
 from harness.runs import registry
+
+if TYPE_CHECKING:  # the report (matplotlib and all) is imported when a report is built, not to list runs
+    from harness.report.bundle import RunBundle
 
 __all__ = [
     "check_joinable",
@@ -281,6 +283,8 @@ def load_bundle(run_dir: Path) -> RunBundle:
     """Everything the report draws of ``run_dir``, read by each registered protocol; a missing or broken
     part becomes a reason, not an error. A protocol with no sections of its own is listed by its headline
     figures."""
+    from harness.report.bundle import RunBundle
+
     bundle = RunBundle(run_dir=run_dir, name=run_dir.name)
     for protocol in registry.protocols():
         protocol.read(run_dir, bundle)
@@ -308,6 +312,8 @@ def write_report(
     write it atomically to ``output``."""
     bundles = [load_bundle(resolve_run(ref, results_dir)) for ref in refs]
     output.parent.mkdir(parents=True, exist_ok=True)
+    from harness.report import build_report
+
     atomic_write_text(output, build_report(bundles, pareto_delta_ms))
     output.chmod(0o644)  # a page to open and share (the atomic writer's temporary file is private)
     return output
