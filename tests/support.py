@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -242,3 +246,27 @@ class BallastAdapter(StreamingAdapter):
 
     def predict(self, frame: Frame) -> PredictOutput:
         return Prediction(scores=self._scores.copy())
+
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def run_streambench(
+    args: list[str], cwd: Path, timeout: float = 300, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``streambench ARGS`` as a user or a CI job runs it: the installed entry point in a fresh process,
+    in ``cwd``, with no terminal on any descriptor, no ``COLUMNS``, and ``PYTHONPATH`` naming this
+    checkout only (as an installed package is found; the caller's directory is not on it); ``env`` adds
+    variables."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "PYTHONPATH")}
+    environ["PYTHONPATH"] = str(CHECKOUT)
+    environ.update(env)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "streambench"), *args],
+        cwd=cwd,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

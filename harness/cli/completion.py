@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-__all__ = ["adapters", "datasets", "protocols", "run_ids"]
+__all__ = ["adapters", "data_kinds", "datasets", "protocols", "run_ids"]
 
 DATASETS = ("synthetic", "audio_files", "ave", "llp")
 """The ``--dataset`` kinds ``run`` accepts (harness/datasets/catalog.py builds them)."""
@@ -40,6 +40,13 @@ def protocols(incomplete: str) -> list[str]:
 def datasets(incomplete: str) -> list[str]:
     """The data set kinds."""
     return _starting(DATASETS, incomplete)
+
+
+def data_kinds(incomplete: str) -> list[str]:
+    """Every kind the catalog builds (``streambench data KIND``), in the catalog's order."""
+    from harness.datasets.catalog import KINDS
+
+    return [kind for kind in KINDS if kind.startswith(incomplete)]
 
 
 def run_ids(ctx: typer.Context, incomplete: str) -> list[str]:

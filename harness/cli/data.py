@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from harness.cli import completion
 from harness.cli.common import fail, out
 from harness.io.safe_text import safe
 
@@ -99,18 +100,12 @@ def _print_one(about: DataSetDescription) -> None:
     out.print(options)
 
 
-def _complete_kind(incomplete: str) -> list[str]:
-    """Shell completion of ``KIND``: the catalog's kinds."""
-    from harness.datasets.catalog import KINDS
-
-    return [kind for kind in KINDS if kind.startswith(incomplete)]
-
-
 def data(
     kind: Annotated[
         str | None,
         typer.Argument(
-            help="a data set kind: describe it in full, with its options", autocompletion=_complete_kind
+            help="a data set kind: describe it in full, with its options",
+            autocompletion=completion.data_kinds,
         ),
     ] = None,
     as_json: Annotated[

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+from harness.results.markdown import format_value
+
 __all__ = [
     "duration_s",
     "human",
@@ -82,9 +84,9 @@ def latency_range_ms(low_ms: float, high_ms: float, unit_of: float, digits: int 
 
 
 def percent(share: float) -> str:
-    """A share in [0, 1] (F1, accuracy) as the CLI prints it (harness.results.markdown.format_value):
-    ``81.31 %``."""
-    return f"{share * 100:.2f} %"
+    """A share in [0, 1] (F1, accuracy) as every view prints it: ``81.31 %``
+    (:func:`harness.results.markdown.format_value`, unit ``%``)."""
+    return format_value(share, "%")
 
 
 def signed_points(share_change: float) -> str:

@@ -8,10 +8,7 @@ descriptors, as a CI runner has it (a CliRunner inside a developer's terminal st
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +18,9 @@ from typer.testing import CliRunner
 
 from harness.cli import app, completion
 from harness.datasets import catalog
+from tests.support import run_streambench
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _streambench(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), environ.get("PYTHONPATH", "")])
-    environ.update(env)
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "streambench"), *args],  # the installed entry point
-        cwd=cwd,
-        env=environ,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +65,12 @@ def test_f1_is_a_percentage_in_run_show_and_runs(results: tuple[Path, str, str])
 
 def test_a_table_in_a_ci_log_is_not_clipped_at_80_columns(results: tuple[Path, str, str]) -> None:
     store, run_id, _ = results
-    done = _streambench(["runs", "--results-dir", str(store)], store)
+    done = run_streambench(["runs", "--results-dir", str(store)], store)
     assert done.returncode == 0, done.stderr
     row = next(line for line in done.stdout.splitlines() if run_id in line)
     assert "RTF" in row and "F1@100ms" in row  # the whole headline on the run's one line
     assert max(len(line) for line in done.stdout.splitlines()) > 80
-    narrow = _streambench(["runs", "--results-dir", str(store)], store, COLUMNS="80")
+    narrow = run_streambench(["runs", "--results-dir", str(store)], store, COLUMNS="80")
     assert max(len(line) for line in narrow.stdout.splitlines()) <= 80  # COLUMNS, when set, is obeyed
 
 
@@ -139,7 +122,7 @@ def test_sweep_json_lists_the_planned_runs(tmp_path: Path) -> None:
 
 
 def _complete(words: str, cwd: Path) -> list[str]:
-    done = _streambench(
+    done = run_streambench(
         [],
         cwd,
         _STREAMBENCH_COMPLETE="complete_bash",

@@ -169,7 +169,7 @@ def test_describing_every_kind_imports_neither_torch_nor_scipy_nor_the_file_read
 
 
 def test_the_kind_completes_from_the_catalog() -> None:
-    from harness.cli.data import _complete_kind
+    from harness.cli.completion import data_kinds as _complete_kind
 
     assert _complete_kind("synth") == ["synthetic", "synthetic_spoof"]
     assert _complete_kind("") == list(catalog.KINDS)

@@ -7,7 +7,6 @@ import os
 import platform
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from harness.execution.config import RunConfig
 from harness.results.files import ResultFileError, RunResult, load_recordings, load_result
 from harness.runs.session import execute_run
 from protocols import online
+from tests.support import run_streambench
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -173,17 +173,7 @@ def test_readme_adapter_example_runs_verbatim_in_a_fresh_directory(tmp_path: Pat
     (source,) = re.findall(r"```python\n(# my_adapter\.py\n.*?)```", text, flags=re.S)
     (command,) = re.findall(r"```bash\n(streambench run --adapter my_adapter:\S+[^\n]*)\n```", text)
     (tmp_path / "my_adapter.py").write_text(source)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = str(README.parent)  # this checkout, as an installed streambench would be found
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "streambench"), *shlex.split(command)[1:]],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_streambench(shlex.split(command)[1:], tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     (run_dir,) = (tmp_path / "results").glob("*loudness*")
     assert load_result(run_dir).adapter_options == {"window": 3}
@@ -224,7 +214,6 @@ def test_paced_run_end_to_end(tmp_path: Path) -> None:
 def test_result_files_are_readable_by_other_users_as_open_would_make_them(tmp_path: Path) -> None:
     """Issue 17: the atomic writer's temporary file is 0600; the result must get the umask's mode, so a
     CI artifact uploader running as another user can read it."""
-    import os
     import stat
 
     from harness.io.atomic import atomic_write_text
