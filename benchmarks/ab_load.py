@@ -21,9 +21,9 @@ REPEATS = int(os.environ.get("AB_REPEATS", "20"))
 BLOCKS = int(os.environ.get("AB_BLOCKS", "100"))
 GATE = "p50:+5%"
 CASES = {"A/A": 1.0, "+10 %": 1.10, "+2 %": 1.02}
-# the settings of every comparison: 6 streams of 5 s, 2 per round, 50 warm-up frames; 8 pairs, then 4 more
-# per look up to 16; fresh worker processes every pair (the default)
-ROUNDS, MAX_ROUNDS, STEP = 8, 16, 4
+# the settings of every comparison: 6 streams of 5 s, 2 per round, 50 warm-up frames; 12 pairs, then 6 more
+# per look up to 30 (4 looks); fresh worker processes every pair (the default)
+ROUNDS, MAX_ROUNDS, STEP = 12, 30, 6
 STREAMS, DURATION_S, STREAMS_PER_ROUND, WARMUP = 6, 5.0, 2, 50
 
 HEADER = (
@@ -67,7 +67,11 @@ def row(name: str, factor: float, reports: Sequence[Mapping[str, Any]], seconds:
     n = len(reports)
     verdicts = [str(r["verdict"]) for r in reports]
     effects = [p50_effect(r) for r in reports]
-    covered = sum(1 for e in effects if e["low"] is not None and e["low"] <= factor <= e["high"])
+    covered = sum(
+        1
+        for e in effects
+        if e["low"] is not None and e["high"] is not None and e["low"] <= factor <= e["high"]
+    )
     excluded_pass = sum(
         1
         for r, e in zip(reports, effects, strict=True)

@@ -12,7 +12,7 @@ products, so its time grows when the core is taken from it), ``AB_REPEATS`` comp
 * +10 %: head runs 1.10 x the blocks -> at least 19 "regression";
 * +2 %: never "no regression" (or an improvement) with an interval that excludes +2 %.
 
-Every comparison gates ``p50:+5%`` with sequential stopping (8 pairs, then 4 more per look up to 16; fresh
+Every comparison gates ``p50:+5%`` with sequential stopping (12 pairs, then 6 more per look up to 30; fresh
 worker processes every pair). The
 table it prints is the README's ("The A/B gate under load"). ``AB_REPEATS`` and ``AB_BLOCKS`` size it.
 The same cases through the pytest fixture: ``benchmarks/test_ab_pytest_under_load.py``; what both share

@@ -88,6 +88,8 @@ def _data(
 def _print(report: ABReport) -> None:
     from rich.table import Table
 
+    from harness.runs.ab import interval_levels
+
     base, head = report.sides
     out.print(
         f"[bold]{safe(base.label)}[/] {safe(base.adapter)} vs [bold]{safe(head.label)}[/] "
@@ -97,18 +99,13 @@ def _print(report: ABReport) -> None:
         f"{report.seconds:.0f} s",
         highlight=False,
     )
-    table = Table(
-        caption=f"Hodges–Lehmann ratio over pairs of rounds, {report.confidence_per_look:.3g} interval"
-    )
+    table = Table(caption=f"Hodges–Lehmann ratio over pairs of rounds; {interval_levels(report)}")
     for column in ("figure", "base ms", "head ms", "head / base", "interval", "noise"):
         table.add_column(column, justify="left" if column == "figure" else "right")
     for e in report.gate.effects:
         pct = "null" if e.ratio is None else f"{(e.ratio - 1) * 100:+.1f} %"
-        interval = (
-            "–"
-            if e.low is None or e.high is None
-            else f"[{(e.low - 1) * 100:+.1f}, {(e.high - 1) * 100:+.1f}] %"
-        )
+        low, high = (("–" if v is None else f"{(v - 1) * 100:+.1f}") for v in (e.low, e.high))
+        interval = "–" if e.low is None and e.high is None else f"[{low}, {high}] %"
         table.add_row(
             e.key,
             f"{e.base_median / 1e6:.4g}",
@@ -120,16 +117,13 @@ def _print(report: ABReport) -> None:
     out.print(table)
     for v in report.gate.rules:
         colour = {"regression": "bold red", "inconclusive": "yellow"}.get(v.verdict, "green")
-        out.print(
-            f"[{colour}]{safe(v.rule.describe())}: {v.verdict}[/] — {safe(v.reason)}", highlight=False
-        )
+        out.print(f"[{colour}]{safe(v.rule.describe())}: {v.verdict}[/] — {safe(v.reason)}", highlight=False)
     for side in report.sides:
         q = side.quality
         colour = "green" if q.verdict == "VALID" else "bold red"
         why = "; ".join(q.reasons + q.notes)
         out.print(
-            f"{safe(side.label)} measurement [{colour}]{q.verdict}[/]"
-            + (f": {safe(why)}" if why else ""),
+            f"{safe(side.label)} measurement [{colour}]{q.verdict}[/]" + (f": {safe(why)}" if why else ""),
             highlight=False,
         )
     if report.refusal:
@@ -202,7 +196,17 @@ def ab(
     on: Annotated[
         str, typer.Option(help="wall (default; latency's truth) | cpu (thread CPU time of predict())")
     ] = "wall",
-    confidence: Annotated[float, typer.Option(help="confidence of the intervals (whole job)")] = 0.95,
+    confidence: Annotated[
+        float,
+        typer.Option(help="two-sided level (whole job): a false alarm at most half of 1 - this"),
+    ] = 0.95,
+    pass_confidence: Annotated[
+        float,
+        typer.Option(
+            help="one-sided level of the upper bound a pass needs (whole job): a regression passes "
+            "at most 1 - this"
+        ),
+    ] = 0.995,
     force: Annotated[
         bool, typer.Option("--force", help="call a regression even when a side is INVALID")
     ] = False,
@@ -281,7 +285,9 @@ def ab(
 
     on_clock: Literal["wall", "cpu"] = "cpu" if on == "cpu" else "wall"
     try:
-        report = run_ab(base, head, config, spec.rules, on_clock, confidence, force, report_pair)
+        report = run_ab(
+            base, head, config, spec.rules, on_clock, confidence, force, report_pair, None, pass_confidence
+        )
     except (AdapterError, AdapterLoadError, WorkerError, ValueError) as exc:
         raise fail(str(exc)) from None
     if as_json:

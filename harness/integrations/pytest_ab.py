@@ -69,6 +69,8 @@ def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
         restart_every: int | None = 1,
         seed: int = 0,
         fail_inconclusive: bool | None = None,
+        confidence: float = 0.95,
+        pass_confidence: float = 0.995,
     ) -> ABReport:
         here = default_pythonpath()
         data = {"kind": "synthetic", "num_streams": streams, "duration_s": duration_s}
@@ -80,7 +82,8 @@ def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
             rounds=rounds, max_rounds=max_rounds, step=step, streams_per_round=streams_per_round, mode=mode,
             restart_every=restart_every, seed=seed,
         )  # fmt: skip
-        report = run_ab(base, head, config, FailOnSpec.parse(fail_on).rules, on)
+        rules = FailOnSpec.parse(fail_on).rules
+        report = run_ab(base, head, config, rules, on, confidence, pass_confidence=pass_confidence)
         request.node.user_properties.append(("streambench_ab", report.model_dump_json()))
         if report.verdict == "regression":
             pytest.fail("streambench ab: latency regression\n" + ab_markdown(report), pytrace=False)

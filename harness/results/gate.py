@@ -12,9 +12,15 @@ Conventions followed (read, not copied):
   ``compare_to`` reports a change only when it is significant and larger than ``--min-speed``. Here: a
   figure of each round (p50, p95, p99, mean of the round's frames), the **log of each pair's ratio**
   head / base, the **Hodges–Lehmann** estimate of its centre (the median of the Walsh averages) with the
-  distribution-free confidence interval from the exact Wilcoxon signed-rank distribution (Hollander &
+  distribution-free confidence bounds from the exact Wilcoxon signed-rank distribution (Hollander &
   Wolfe, *Nonparametric Statistical Methods*, §3.2–3.3). Robust to a few outlying rounds; needs at least
   6 pairs for a 95 % interval (with 5 or fewer no interval of that level exists: *too few rounds*).
+* The interval is **asymmetric in its error rates**, because the two wrong verdicts do not cost the same:
+  its low end is the one-sided bound at ``1 - (1 - confidence) / 2`` (97.5 % for the default 0.95: a
+  false alarm on unchanged code at most 2.5 % of the time), its high end the one-sided bound at
+  ``pass_confidence`` (99.5 %: a slowdown larger than that end passes as "no regression" at most 0.5 % of
+  the time — a passed regression ships). The interval as a whole holds the truth with at least
+  ``1 - (1 - confidence) / 2 - (1 - pass_confidence)`` (97 %).
 * MLPerf LoadGen's early-stopping idea, simplified: the sequential mode looks at the data after fixed
   numbers of rounds and spends the error rate over the planned looks (Bonferroni), so optional stopping
   does not inflate the false-alarm rate: :func:`per_look_confidence`.
@@ -23,9 +29,9 @@ A rule ``p50:+5%`` (:class:`~harness.results.compare.FailRule`) gets one of thre
 
 * **regression** — the interval lies wholly on the bad side of 1 (significant) *and* the estimate is past
   the floor (pyperf's "significant and larger than the minimum speed");
-* **no regression** — the interval's bad end is inside the floor: an effect as large as the floor is
-  excluded (an equivalence-style decision); labelled *improvement* when the whole interval is on the good
-  side of 1;
+* **no regression** — the interval's high end (the strict one) is inside the floor: an effect as large as
+  the floor is excluded (an equivalence-style decision); labelled *improvement* when the whole interval is
+  below 1;
 * **inconclusive** — neither: the noise measured in this job (the spread of the pair ratios, and of the
   rounds of each side) is too large for the floor asked; :attr:`RuleVerdict.more_rounds` says roughly how
   many more rounds would resolve it (the interval narrows as 1/sqrt(n)).
@@ -53,7 +59,9 @@ __all__ = [
     "RuleVerdict",
     "Verdict",
     "hodges_lehmann",
+    "hodges_lehmann_bounds",
     "judge",
+    "min_pairs",
     "per_look_confidence",
     "round_figures",
 ]
@@ -91,10 +99,19 @@ def _signed_rank_cdf(n: int) -> npt.NDArray[np.float64]:
     return np.cumsum(counts) / 2.0**n
 
 
-def hodges_lehmann(values: npt.ArrayLike, confidence: float) -> tuple[float, float, float] | None:
-    """The Hodges–Lehmann estimate of the centre of ``values`` (median of the Walsh averages) and its
-    distribution-free interval at ``confidence`` (at least that level, from the exact signed-rank
-    distribution); ``None`` when there are too few values for an interval of that level."""
+def _cut(n: int, tail: float) -> int:
+    """Walsh averages cut from one end for a one-sided bound with error ``tail``: the largest c with
+    P(T+ <= c - 1) <= tail under the exact signed-rank null (0: no bound of that level with n values)."""
+    return int(np.searchsorted(_signed_rank_cdf(n), tail, side="right"))
+
+
+def hodges_lehmann_bounds(
+    values: npt.ArrayLike, low_tail: float, high_tail: float
+) -> tuple[float, float | None, float | None] | None:
+    """The Hodges–Lehmann estimate of the centre of ``values`` (median of the Walsh averages), its lower
+    bound at one-sided error ``low_tail`` and its upper bound at ``high_tail`` (distribution-free, from the
+    exact signed-rank distribution; each at least its level). A bound is ``None`` when there are too few
+    values for it; the whole is ``None`` with no values."""
     x = np.sort(np.asarray(values, dtype=np.float64))
     n = x.size
     if n == 0:
@@ -102,21 +119,34 @@ def hodges_lehmann(values: npt.ArrayLike, confidence: float) -> tuple[float, flo
     i, j = np.triu_indices(n)
     walsh = np.sort((x[i] + x[j]) / 2.0)
     estimate = float(np.median(walsh))
-    cdf = _signed_rank_cdf(n)
+    low_cut, high_cut = _cut(n, low_tail), _cut(n, high_tail)
+    low = float(walsh[low_cut - 1]) if low_cut else None
+    high = float(walsh[walsh.size - high_cut]) if high_cut else None
+    return estimate, low, high
+
+
+def hodges_lehmann(values: npt.ArrayLike, confidence: float) -> tuple[float, float, float] | None:
+    """The Hodges–Lehmann estimate and its two-sided interval at ``confidence``; ``None`` when there are
+    too few values for an interval of that level."""
     tail = (1.0 - confidence) / 2.0
-    # c = number of Walsh averages cut from each end: the largest c with P(T+ <= c - 1) <= tail
-    c = int(np.searchsorted(cdf, tail, side="right"))
-    if c == 0:
+    found = hodges_lehmann_bounds(values, tail, tail)
+    if found is None or found[1] is None or found[2] is None:
         return None
-    return estimate, float(walsh[c - 1]), float(walsh[walsh.size - c])
+    return found[0], found[1], found[2]
+
+
+def _min_pairs_for(tail: float) -> int:
+    """The fewest pairs for which a one-sided bound with error ``tail`` exists (the most extreme signed-rank
+    outcome has probability 1 / 2**n)."""
+    n = 1
+    while 1.0 / 2.0**n > tail:
+        n += 1
+    return n
 
 
 def min_pairs(confidence: float) -> int:
-    """The fewest pairs for which a Hodges–Lehmann interval at ``confidence`` exists."""
-    n = 1
-    while 2.0 / 2.0**n > 1.0 - confidence:  # the most extreme two-sided level with n pairs
-        n += 1
-    return n
+    """The fewest pairs for which a two-sided Hodges–Lehmann interval at ``confidence`` exists."""
+    return _min_pairs_for((1.0 - confidence) / 2.0)
 
 
 def per_look_confidence(confidence: float, looks: int) -> float:
@@ -131,12 +161,13 @@ def _spread(values: npt.NDArray[np.float64]) -> float:
 
 
 class Effect(BaseModel):
-    """Head / base of one figure: the Hodges–Lehmann ratio over pairs of rounds and its interval."""
+    """Head / base of one figure: the Hodges–Lehmann ratio over pairs of rounds and its interval (low end
+    at the gate's lower level, high end at its stricter upper level)."""
 
     key: str
-    ratio: float | None = Field(description="head / base; null with fewer pairs than an interval needs")
-    low: float | None
-    high: float | None
+    ratio: float | None = Field(description="head / base; null with no pairs")
+    low: float | None = Field(description="lower bound; null with fewer pairs than its level needs")
+    high: float | None = Field(description="upper bound (the stricter level); null with too few pairs")
     base_median: float = Field(description="median over the base's rounds of the round figure")
     head_median: float
     base_spread: float = Field(description="relative spread between the base's rounds (1.4826 MAD of logs)")
@@ -150,7 +181,7 @@ class RuleVerdict(BaseModel):
     rule: FailRule
     effect: Effect
     verdict: Verdict
-    improvement: bool = Field(description="the whole interval lies on the good side of 1")
+    improvement: bool = Field(description="the whole interval lies below 1")
     more_rounds: int | None = Field(description="inconclusive: about how many more pairs would decide it")
     reason: str
 
@@ -162,7 +193,8 @@ class GateResult(BaseModel):
     verdict: Verdict
     exit_code: int
     pairs: int
-    confidence: float
+    confidence: float = Field(description="two-sided level whose lower half gives the interval's low end")
+    pass_confidence: float = Field(description="one-sided level of the interval's high end (a pass needs it)")
     clock: Literal["wall", "cpu"]
     effects: list[Effect]
     rules: list[RuleVerdict]
@@ -170,12 +202,12 @@ class GateResult(BaseModel):
 
 
 def _effect(
-    key: str, base: npt.NDArray[np.float64], head: npt.NDArray[np.float64], confidence: float
+    key: str, base: npt.NDArray[np.float64], head: npt.NDArray[np.float64], low_tail: float, high_tail: float
 ) -> Effect:
     ok = (base > 0) & (head > 0)
     logs = np.log(head[ok] / base[ok])
-    hl = hodges_lehmann(logs, confidence)
-    est, low, high = (math.exp(v) for v in hl) if hl is not None else (None, None, None)
+    hl = hodges_lehmann_bounds(logs, low_tail, high_tail)
+    est, low, high = (None if v is None else math.exp(v) for v in hl) if hl is not None else (None,) * 3
     return Effect(
         key=key,
         ratio=est,
@@ -189,41 +221,44 @@ def _effect(
     )
 
 
-def _judge_rule(rule: FailRule, effect: Effect, pairs: int, confidence: float) -> RuleVerdict:
-    if effect.ratio is None or effect.low is None or effect.high is None:
-        need = min_pairs(confidence)
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{(value - 1) * 100:+.1f}"
+
+
+def _judge_rule(
+    rule: FailRule, effect: Effect, pairs: int, confidence: float, pass_confidence: float
+) -> RuleVerdict:
+    levels = f"(lower bound {1 - (1 - confidence) / 2:.4g}, upper {pass_confidence:.4g}, one-sided)"
+    if effect.ratio is None or (effect.low is None and effect.high is None):
+        need = _min_pairs_for(max((1 - confidence) / 2, 1 - pass_confidence))  # the first bound
         return RuleVerdict(
             rule=rule,
             effect=effect,
             verdict="inconclusive",
             improvement=False,
             more_rounds=need - pairs,
-            reason=f"too few rounds: a {confidence:.0%} interval over pairs needs at least {need} pairs, "
-            f"there are {pairs}",
+            reason=f"too few rounds: the interval {levels} needs at least {need} pairs, there are {pairs}",
         )
     floor = (
         rule.floor if rule.relative else rule.floor / effect.base_median if effect.base_median else math.inf
     )
-    # d: log effect in the rule's bad direction; f: the floor on that scale
-    sign = rule.direction
-    d, lo, hi = (sign * math.log(v) for v in (effect.ratio, effect.low, effect.high))
-    lo, hi = min(lo, hi), max(lo, hi)
-    f = math.log(1 + floor) if sign > 0 else -math.log(max(1 - floor, 1e-12))
-    pct = (
-        f"{(effect.ratio - 1) * 100:+.1f} % [{(effect.low - 1) * 100:+.1f}, {(effect.high - 1) * 100:+.1f}] "
-        f"({confidence:.0%} interval)"
-    )
-    improvement = hi < 0
-    if lo > 0 and d > f:
+    # on the log scale: d the estimate, lo / hi the bounds (None: too few pairs for that level), f the floor
+    d = math.log(effect.ratio)
+    lo = None if effect.low is None else math.log(effect.low)
+    hi = None if effect.high is None else math.log(effect.high)
+    f = math.log(1 + floor)
+    pct = f"{effect.key} {_pct(effect.ratio)} % [{_pct(effect.low)}, {_pct(effect.high)}] {levels}"
+    if lo is not None and lo > 0 and d > f:
         return RuleVerdict(
             rule=rule,
             effect=effect,
             verdict="regression",
             improvement=False,
             more_rounds=None,
-            reason=f"{effect.key} {pct}: significant and past {rule.describe()}",
+            reason=f"{pct}: significant and past {rule.describe()}",
         )
-    if hi < f:
+    if hi is not None and hi < f:
+        improvement = hi < 0
         what = "improvement" if improvement else "an effect as large as the floor is excluded"
         return RuleVerdict(
             rule=rule,
@@ -231,10 +266,24 @@ def _judge_rule(rule: FailRule, effect: Effect, pairs: int, confidence: float) -
             verdict="no regression",
             improvement=improvement,
             more_rounds=None,
-            reason=f"{effect.key} {pct}: within {rule.describe()} ({what})",
+            reason=f"{pct}: within {rule.describe()} ({what})",
         )
-    half = (hi - lo) / 2
-    margin = (f - d) if d < f else d
+    if hi is None:  # a regression could have been called; a pass needs the stricter upper bound
+        need = _min_pairs_for(1 - pass_confidence)
+        return RuleVerdict(
+            rule=rule,
+            effect=effect,
+            verdict="inconclusive",
+            improvement=False,
+            more_rounds=need - pairs,
+            reason=f"{pct}: not a regression; a pass needs the upper bound, which needs at least {need} "
+            f"pairs, there are {pairs}",
+        )
+    # the distance the interval must move, against how far its deciding end is from the estimate
+    if d < f:
+        margin, half = f - d, hi - d
+    else:
+        margin, half = d, d - (lo if lo is not None else d - (hi - d))
     more = None if margin <= 1e-9 else max(1, math.ceil(pairs * (half / margin) ** 2) - pairs)
     noise = (
         f"pair-to-pair noise ±{effect.pair_spread:.1%} (between rounds: base ±{effect.base_spread:.1%}, "
@@ -246,7 +295,7 @@ def _judge_rule(rule: FailRule, effect: Effect, pairs: int, confidence: float) -
         verdict="inconclusive",
         improvement=False,
         more_rounds=more,
-        reason=f"{effect.key} {pct}: the interval straddles {rule.describe()}; {noise}; "
+        reason=f"{pct}: the interval straddles {rule.describe()}; {noise}; "
         + (
             f"about {more} more pairs would resolve it"
             if more is not None
@@ -261,32 +310,46 @@ def judge(
     rules: Sequence[FailRule],
     confidence: float = 0.95,
     clock: Literal["wall", "cpu"] = "wall",
+    pass_confidence: float = 0.995,
 ) -> GateResult:
-    """Judge paired rounds (``base_rounds[k]`` with ``head_rounds[k]``: per-frame values of round ``k``)."""
+    """Judge paired rounds (``base_rounds[k]`` with ``head_rounds[k]``: per-frame values of round ``k``).
+
+    ``confidence``: two-sided level whose lower half bounds the false alarms ("regression" on unchanged
+    code at most ``(1 - confidence) / 2``); ``pass_confidence``: one-sided level of the upper bound a
+    "no regression" needs (a slowdown past that bound passes at most ``1 - pass_confidence``)."""
     if len(base_rounds) != len(head_rounds):
         raise ValueError(
             f"{len(base_rounds)} base rounds but {len(head_rounds)} head rounds: rounds are paired"
         )
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    for name, level in (("confidence", confidence), ("pass_confidence", pass_confidence)):
+        if not 0 < level < 1:
+            raise ValueError(f"{name} must be in (0, 1), got {level}")
     for rule in rules:
         if rule.key not in GATE_KEYS:
             raise ValueError(f"{rule.describe()}: the interleaved gate judges {', '.join(GATE_KEYS)} only")
+        if rule.direction < 0:
+            raise ValueError(
+                f"{rule.describe()}: the gate's figures are latencies, where rising is bad: write "
+                f"{rule.key}:+{rule.floor * 100:g}%"
+            )
     pairs = len(base_rounds)
-    reasons: list[str] = []
+    low_tail, high_tail = (1 - confidence) / 2, 1 - pass_confidence
     if pairs == 0:
         empty = Effect(key="", ratio=None, low=None, high=None, base_median=0, head_median=0,
                        base_spread=0, head_spread=0, pair_spread=0)  # fmt: skip
-        verdicts = [_judge_rule(r, empty.model_copy(update={"key": r.key}), 0, confidence) for r in rules]
+        verdicts = [
+            _judge_rule(r, empty.model_copy(update={"key": r.key}), 0, confidence, pass_confidence)
+            for r in rules
+        ]
         return GateResult(verdict="inconclusive", exit_code=EXIT_CODES["inconclusive"], pairs=0,
-                          confidence=confidence, clock=clock, effects=[], rules=verdicts,
-                          reasons=["no rounds"])  # fmt: skip
+                          confidence=confidence, pass_confidence=pass_confidence, clock=clock, effects=[],
+                          rules=verdicts, reasons=["no rounds"])  # fmt: skip
     base, head = round_figures(base_rounds), round_figures(head_rounds)
-    effects = {k: _effect(k, base[k], head[k], confidence) for k in GATE_KEYS}
+    effects = {k: _effect(k, base[k], head[k], low_tail, high_tail) for k in GATE_KEYS}
     frames = min(min(np.size(r) for r in base_rounds), min(np.size(r) for r in head_rounds))
     verdicts = []
     for rule in rules:
-        verdict = _judge_rule(rule, effects[rule.key], pairs, confidence)
+        verdict = _judge_rule(rule, effects[rule.key], pairs, confidence, pass_confidence)
         if frames < _MIN_FRAMES[rule.key] and verdict.verdict != "inconclusive":
             verdict = verdict.model_copy(
                 update={
@@ -304,14 +367,14 @@ def judge(
         if "inconclusive" in kinds
         else "no regression"
     )
-    reasons.extend(v.reason for v in verdicts if v.verdict == overall)
     return GateResult(
         verdict=overall,
         exit_code=EXIT_CODES[overall],
         pairs=pairs,
         confidence=confidence,
+        pass_confidence=pass_confidence,
         clock=clock,
         effects=list(effects.values()),
         rules=verdicts,
-        reasons=reasons,
+        reasons=[v.reason for v in verdicts if v.verdict == overall],
     )

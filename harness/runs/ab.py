@@ -23,7 +23,7 @@ from harness.results.compare import FailRule
 from harness.results.gate import EXIT_CODES, GateResult, Verdict, judge, per_look_confidence
 from harness.results.quality import MeasurementQuality, judge_quality, refusal
 
-__all__ = ["ABReport", "SideReport", "ab_markdown", "run_ab"]
+__all__ = ["ABReport", "SideReport", "ab_markdown", "interval_levels", "run_ab"]
 
 
 class SideReport(BaseModel):
@@ -52,8 +52,10 @@ class ABReport(BaseModel):
     )
     looks: int
     planned_looks: int
-    confidence: float = Field(description="the confidence asked for the whole job")
+    confidence: float = Field(description="two-sided level for the whole job (its lower half: false alarms)")
     confidence_per_look: float
+    pass_confidence: float = Field(description="one-sided level of the upper bound a pass needs (whole job)")
+    pass_confidence_per_look: float
     orders: list[str] = Field(description="per pair: the order (interleaved) or the cores (duet)")
     streams_per_round: int
     sides: list[SideReport]
@@ -93,18 +95,29 @@ def run_ab(
     force: bool = False,
     progress: Callable[[Rounds], None] | None = None,
     isolation: IsolationConfig | None = None,
+    pass_confidence: float = 0.995,
 ) -> ABReport:
-    """Run and judge; ``on="cpu"`` needs both sides' engines to record CPU time (``engine.cpu_time``)."""
+    """Run and judge; ``on="cpu"`` needs both sides' engines to record CPU time (``engine.cpu_time``).
+    Both error rates (``confidence``'s lower half, ``1 - pass_confidence``) are spread over the planned
+    looks (:func:`~harness.results.gate.per_look_confidence`)."""
     started = time.monotonic()
     looks = planned_looks(rounds)
     level = per_look_confidence(confidence, looks)
+    pass_level = per_look_confidence(pass_confidence, looks)
 
-    def decide(job: Rounds) -> bool:
-        result = judge(_rounds_of(job.base, on), _rounds_of(job.head, on), rules, level, on)
-        return result.verdict != "inconclusive"
+    def judged(job: Rounds) -> GateResult:
+        base_rounds, head_rounds = _rounds_of(job.base, on), _rounds_of(job.head, on)
+        return judge(base_rounds, head_rounds, rules, level, on, pass_level)
 
-    job = run_rounds(base, head, rounds, decide=decide, progress=progress, isolation=isolation)
-    gate = judge(_rounds_of(job.base, on), _rounds_of(job.head, on), rules, level, on)
+    job = run_rounds(
+        base,
+        head,
+        rounds,
+        decide=lambda job: judged(job).verdict != "inconclusive",
+        progress=progress,
+        isolation=isolation,
+    )
+    gate = judged(job)
     qualities = {job.base.label: _quality(job.base), job.head.label: _quality(job.head)}
     refused = refusal(qualities) if gate.verdict == "regression" and not force else None
     verdict: Verdict = "inconclusive" if refused else gate.verdict
@@ -134,6 +147,8 @@ def run_ab(
         planned_looks=looks,
         confidence=confidence,
         confidence_per_look=level,
+        pass_confidence=pass_confidence,
+        pass_confidence_per_look=pass_level,
         orders=job.orders,
         streams_per_round=rounds.streams_per_round,
         sides=sides,
@@ -144,8 +159,17 @@ def run_ab(
     )
 
 
+def interval_levels(report: ABReport) -> str:
+    """What the intervals are: their two one-sided levels per look, and the looks."""
+    return (
+        f"intervals: lower bound {1 - (1 - report.confidence_per_look) / 2:.4g}, upper bound "
+        f"{report.pass_confidence_per_look:.4g} (one-sided; {report.looks} of {report.planned_looks} planned "
+        "looks)"
+    )
+
+
 def _pct(value: float | None) -> str:
-    return "null" if value is None else f"{(value - 1) * 100:+.1f} %"
+    return "–" if value is None else f"{(value - 1) * 100:+.1f} %"
 
 
 def ab_markdown(report: ABReport) -> str:
@@ -158,8 +182,7 @@ def ab_markdown(report: ABReport) -> str:
         f"({report.mode_reason}) · {report.pairs} pairs of rounds, {report.streams_per_round} streams each, "
         f"{report.workers} worker processes per side · "
         f"judged on {'CPU time (' + str(report.cpu_clock) + ')' if report.on == 'cpu' else 'wall time'} · "
-        f"{report.confidence_per_look:.3g} intervals "
-        f"({report.looks} of {report.planned_looks} planned looks)",
+        f"{interval_levels(report)}",
         "",
         "| figure | base (median of rounds) | head | head / base | interval | noise between pairs |",
         "|---|---:|---:|---:|---|---:|",

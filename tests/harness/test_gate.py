@@ -11,7 +11,14 @@ import pytest
 from scipy.stats import wilcoxon
 
 from harness.results.compare import FailOnSpec, FailRule
-from harness.results.gate import EXIT_CODES, hodges_lehmann, judge, min_pairs, per_look_confidence
+from harness.results.gate import (
+    EXIT_CODES,
+    hodges_lehmann,
+    hodges_lehmann_bounds,
+    judge,
+    min_pairs,
+    per_look_confidence,
+)
 
 RULES = FailOnSpec.parse("p50:+5%,mean:+5%").rules
 
@@ -49,6 +56,29 @@ def test_hodges_lehmann_interval_matches_the_signed_rank_test() -> None:
         assert (low > 0 or high < 0) == (p <= 0.05)
 
 
+def test_one_sided_bounds_match_the_one_sided_signed_rank_tests() -> None:
+    # the low end (error 2.5 %) is above m exactly when the exact one-sided test of "centre > m" rejects
+    # at 2.5 %; the high end (error 0.5 %) is below m exactly when "centre < m" rejects at 0.5 %
+    rng = np.random.default_rng(12)
+    for _ in range(40):
+        x = rng.normal(0, 1, int(rng.integers(8, 20)))
+        found = hodges_lehmann_bounds(x, 0.025, 0.005)
+        assert found is not None
+        estimate, low, high = found
+        assert low is not None and high is not None and low <= estimate <= high
+        for m in rng.normal(0, 1, 5):
+            assert (low > m) == (wilcoxon(x - m, alternative="greater", method="exact").pvalue <= 0.025)
+            assert (high < m) == (wilcoxon(x - m, alternative="less", method="exact").pvalue <= 0.005)
+
+
+def test_the_stricter_upper_bound_appears_later_than_the_lower() -> None:
+    # a one-sided 0.5 % bound needs 8 values (1/2**8 < 0.005 < 1/2**7), a 2.5 % one 6
+    x = np.linspace(0.01, 0.07, 7)
+    found = hodges_lehmann_bounds(x, 0.025, 0.005)
+    assert found is not None and found[1] is not None and found[2] is None
+    assert hodges_lehmann_bounds(np.append(x, 0.08), 0.025, 0.005)[2] is not None  # type: ignore[index]
+
+
 def test_min_pairs_is_where_an_interval_first_exists() -> None:
     for confidence in (0.9, 0.95, 0.99):
         n = min_pairs(confidence)
@@ -74,7 +104,8 @@ def test_unchanged_code_on_a_drifting_machine_is_no_regression() -> None:
         result = judge(base, head, RULES)
         false_alarms += result.verdict == "regression"
     assert false_alarms <= 2
-    base, head = rounds(np.random.default_rng(4), 12, drift=0.08)
+    # a pass needs the stricter upper bound (99.5 %): 16 pairs of this noise reach it, 12 did not here
+    base, head = rounds(np.random.default_rng(4), 16, drift=0.08)
     assert judge(base, head, RULES).verdict == "no regression"
 
 
@@ -124,7 +155,45 @@ def test_small_effect_interval_covers_it() -> None:
         p50 = next(e for e in result.effects if e.key == "p50")
         assert p50.low is not None and p50.high is not None
         misses += not p50.low <= 1.02 <= p50.high
-    assert misses <= 4  # a 95 % interval: ~2 of 40 expected
+    assert misses <= 4  # an interval of at least 97 %: ~1 of 40 expected
+
+
+def test_a_small_slowdown_passes_with_an_interval_excluding_it_at_most_at_the_pass_rate() -> None:
+    # the bar: +2 % (inside a 5 % floor) must never pass with an interval that excludes +2 %. A
+    # pass needs the upper bound at 99.5 %, so over 400 jobs ~2 such passes at most are expected; the same
+    # jobs judged with a symmetric 95 % interval (upper bound at 97.5 %) pass with the truth outside ~5 x
+    # as often — the check below can fail
+    rng = np.random.default_rng(13)
+    strict = lenient = 0
+    for _ in range(400):
+        base, head = rounds(rng, 16, effect=1.02, load_noise=0.03)
+        rules = FailOnSpec.parse("p50:+5%").rules
+        for level, count in ((0.995, "strict"), (0.975, "lenient")):
+            result = judge(base, head, rules, pass_confidence=level)
+            p50 = next(e for e in result.effects if e.key == "p50")
+            missed = result.verdict == "no regression" and p50.high is not None and p50.high < 1.02
+            if count == "strict":
+                strict += missed
+            else:
+                lenient += missed
+    assert strict <= 5
+    assert lenient > strict
+
+
+def test_a_pass_needs_the_upper_bound_and_a_regression_only_the_lower() -> None:
+    # 7 pairs: the 2.5 % lower bound exists (a +30 % slowdown is called), the 0.5 % upper bound does not
+    base, head = rounds(np.random.default_rng(14), 7, effect=1.30)
+    assert judge(base, head, RULES).verdict == "regression"
+    base, head = rounds(np.random.default_rng(14), 7)
+    result = judge(base, head, RULES)
+    assert result.verdict == "inconclusive"
+    assert all(v.more_rounds == 1 and "a pass needs the upper bound" in v.reason for v in result.rules)
+
+
+def test_a_rule_on_a_falling_latency_is_refused() -> None:
+    base, head = rounds(np.random.default_rng(15), 8)
+    with pytest.raises(ValueError, match="rising is bad: write p50:\\+5%"):
+        judge(base, head, (FailRule(key="p50", direction=-1, floor=0.05, relative=True),))
 
 
 def test_rules_outside_the_round_figures_and_unpaired_rounds_are_refused() -> None:
