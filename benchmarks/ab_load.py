@@ -33,16 +33,43 @@ HEADER = (
 )
 
 
+BURSTS = os.environ.get("AB_BURSTS", "") not in ("", "0")
+"""``AB_BURSTS=1``: besides the hog, a second load that is not pinned and comes and goes (busy, then idle,
+each for 0.1–2 s drawn at random, seeded): a runner whose other jobs start and stop while the comparison
+runs, so the load drifts between rounds and the two sides of a pair do not always see the same."""
+
+_BURSTS = """
+import random, time
+rng = random.Random(1)
+while True:
+    end = time.monotonic() + rng.uniform(0.1, 2.0)
+    while time.monotonic() < end:
+        pass
+    time.sleep(rng.uniform(0.1, 2.0))
+"""
+
+
 @pytest.fixture(scope="module")
 def hog() -> Iterator[None]:
-    """A Python busy loop pinned to core 0 for the whole module."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", "import os\nos.sched_setaffinity(0, {0})\nwhile True:\n    pass\n"]
-    )
+    """A Python busy loop pinned to core 0 for the whole module (and, with ``AB_BURSTS=1``, bursts of load
+    on any core)."""
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", "import os\nos.sched_setaffinity(0, {0})\nwhile True:\n    pass\n"]
+        )
+    ]
+    if BURSTS:
+        processes.append(subprocess.Popen([sys.executable, "-c", _BURSTS]))
     time.sleep(0.5)
     yield
-    process.kill()
-    process.wait()
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+def load() -> str:
+    """The load the benchmark put on the machine, as the table's title says it."""
+    return "CPU hog pinned to core 0" + (" and bursts of load on any core (AB_BURSTS=1)" if BURSTS else "")
 
 
 def p50_effect(report: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,10 +115,7 @@ def row(name: str, factor: float, reports: Sequence[Mapping[str, Any]], seconds:
 def print_table(route: str, outcomes: Mapping[str, Sequence[Mapping[str, Any]]], rows: Sequence[str]) -> None:
     first = next(iter(outcomes.values()))[0]
     print()
-    print(
-        f"{route}: gate {GATE}, work adapter {BLOCKS} blocks per frame, CPU hog pinned to core 0, "
-        f"mode {first['mode']}"
-    )
+    print(f"{route}: gate {GATE}, work adapter {BLOCKS} blocks per frame, {load()}, mode {first['mode']}")
     print(HEADER)
     for r in rows:
         print(r)

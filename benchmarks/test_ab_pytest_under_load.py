@@ -11,7 +11,7 @@ The cases, settings and CPU hog of ``benchmarks/test_ab_under_load.py`` (the CLI
 through its entry point, this checkout first on ``PYTHONPATH``), with ``--junitxml``; the verdict and
 interval are read back from the report the fixture records in the test's properties, and pytest's exit
 code must agree with the verdict (1 for a regression: the test failed; 0 otherwise, inconclusive passing
-with a warning). ``AB_REPEATS`` and ``AB_BLOCKS`` size it, as for the CLI route.
+with a warning). ``AB_REPEATS``, ``AB_BLOCKS`` and ``AB_BURSTS`` as for the CLI route.
 """
 
 from __future__ import annotations

@@ -251,6 +251,8 @@ def _print_comparison(comparison: Comparison) -> None:
             )
     if comparison.refusal:
         out.print(f"[yellow]not called:[/] {safe(comparison.refusal)}", highlight=False)
+    if comparison.latency_note:
+        out.print(f"[yellow]note:[/] {safe(comparison.latency_note)}", highlight=False)
     if comparison.regressions:
         out.print(f"[bold red]regression:[/] {safe(', '.join(comparison.regressions))}", highlight=False)
     elif comparison.rules:

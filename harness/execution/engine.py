@@ -35,9 +35,10 @@ from adapters.contract import (
 )
 from harness.execution.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
 from harness.execution.outputs import FLOAT32, NoFastPath, OddFrames, OutputChecks, beyond_end
+from harness.execution.paced import feed_paced
 from harness.execution.recorded_extras import Extras, gather_extras
 from harness.execution.sealing import SealedFeed, frames_of, seal_frames
-from harness.instruments.clock import ClockInfo, clock_info, wait_until
+from harness.instruments.clock import ClockInfo, clock_info
 from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer, marked
 from harness.instruments.interference import thread_switches
 from protocols.recording import StreamRecording, StreamRole
@@ -183,9 +184,10 @@ class Engine:
         if self.config.pacing == "paced" and not untimed:
             if outputs is not None or cpu_clock != "off":
                 raise ValueError("recording features, weights or CPU time needs an unpaced run")
-            latency_ns, emitted_at, refers_to, scores, paced_start = self._feed_paced(
-                frames, stream.stream_id, times_ns - t0_ns, predict, progress
-            )
+            latency_ns, emitted_at, refers_to, scores, paced_start = feed_paced(
+                frames, stream.stream_id, times_ns - t0_ns, predict, self.checks, self.config.paced_policy,
+                progress, PROGRESS_INTERVAL_NS,
+            )  # fmt: skip
         elif cpu_clock != "off":
             predict, walls, cpus = _cpu_timed(predict, cpu_clock)
             _, emitted_at, refers_to, scores = self._feed(
@@ -413,66 +415,6 @@ class Engine:
             raise self.checks.error(stream_id, int(emitted[first]), "scores contain NaN or Inf")
         return np.asarray(latency, dtype=np.int64), emitted, refers_to, scores
 
-    def _feed_paced(
-        self,
-        frames: Sequence[Frame] | SealedFeed,
-        stream_id: str,
-        arrival_ns: np.ndarray,
-        predict: Callable[[Frame], PredictOutput],
-        progress: FramesDone | None = None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Frames released on the wall clock at their stream time (DESIGN.md "The engine": paced).
-
-        One worker: a frame is fed when it has arrived and the model is free. Under ``queue`` every
-        frame is fed, late if the model fell behind; under ``drop`` a frame whose successor has already
-        arrived is skipped (drop to the newest). Returns the unpaced outputs plus when each
-        ``predict()`` started (stream clock relative to t0; -1 = dropped), so latency can be counted
-        from arrival (no coordinated omission). Outputs go through the full validation path: a paced
-        frame waits anyway, so the fast path buys nothing here. ``progress`` is called after a frame
-        once :data:`PROGRESS_INTERVAL_S` has passed since the last call.
-        """
-        n = len(frames)
-        latency = np.zeros(n, dtype=np.int64)
-        started = np.full(n, -1, dtype=np.int64)
-        kept: list[tuple[np.ndarray, int, int]] = []
-        clock = time.perf_counter_ns
-        drop = self.config.paced_policy == "drop"
-        base = clock() + _PACED_LEAD_NS  # the stream clock's t0 on the wall clock
-        report_at, reporting = base + PROGRESS_INTERVAL_NS, False
-        i = -1
-        try:
-            for i, frame in enumerate(frames):
-                wait_until(base + int(arrival_ns[i]), clock)
-                if drop and i + 1 < n and clock() >= base + int(arrival_ns[i + 1]):
-                    continue  # a newer frame is already there: drop this one
-                start = clock()
-                out = predict(frame)
-                end = clock()
-                latency[i] = end - start
-                started[i] = start - base
-                if out is not None:
-                    checked = self.checks.full_path(out, stream_id, i, n)
-                    kept.extend((sc.copy(), i, ref) for sc, ref, _ in checked)
-                if progress is not None and end >= report_at:
-                    reporting = True  # the hook's own failure is no adapter's
-                    progress(i + 1, n)  # after the frame, before the next one's wait
-                    reporting = False
-                    report_at = clock() + PROGRESS_INTERVAL_NS
-        except AdapterOutputError:
-            raise
-        except Exception as exc:
-            if reporting:
-                raise
-            raise AdapterCallError(
-                self.name, stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
-            ) from exc
-        scores = np.array([sc for sc, _, _ in kept], dtype=np.float32).reshape(len(kept), self.num_classes)
-        emitted = np.array([e for _, e, _ in kept], dtype=np.int64)
-        bad = ~np.isfinite(scores).all(axis=1)
-        if bad.any():
-            raise self.checks.error(stream_id, int(emitted[int(np.argmax(bad))]), "scores contain NaN or Inf")
-        return latency, emitted, np.array([r for _, _, r in kept], dtype=np.int64), scores, started
-
     def _reset(self, stream_id: str) -> None:
         try:
             self.adapter.reset_state()
@@ -512,5 +454,3 @@ def _cpu_timed(
 
     return timed, walls, cpus
 
-
-_PACED_LEAD_NS = 2_000_000  # the first frame of a paced stream arrives 2 ms after the pacer starts

@@ -189,6 +189,18 @@ class Comparison(BaseModel):
     refusal: str | None = Field(
         None, description="why latency regressions were not called: a run's measurement is INVALID"
     )
+    latency_note: str | None = Field(
+        None, description="with a rule on a latency figure: what a comparison of two separate runs cannot see"
+    )
+
+
+LATENCY_GATE_NOTE = (
+    "the two runs were measured at different times: a change of the machine's load between them reads as "
+    "a change of latency, and no test over their frames can tell the two apart; for a CI gate on latency "
+    "use `streambench ab` (base and head in interleaved rounds of one job)"
+)
+"""Said whenever ``--fail-on`` gates a latency figure (issue 16: unchanged code failed this gate 4 of 5
+times on a busy machine)."""
 
 
 def _rank_test(
@@ -365,4 +377,5 @@ def compare_runs(
         changes=changes,
         regressions=[c.key for c in changes if c.regression],
         refusal=refused,
+        latency_note=LATENCY_GATE_NOTE if any(r.key in LATENCY_KEYS for r in spec.rules) else None,
     )

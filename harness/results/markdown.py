@@ -155,6 +155,8 @@ def compare_markdown(comparison: Comparison) -> str:
     ]
     if comparison.fingerprint_note:
         lines.append(f"- note: {escape_md(comparison.fingerprint_note)}")
+    if comparison.latency_note:
+        lines.append(f"- note: {escape_md(comparison.latency_note)}")
     for side, h in (("base", base), ("head", head)):
         if h.measurement is not None:
             why = "; ".join(h.measurement.reasons + h.measurement.notes)

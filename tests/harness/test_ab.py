@@ -40,7 +40,7 @@ def test_interleaved_job_in_one_pair_of_workers() -> None:
 def test_duet_sequential_on_cpu_time_with_fresh_workers() -> None:
     code, output = invoke(
         "--mode", "duet", "--rounds", "6", "--max-rounds", "8", "--step", "2", "--restart-every", "4",
-        "--on", "cpu", "--fail-on", "p50:+50%", "--json",
+        "--on", "cpu", "--fail-on", "p50:+50%", "--pass-confidence", "0.99", "--json",
     )  # fmt: skip
     assert code in (0, 1, 3), output
     report = json.loads(output)
@@ -49,6 +49,7 @@ def test_duet_sequential_on_cpu_time_with_fresh_workers() -> None:
     assert report["pairs"] in (6, 8) and report["planned_looks"] == 2
     assert report["workers"] == (2 if report["pairs"] > 4 else 1)
     assert report["confidence_per_look"] == pytest.approx(0.975)
+    assert report["pass_confidence_per_look"] == report["gate"]["pass_confidence"] == pytest.approx(0.995)
 
 
 def test_markdown_and_bad_input() -> None:

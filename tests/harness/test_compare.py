@@ -107,6 +107,15 @@ def test_latency_regression_needs_the_effect_and_the_rank_test() -> None:
     # no samples: an effect alone is not called
     blind = compare_runs(base, head, spec).changes[0]
     assert blind.breached and not blind.regression and "no per-frame samples" in blind.verdict
+    # a latency rule between two separate runs always says what it cannot see, and where the gate is
+    assert slow.latency_note is not None and "streambench ab" in slow.latency_note
+
+
+def test_only_a_latency_rule_brings_the_note_on_separate_runs() -> None:
+    base = headline("base", **{"f1@100ms": 0.80})
+    share = compare_runs(base, headline("head", **{"f1@100ms": 0.79}), FailOnSpec.parse("f1@100ms:-1pp"))
+    assert share.latency_note is None
+    assert compare_runs(base, headline("head", **{"f1@100ms": 0.79})).latency_note is None
 
 
 def test_a_floor_in_percentage_points_gates_a_share_and_is_refused_on_other_figures() -> None:
