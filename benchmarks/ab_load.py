@@ -82,7 +82,8 @@ def line(name: str, seed: int, report: Mapping[str, Any], seconds: float) -> str
     """One comparison as it finishes (so a partial run can be read)."""
     e = p50_effect(report)
     ratio = "none" if e["ratio"] is None else f"{e['ratio']:.3f}"
-    interval = "none" if e["low"] is None else f"[{e['low']:.3f}, {e['high']:.3f}]"
+    low, high = ("none" if e[end] is None else f"{e[end]:.3f}" for end in ("low", "high"))
+    interval = f"[{low}, {high}]"
     return (
         f"{name} seed {seed:2d}: {report['verdict']}, p50 ratio {ratio} {interval}, "
         f"{report['pairs']} pairs, {seconds:.0f} s"

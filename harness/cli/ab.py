@@ -222,7 +222,7 @@ def ab(
     from harness.execution.isolation import WorkerError
     from harness.execution.rounds import RoundsConfig
     from harness.results.compare import FailOnSpec, FailOnSpecError
-    from harness.results.gate import GATE_KEYS
+    from harness.results.gate import GATE_KEYS, check_gate
     from harness.runs.ab import ab_markdown, run_ab
 
     if on not in ("wall", "cpu"):
@@ -234,6 +234,7 @@ def ab(
                 raise ValueError(f"--fail-on {rule.describe()}: ab judges {', '.join(GATE_KEYS)} only")
             if rule.points:
                 raise ValueError(f"--fail-on {rule.describe()}: pp is for shares (F1, accuracy): write +5%")
+        check_gate(spec.rules, confidence, pass_confidence)
         typed = {
             name
             for name in ("base_adapter", "seed", "streams", "duration", "warmup_frames")

@@ -453,4 +453,3 @@ def _cpu_timed(
         return out
 
     return timed, walls, cpus
-

@@ -202,8 +202,8 @@ def worker_main(
 
         config = RunConfig.model_validate_json(config_json)
         # torch is imported (and then seeded, its threads set) only by a model that uses it: a fresh worker
-        # of a numpy / ONNX model starts ~4 x faster (harness/execution/torch_setup.py)
-        configure_torch_when_imported(config.threads, config.torch_seed)
+        # of a numpy model starts ~4 x faster (harness/execution/torch_setup.py)
+        torch_configured = configure_torch_when_imported(config.threads, config.torch_seed)
         n_warmup = config.engine.warmup_frames
         streams: dict[str, Stream] = {}
         warmup: Stream | None = None
@@ -231,6 +231,7 @@ def worker_main(
             return engine, frames
 
         adapter = build()
+        torch_configured()
         note = _limit_memory(memory_limit_mb) if memory_limit_mb is not None else None  # once built
         engine, frames = warmed(adapter)
     except AdapterError as exc:

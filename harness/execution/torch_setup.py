@@ -2,8 +2,9 @@
 
 A worker of ``streambench ab`` is started afresh for every pair of rounds (pyperf's many-processes
 convention), so its start-up is the gate's cost per pair. Importing torch is ~0.9 s of a ~1.2 s start on
-this machine (``python -X importtime``) and a model that does not use torch (numpy, ONNX Runtime, the
-``work`` adapter) never needs it. Yet a torch model must be built with the run's seed and thread settings
+this machine (``python -X importtime``) and a model that does not use torch (a numpy model such as the
+``work`` adapter; streambench's own ONNX adapter shares code with the torch wrappers and does import it)
+never needs it. Yet a torch model must be built with the run's seed and thread settings
 in force, exactly as an in-process run builds it (harness/runs/session.py seeds before the model exists).
 
 :func:`configure_torch_when_imported` does both: if torch is already imported it configures it now;
@@ -29,47 +30,61 @@ __all__ = ["configure_torch_when_imported", "when_imported"]
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: for ``name`` it removes itself, asks the other finders, and wraps the found
-    loader's ``exec_module`` so that ``configure(module)`` runs once the module has executed."""
+    """Finds nothing itself: for ``name`` it asks the finders after it and wraps the found loader's
+    ``exec_module`` so that ``configure(module)`` runs once the module has executed; it leaves
+    ``sys.meta_path`` only then. A mere probe (``importlib.util.find_spec(name)``, as libraries test
+    whether torch is installed) finds a spec whose loader never runs, so the finder stays for the real
+    import. One thread imports at a time here (a worker's start); :attr:`done` says whether it ran."""
 
     def __init__(self, name: str, configure: Callable[[ModuleType], None]) -> None:
         self._name = name
         self._configure = configure
+        self._searching = False
+        self.done = False
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != self._name:
+        if fullname != self._name or self._searching or self.done:
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)  # one shot: the module is imported once
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        execute = spec.loader.exec_module
-        configure = self._configure
+        self._searching = True  # importlib.util.find_spec below asks every finder again, this one too
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._searching = False
+        execute = getattr(spec.loader, "exec_module", None) if spec is not None else None
+        if spec is None or spec.loader is None or execute is None:
+            return spec  # nothing to wrap: the caller's check (was it configured?) reports it
+        finder = self
 
         def exec_module(module: ModuleType) -> None:
             execute(module)
-            configure(module)
+            if not finder.done:
+                finder.done = True
+                if finder in sys.meta_path:
+                    sys.meta_path.remove(finder)
+                finder._configure(module)
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
-def when_imported(name: str, configure: Callable[[ModuleType], None]) -> None:
+def when_imported(name: str, configure: Callable[[ModuleType], None]) -> Callable[[], bool]:
     """Run ``configure(module)`` on the top-level module ``name``: now if it is imported, else right after
-    its first import (before the importer sees it)."""
+    its first import (before the importer sees it). Returns a check: has ``configure`` run?"""
     module = sys.modules.get(name)
     if module is not None:
         configure(module)
-        return
-    sys.meta_path.insert(0, _AfterImport(name, configure))
+        return lambda: True
+    finder = _AfterImport(name, configure)
+    sys.meta_path.insert(0, finder)
+    return lambda: finder.done
 
 
-def configure_torch_when_imported(threads: ThreadConfig, seed: int) -> None:
+def configure_torch_when_imported(threads: ThreadConfig, seed: int) -> Callable[[], None]:
     """The run's thread settings (:func:`harness.instruments.threads.apply`) and ``torch.manual_seed``,
-    applied when the model imports torch; the thread environment variables are set now."""
+    applied when the model imports torch; the thread environment variables are set now. Returns a check
+    to call once the model is built: it raises if torch was imported without being configured."""
     for key, value in threads.env.items():
         os.environ[key] = value
 
@@ -79,4 +94,13 @@ def configure_torch_when_imported(threads: ThreadConfig, seed: int) -> None:
         apply(threads)
         torch.manual_seed(seed)
 
-    when_imported("torch", configure)
+    configured = when_imported("torch", configure)
+
+    def check() -> None:
+        if "torch" in sys.modules and not configured():
+            raise RuntimeError(
+                "torch was imported without the run's seed and thread settings (its loader could not be "
+                "wrapped); the model was built unseeded"
+            )
+
+    return check

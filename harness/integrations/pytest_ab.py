@@ -12,6 +12,9 @@ In CI the base is the target branch's checkout: ``pytest --streambench-base-path
 the base worker's ``PYTHONPATH`` (the head runs the code under test). Without it both sides run this
 checkout (an A/A check of the machine). *Inconclusive* (noise larger than the floor, or an INVALID
 measurement) passes with a warning unless ``fail_inconclusive=True`` or ``--streambench-strict``.
+``confidence`` (0.95: a false alarm at most 2.5 % per rule) and ``pass_confidence`` (0.995: a slowdown as
+large as the floor passes at most 0.5 %) are the gate's two error rates, as ``ab``'s options of those
+names; the other arguments are ``ab``'s options too (``rounds``, ``max_rounds``, ``step``, ``on``, ...).
 pytest-benchmark's ``--benchmark-compare-fail`` (the ``streambench_latency`` fixture) stays available but
 compares per-frame samples of two separate runs, which a shared machine's drift between runs defeats.
 """

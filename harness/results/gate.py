@@ -13,14 +13,18 @@ Conventions followed (read, not copied):
   figure of each round (p50, p95, p99, mean of the round's frames), the **log of each pair's ratio**
   head / base, the **Hodges–Lehmann** estimate of its centre (the median of the Walsh averages) with the
   distribution-free confidence bounds from the exact Wilcoxon signed-rank distribution (Hollander &
-  Wolfe, *Nonparametric Statistical Methods*, §3.2–3.3). Robust to a few outlying rounds; needs at least
-  6 pairs for a 95 % interval (with 5 or fewer no interval of that level exists: *too few rounds*).
+  Wolfe, *Nonparametric Statistical Methods*, §3.2–3.3). Valid when the pairs are independent and each
+  pair's log ratio is symmetric about the true effect (the order within a pair is drawn at random, so the
+  machine's noise hits either side alike). Robust to a few outlying rounds. A one-sided bound with error
+  ``a`` needs ``n`` pairs with ``1 / 2**n <= a``: fewer is *too few rounds*.
 * The interval is **asymmetric in its error rates**, because the two wrong verdicts do not cost the same:
-  its low end is the one-sided bound at ``1 - (1 - confidence) / 2`` (97.5 % for the default 0.95: a
-  false alarm on unchanged code at most 2.5 % of the time), its high end the one-sided bound at
-  ``pass_confidence`` (99.5 %: a slowdown larger than that end passes as "no regression" at most 0.5 % of
-  the time — a passed regression ships). The interval as a whole holds the truth with at least
-  ``1 - (1 - confidence) / 2 - (1 - pass_confidence)`` (97 %).
+  its low end is the one-sided bound at ``1 - (1 - confidence) / 2`` (97.5 % for the default 0.95: per
+  rule, a false alarm on unchanged code at most 2.5 % of the time; 6 pairs with one look), its high end
+  the one-sided bound at ``pass_confidence`` (99.5 %: the true ratio lies above it at most 0.5 % of the
+  time, so a slowdown as large as the floor passes as "no regression" at most that often — a passed
+  regression ships; 8 pairs with one look). The interval as a whole holds the truth with at least
+  ``1 - (1 - confidence) / 2 - (1 - pass_confidence)`` (97 %). With several rules the false-alarm rate of
+  the job is at most the sum over the rules.
 * MLPerf LoadGen's early-stopping idea, simplified: the sequential mode looks at the data after fixed
   numbers of rounds and spends the error rate over the planned looks (Bonferroni), so optional stopping
   does not inflate the false-alarm rate: :func:`per_look_confidence`.
@@ -58,6 +62,7 @@ __all__ = [
     "GateResult",
     "RuleVerdict",
     "Verdict",
+    "check_gate",
     "hodges_lehmann",
     "hodges_lehmann_bounds",
     "judge",
@@ -165,6 +170,7 @@ class Effect(BaseModel):
     at the gate's lower level, high end at its stricter upper level)."""
 
     key: str
+    pairs: int = Field(0, description="pairs used: those whose figure is positive on both sides")
     ratio: float | None = Field(description="head / base; null with no pairs")
     low: float | None = Field(description="lower bound; null with fewer pairs than its level needs")
     high: float | None = Field(description="upper bound (the stricter level); null with too few pairs")
@@ -210,6 +216,7 @@ def _effect(
     est, low, high = (None if v is None else math.exp(v) for v in hl) if hl is not None else (None,) * 3
     return Effect(
         key=key,
+        pairs=int(logs.size),
         ratio=est,
         low=low,
         high=high,
@@ -225,9 +232,8 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{(value - 1) * 100:+.1f}"
 
 
-def _judge_rule(
-    rule: FailRule, effect: Effect, pairs: int, confidence: float, pass_confidence: float
-) -> RuleVerdict:
+def _judge_rule(rule: FailRule, effect: Effect, confidence: float, pass_confidence: float) -> RuleVerdict:
+    pairs = effect.pairs
     levels = f"(lower bound {1 - (1 - confidence) / 2:.4g}, upper {pass_confidence:.4g}, one-sided)"
     if effect.ratio is None or (effect.low is None and effect.high is None):
         need = _min_pairs_for(max((1 - confidence) / 2, 1 - pass_confidence))  # the first bound
@@ -276,8 +282,8 @@ def _judge_rule(
             verdict="inconclusive",
             improvement=False,
             more_rounds=need - pairs,
-            reason=f"{pct}: not a regression; a pass needs the upper bound, which needs at least {need} "
-            f"pairs, there are {pairs}",
+            reason=f"{pct}: not called a regression; a pass needs the upper bound, which needs at least "
+            f"{need} pairs, there are {pairs}",
         )
     # the distance the interval must move, against how far its deciding end is from the estimate
     if d < f:
@@ -285,6 +291,8 @@ def _judge_rule(
     else:
         margin, half = d, d - (lo if lo is not None else d - (hi - d))
     more = None if margin <= 1e-9 else max(1, math.ceil(pairs * (half / margin) ** 2) - pairs)
+    if lo is None:  # a regression cannot be called before its bound exists (a pass_confidence below it)
+        more = max(more or 1, _min_pairs_for((1 - confidence) / 2) - pairs)
     noise = (
         f"pair-to-pair noise ±{effect.pair_spread:.1%} (between rounds: base ±{effect.base_spread:.1%}, "
         f"head ±{effect.head_spread:.1%})"
@@ -304,6 +312,23 @@ def _judge_rule(
     )
 
 
+def check_gate(rules: Sequence[FailRule], confidence: float, pass_confidence: float) -> None:
+    """Refuse what the gate cannot judge — before any round is measured (``ab`` and the pytest fixture
+    call it first): a figure other than :data:`GATE_KEYS`, a rule on a falling latency, a level outside
+    (0, 1)."""
+    for name, level in (("confidence", confidence), ("pass_confidence", pass_confidence)):
+        if not 0 < level < 1:
+            raise ValueError(f"{name} must be in (0, 1), got {level}")
+    for rule in rules:
+        if rule.key not in GATE_KEYS:
+            raise ValueError(f"{rule.describe()}: the interleaved gate judges {', '.join(GATE_KEYS)} only")
+        if rule.direction < 0:
+            raise ValueError(
+                f"{rule.describe()}: the gate's figures are latencies, where rising is bad: write "
+                f"{rule.key}:+{rule.floor * 100:g}%"
+            )
+
+
 def judge(
     base_rounds: Sequence[npt.ArrayLike],
     head_rounds: Sequence[npt.ArrayLike],
@@ -321,24 +346,14 @@ def judge(
         raise ValueError(
             f"{len(base_rounds)} base rounds but {len(head_rounds)} head rounds: rounds are paired"
         )
-    for name, level in (("confidence", confidence), ("pass_confidence", pass_confidence)):
-        if not 0 < level < 1:
-            raise ValueError(f"{name} must be in (0, 1), got {level}")
-    for rule in rules:
-        if rule.key not in GATE_KEYS:
-            raise ValueError(f"{rule.describe()}: the interleaved gate judges {', '.join(GATE_KEYS)} only")
-        if rule.direction < 0:
-            raise ValueError(
-                f"{rule.describe()}: the gate's figures are latencies, where rising is bad: write "
-                f"{rule.key}:+{rule.floor * 100:g}%"
-            )
+    check_gate(rules, confidence, pass_confidence)
     pairs = len(base_rounds)
     low_tail, high_tail = (1 - confidence) / 2, 1 - pass_confidence
     if pairs == 0:
         empty = Effect(key="", ratio=None, low=None, high=None, base_median=0, head_median=0,
                        base_spread=0, head_spread=0, pair_spread=0)  # fmt: skip
         verdicts = [
-            _judge_rule(r, empty.model_copy(update={"key": r.key}), 0, confidence, pass_confidence)
+            _judge_rule(r, empty.model_copy(update={"key": r.key}), confidence, pass_confidence)
             for r in rules
         ]
         return GateResult(verdict="inconclusive", exit_code=EXIT_CODES["inconclusive"], pairs=0,
@@ -349,7 +364,7 @@ def judge(
     frames = min(min(np.size(r) for r in base_rounds), min(np.size(r) for r in head_rounds))
     verdicts = []
     for rule in rules:
-        verdict = _judge_rule(rule, effects[rule.key], pairs, confidence, pass_confidence)
+        verdict = _judge_rule(rule, effects[rule.key], confidence, pass_confidence)
         if frames < _MIN_FRAMES[rule.key] and verdict.verdict != "inconclusive":
             verdict = verdict.model_copy(
                 update={

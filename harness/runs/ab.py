@@ -20,7 +20,7 @@ from harness.execution.config import IsolationConfig
 from harness.execution.rounds import Rounds, RoundsConfig, Side, SideRounds, planned_looks, run_rounds
 from harness.instruments.interference import cpu_frequency_khz
 from harness.results.compare import FailRule
-from harness.results.gate import EXIT_CODES, GateResult, Verdict, judge, per_look_confidence
+from harness.results.gate import EXIT_CODES, GateResult, Verdict, check_gate, judge, per_look_confidence
 from harness.results.quality import MeasurementQuality, judge_quality, refusal
 
 __all__ = ["ABReport", "SideReport", "ab_markdown", "interval_levels", "run_ab"]
@@ -100,6 +100,7 @@ def run_ab(
     """Run and judge; ``on="cpu"`` needs both sides' engines to record CPU time (``engine.cpu_time``).
     Both error rates (``confidence``'s lower half, ``1 - pass_confidence``) are spread over the planned
     looks (:func:`~harness.results.gate.per_look_confidence`)."""
+    check_gate(rules, confidence, pass_confidence)  # before any round: a bad rule costs no measuring
     started = time.monotonic()
     looks = planned_looks(rounds)
     level = per_look_confidence(confidence, looks)

@@ -62,6 +62,11 @@ def test_markdown_and_bad_input() -> None:
     assert code == 2 and "ab judges p50" in output
     code, output = invoke("--rounds", "8", "--max-rounds", "4")
     assert code == 2 and "max_rounds" in output
+    # refused before any worker starts (a falling latency is no regression; a level must be in (0, 1))
+    code, output = invoke("--fail-on", "p50:-5%")
+    assert code == 2 and "rising is bad: write p50:+5%" in output
+    code, output = invoke("--pass-confidence", "0")
+    assert code == 2 and "pass_confidence must be in (0, 1)" in output
 
 
 def test_quality_verdict_reasons() -> None:

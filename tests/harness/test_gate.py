@@ -190,6 +190,19 @@ def test_a_pass_needs_the_upper_bound_and_a_regression_only_the_lower() -> None:
     assert all(v.more_rounds == 1 and "a pass needs the upper bound" in v.reason for v in result.rules)
 
 
+def test_pairs_without_a_positive_figure_are_not_counted() -> None:
+    # 10 pairs, 3 of them with a zero base p50 (a coarse CPU clock): 7 are used, and "more rounds" counts
+    # from 7, never negative
+    base, head = rounds(np.random.default_rng(16), 10)
+    for k in (1, 4, 7):
+        base[k] = np.zeros_like(base[k])
+    result = judge(base, head, FailOnSpec.parse("p50:+5%").rules)
+    (verdict,) = result.rules
+    assert verdict.effect.pairs == 7 and result.pairs == 10
+    assert verdict.verdict == "inconclusive" and verdict.more_rounds == 1
+    assert "there are 7" in verdict.reason
+
+
 def test_a_rule_on_a_falling_latency_is_refused() -> None:
     base, head = rounds(np.random.default_rng(15), 8)
     with pytest.raises(ValueError, match="rising is bad: write p50:\\+5%"):

@@ -27,20 +27,44 @@ def _fresh(code: str) -> str:
 
 
 def test_torch_is_configured_right_after_its_first_import_and_not_imported_before() -> None:
+    # intra_op = cores + 1 is never torch's default, so the thread count read back proves it was applied
+    printed = _fresh(
+        """
+        import importlib.util, os, sys
+        from harness.execution.torch_setup import configure_torch_when_imported
+        from harness.instruments.threads import ThreadConfig
+        threads = os.cpu_count() + 1
+        config = ThreadConfig(intra_op=threads, env={"SB_TEST_VAR": "set"})
+        check = configure_torch_when_imported(config, 1234)
+        print("torch" in sys.modules, os.environ["SB_TEST_VAR"])
+        assert importlib.util.find_spec("torch") is not None  # a probe ("is torch installed?") first
+        import torch.nn  # then a submodule: torch itself is configured all the same
+        check()
+        finders = [f for f in sys.meta_path if type(f).__name__ == "_AfterImport"]
+        print(torch.initial_seed(), torch.get_num_threads() == threads, len(finders))
+        """
+    )
+    assert printed.splitlines() == ["False set", "1234 True 0"]
+
+
+def test_a_torch_imported_behind_the_hooks_back_is_reported() -> None:
+    # a loader the hook cannot wrap (here: the finder taken out by hand) leaves torch unseeded: the check
+    # the worker runs after building the model says so instead of measuring an unseeded model
     printed = _fresh(
         """
         import sys
         from harness.execution.torch_setup import configure_torch_when_imported
         from harness.instruments.threads import ThreadConfig
-        configure_torch_when_imported(ThreadConfig(intra_op=1, env={"SB_TEST_VAR": "set"}), 1234)
-        import os
-        print("torch" in sys.modules, os.environ["SB_TEST_VAR"])
-        import torch.nn  # a submodule first: torch itself is configured all the same
-        finders = [f for f in sys.meta_path if type(f).__name__ == "_AfterImport"]
-        print(torch.initial_seed(), torch.get_num_threads(), len(finders))
+        check = configure_torch_when_imported(ThreadConfig(), 1)
+        sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_AfterImport"]
+        import torch
+        try:
+            check()
+        except RuntimeError as exc:
+            print(exc)
         """
     )
-    assert printed.splitlines() == ["False set", "1234 1 0"]
+    assert "torch was imported without the run's seed" in printed
 
 
 def test_an_imported_torch_is_configured_at_once() -> None:
