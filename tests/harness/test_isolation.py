@@ -1,6 +1,6 @@
 """``--isolate``: the adapter in a worker process; every planted fault costs its own stream and nothing else.
 
-Worker starts dominate the cost (each imports torch), so one run on one :class:`IsolatedEngine` plants
+Worker starts dominate the cost, so one run on one :class:`IsolatedEngine` plants
 every fault on its own stream, with a clean stream after each; the tests below read that run's outcome.
 """
 
