@@ -232,18 +232,22 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{(value - 1) * 100:+.1f}"
 
 
+def _inconclusive(rule: FailRule, effect: Effect, more: int | None, reason: str) -> RuleVerdict:
+    return RuleVerdict(
+        rule=rule, effect=effect, verdict="inconclusive", improvement=False, more_rounds=more, reason=reason
+    )
+
+
 def _judge_rule(rule: FailRule, effect: Effect, confidence: float, pass_confidence: float) -> RuleVerdict:
     pairs = effect.pairs
     levels = f"(lower bound {1 - (1 - confidence) / 2:.4g}, upper {pass_confidence:.4g}, one-sided)"
     if effect.ratio is None or (effect.low is None and effect.high is None):
         need = _min_pairs_for(max((1 - confidence) / 2, 1 - pass_confidence))  # the first bound
-        return RuleVerdict(
-            rule=rule,
-            effect=effect,
-            verdict="inconclusive",
-            improvement=False,
-            more_rounds=need - pairs,
-            reason=f"too few rounds: the interval {levels} needs at least {need} pairs, there are {pairs}",
+        return _inconclusive(
+            rule,
+            effect,
+            need - pairs,
+            f"too few rounds: the interval {levels} needs at least {need} pairs, there are {pairs}",
         )
     floor = (
         rule.floor if rule.relative else rule.floor / effect.base_median if effect.base_median else math.inf
@@ -276,14 +280,12 @@ def _judge_rule(rule: FailRule, effect: Effect, confidence: float, pass_confiden
         )
     if hi is None:  # a regression could have been called; a pass needs the stricter upper bound
         need = _min_pairs_for(1 - pass_confidence)
-        return RuleVerdict(
-            rule=rule,
-            effect=effect,
-            verdict="inconclusive",
-            improvement=False,
-            more_rounds=need - pairs,
-            reason=f"{pct}: not called a regression; a pass needs the upper bound, which needs at least "
-            f"{need} pairs, there are {pairs}",
+        return _inconclusive(
+            rule,
+            effect,
+            need - pairs,
+            f"{pct}: not called a regression; a pass needs the upper bound, which needs at least {need} "
+            f"pairs, there are {pairs}",
         )
     # the distance the interval must move, against how far its deciding end is from the estimate
     if d < f:
@@ -297,13 +299,11 @@ def _judge_rule(rule: FailRule, effect: Effect, confidence: float, pass_confiden
         f"pair-to-pair noise ±{effect.pair_spread:.1%} (between rounds: base ±{effect.base_spread:.1%}, "
         f"head ±{effect.head_spread:.1%})"
     )
-    return RuleVerdict(
-        rule=rule,
-        effect=effect,
-        verdict="inconclusive",
-        improvement=False,
-        more_rounds=more,
-        reason=f"{pct}: the interval straddles {rule.describe()}; {noise}; "
+    return _inconclusive(
+        rule,
+        effect,
+        more,
+        f"{pct}: the interval straddles {rule.describe()}; {noise}; "
         + (
             f"about {more} more pairs would resolve it"
             if more is not None
