@@ -78,6 +78,12 @@ def p50_effect(report: Mapping[str, Any]) -> dict[str, Any]:
     return effect
 
 
+def holds(effect: Mapping[str, Any], truth: float) -> bool:
+    """Whether the effect's interval has both ends and holds ``truth``."""
+    low, high = effect["low"], effect["high"]
+    return low is not None and high is not None and bool(low <= truth <= high)
+
+
 def line(name: str, seed: int, report: Mapping[str, Any], seconds: float) -> str:
     """One comparison as it finishes (so a partial run can be read)."""
     e = p50_effect(report)
@@ -95,15 +101,11 @@ def row(name: str, factor: float, reports: Sequence[Mapping[str, Any]], seconds:
     n = len(reports)
     verdicts = [str(r["verdict"]) for r in reports]
     effects = [p50_effect(r) for r in reports]
-    covered = sum(
-        1
-        for e in effects
-        if e["low"] is not None and e["high"] is not None and e["low"] <= factor <= e["high"]
-    )
+    covered = sum(1 for e in effects if holds(e, factor))
     excluded_pass = sum(
         1
         for r, e in zip(reports, effects, strict=True)
-        if r["verdict"] == "no regression" and not (e["low"] <= factor <= e["high"])
+        if r["verdict"] == "no regression" and not holds(e, factor)
     )
     pairs = sorted(int(r["pairs"]) for r in reports)
     return (
@@ -134,6 +136,6 @@ def check(outcomes: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
         misses.append(f"+10 %: {regressions['+10 %']} of {repeats} called")
     for seed, r in enumerate(outcomes["+2 %"]):
         e = p50_effect(r)
-        if r["verdict"] == "no regression" and not e["low"] <= 1.02 <= e["high"]:
+        if r["verdict"] == "no regression" and not holds(e, CASES["+2 %"]):
             misses.append(f"+2 % seed {seed}: no regression with the interval [{e['low']}, {e['high']}]")
     assert not misses, "; ".join(misses)

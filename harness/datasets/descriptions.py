@@ -152,68 +152,78 @@ def _default(model: type[BaseModel], name: str) -> Any:
 # the kinds
 
 
-def _payloads_of(config: Any) -> tuple[list[Payload], float, float, list[str], Any]:
-    """Payloads, frame rate and duration of the first stream built from ``config``, with its classes."""
+def _generated(
+    kind: str, model: type[BaseModel], config: Any, described_from: str, payload_note: str
+) -> tuple[dict[str, Any], Any]:
+    """What a generated kind's description reads off the first stream built from ``config`` (its
+    payloads, each with ``payload_note``; frame rate, duration and classes), as :func:`_feature_set` gives
+    a feature set's; and that stream."""
     stream = make_streams(config)[0]
     frame = next(iter(stream.frames()))
     payloads = [
-        Payload(modality=m, shape=list(np.shape(v)), dtype=str(np.asarray(v).dtype))
+        Payload(modality=m, shape=list(np.shape(v)), dtype=str(np.asarray(v).dtype), note=payload_note)
         for m, v in frame.inputs.items()
         if v is not None
     ]
-    rate = 1.0 / float(stream.frame_times[1] - stream.frame_times[0])
-    return payloads, rate, stream.duration_s, list(stream.classes), stream
+    classes = list(stream.classes)
+    fields = {
+        "kind": kind,
+        "source": "generated",
+        "described_from": described_from,
+        "modalities": list(stream.modalities),
+        "payloads": payloads,
+        "frame_rate_hz": 1.0 / float(stream.frame_times[1] - stream.frame_times[0]),
+        "segment_length_s": stream.segment_length_s,
+        "num_classes": len(classes),
+        "classes": classes,
+        "stream_duration_s": stream.duration_s,
+        "options": option_rows(model),
+    }
+    return fields, stream
 
 
 def _synthetic() -> DataSetDescription:
     model = synthetic.SyntheticConfig
-    payloads, rate, duration, classes, stream = _payloads_of(model(num_streams=1))
+    fields, stream = _generated(
+        "synthetic",
+        model,
+        model(num_streams=1),
+        "the first stream of the default configuration",
+        "class signature + Gaussian noise",
+    )
     n = _default(model, "num_streams")
     return DataSetDescription(
-        kind="synthetic",
         summary="seeded audio-visual event streams shaped like AVE (the default; no download)",
-        source="generated",
-        described_from="the first stream of the default configuration",
-        modalities=list(stream.modalities),
-        payloads=[p.model_copy(update={"note": "class signature + Gaussian noise"}) for p in payloads],
-        frame_rate_hz=rate,
-        segment_length_s=stream.segment_length_s,
-        num_classes=len(classes),
-        classes=classes,
         classes_note="'background' first, then the event classes (AVE's 28 category names by default)",
         labels="one class per frame, constant over each 1 s segment: an event (1-2 per stream, 2-5 "
         "segments each) or background; meta: visibility per frame (audio_visual, audio_only, visual_only), "
         "events",
-        default_streams=f"{n} streams x {duration:g} s ({stream.num_frames} frames each)",
+        default_streams=f"{n} streams x {stream.duration_s:g} s ({stream.num_frames} frames each)",
         num_streams=n,
-        stream_duration_s=duration,
-        options=option_rows(model),
+        **fields,
     )
 
 
 def _spoof() -> DataSetDescription:
     model = spoof.SpoofConfig
-    payloads, rate, duration, classes, stream = _payloads_of(model(num_utterances=2))
+    fields, stream = _generated(
+        "synthetic_spoof",
+        model,
+        model(num_utterances=2),
+        "the first utterance of the default configuration",
+        "frame_samples audio samples in [-1, 1]",
+    )
     n, cut = _default(model, "num_utterances"), _default(model, "cut_length_s")
     share = _default(model, "real_fraction")
     return DataSetDescription(
-        kind="synthetic_spoof",
         summary="seeded speech-like real and fake utterances (the detection protocol's default data)",
-        source="generated",
-        described_from="the first utterance of the default configuration",
-        modalities=list(stream.modalities),
-        payloads=[p.model_copy(update={"note": "frame_samples audio samples in [-1, 1]"}) for p in payloads],
-        frame_rate_hz=rate,
-        segment_length_s=stream.segment_length_s,
-        num_classes=len(classes),
-        classes=classes,
         classes_note="one label per utterance on every frame; meta utterance_label: 1 real, 0 fake",
         labels="every frame carries its utterance's class (real or fake); fakes hold a faint tone at "
         "artefact_hz in bursts",
-        default_streams=f"{n} utterances x {duration:g} s (cut_length_s = {cut:g}), {share:.0%} real",
+        default_streams=f"{n} utterances x {stream.duration_s:g} s (cut_length_s = {cut:g}), "
+        f"{share:.0%} real",
         num_streams=n,
-        stream_duration_s=duration,
-        options=option_rows(model),
+        **fields,
     )
 
 

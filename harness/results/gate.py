@@ -313,15 +313,17 @@ def _judge_rule(rule: FailRule, effect: Effect, confidence: float, pass_confiden
 
 
 def check_gate(rules: Sequence[FailRule], confidence: float, pass_confidence: float) -> None:
-    """Refuse what the gate cannot judge — before any round is measured (``ab`` and the pytest fixture
-    call it first): a figure other than :data:`GATE_KEYS`, a rule on a falling latency, a level outside
-    (0, 1)."""
+    """Refuse what the gate cannot judge — before any round is measured (:func:`harness.runs.ab.run_ab`
+    calls it first, for ``ab`` and the pytest fixture alike): a figure other than :data:`GATE_KEYS`, a floor
+    in percentage points (those are for shares), a rule on a falling latency, a level outside (0, 1)."""
     for name, level in (("confidence", confidence), ("pass_confidence", pass_confidence)):
         if not 0 < level < 1:
             raise ValueError(f"{name} must be in (0, 1), got {level}")
     for rule in rules:
         if rule.key not in GATE_KEYS:
-            raise ValueError(f"{rule.describe()}: the interleaved gate judges {', '.join(GATE_KEYS)} only")
+            raise ValueError(f"--fail-on {rule.describe()}: ab judges {', '.join(GATE_KEYS)} only")
+        if rule.points:
+            raise ValueError(f"--fail-on {rule.describe()}: pp is for shares (F1, accuracy): write +5%")
         if rule.direction < 0:
             raise ValueError(
                 f"{rule.describe()}: the gate's figures are latencies, where rising is bad: write "
