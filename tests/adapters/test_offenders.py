@@ -1,4 +1,4 @@
-"""Tests of the planted offenders (adapters/offenders.py): each commits its one offence, on purpose,
+"""Tests of the planted offenders (adapters/offenders/): each commits its one offence, on purpose,
 and is otherwise an honest, deterministic model.
 
 The checks that catch them are tested in tests/protocols/test_causality.py."""
