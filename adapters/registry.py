@@ -36,6 +36,14 @@ REGISTRY: dict[str, str] = {
     "offender-offbyone-mask": "adapters.offenders:OffByOneMaskAdapter",
     "offender-leaky-reset": "adapters.offenders:LeakyResetAdapter",
     "offender-caching": "adapters.offenders:CachingAdapter",
+    "offender-abstainer": "adapters.offenders.abstainer:AbstainerAdapter",
+    "offender-rebuilder": "adapters.offenders.rebuilder:RebuilderAdapter",
+    "offender-rounding-cache": "adapters.offenders.rounding_cache:RoundingCacheAdapter",
+    "offender-file-reader": "adapters.offenders.file_reader:FileReaderAdapter",  # reads --option path=...
+    "offender-stopped-clock": "adapters.offenders.clock:StoppedClockAdapter",  # timing cheats (issue 24)
+    "offender-late-work": "adapters.offenders.clock:LateWorkAdapter",
+    "offender-reset-work": "adapters.offenders.clock:ResetWorkAdapter",
+    "offender-first-sight": "adapters.offenders.first_sight:FirstSightAdapter",  # honest on a second sight
     "offender-stack-peeking": "adapters.sneaky:StackPeekingAdapter",
     "offender-global-leak": "adapters.sneaky:GlobalLeakAdapter",
     "offender-call-stack": "adapters.sneaky:CallStackAdapter",

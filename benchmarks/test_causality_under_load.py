@@ -4,9 +4,11 @@ Opt-in (not collected by ``pytest`` alone): ``python -m pytest benchmarks/test_c
 The benchmark starts a CPU hog (a busy loop) pinned to one core and runs the whole causality protocol on
 the reference adapter 30 times with different data and noise seeds (3 streams of 10 s each; the cuts are
 drawn afresh every run); every check must pass every time. The caching audit is the timing-sensitive
-one: it compares a repeat with a one-ulp control in interleaved rounds and a sign test, so load that hits
-one run does not make a cache. Each run starts two sealed workers (the default); about 4 minutes on 2
-cores (measured 2026-11-24, lower-quartile audit: 30 runs, 0 false failures, 212 s).
+one: it compares a repeat with an unseen control (the stream mixed with another one) in interleaved
+rounds and a sign test, so load that hits one run does not make a cache. Each run starts two sealed
+workers (the default); about 4 minutes on 2 cores (measured 2026-11-24, lower-quartile audit: 30 runs, 0
+false failures, 212 s; with the unseen control and the one-ulp copy beside it: 30 runs, 0 false failures,
+671 s on 2 cores shared with other work).
 """
 
 from __future__ import annotations

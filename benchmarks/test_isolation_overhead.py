@@ -27,7 +27,7 @@ from harness.execution.setup import build_adapter
 pytestmark = pytest.mark.benchmark
 
 DATA = SyntheticConfig(
-    num_streams=4, num_event_classes=28, duration_s=60.0, min_event_segments=2, max_event_segments=5
+    seed=0, num_streams=4, num_event_classes=28, duration_s=60.0, min_event_segments=2, max_event_segments=5
 )
 CONFIG = RunConfig(adapter="null", data=DATA, engine=EngineConfig(warmup_frames=100))
 ROUNDS = 5

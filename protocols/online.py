@@ -14,6 +14,11 @@ label set equals the reference; F1@Δt aggregates TP/FP/FN micro (and macro) exa
 pseudo-code. The offline figures (segment F1, frame accuracy) take the latest prediction per unit
 whatever its delay. Latency avg/p50/p95/p99/max, FPS = 1 / mean latency and RTF = processing time /
 stream duration follow §6.2.2 (2).
+
+A stream the adapter failed on is never dropped: it counts in every accuracy and F1 figure as answered
+wrongly on every unit (the complement of its reference), which can never score above any answer the
+model could have given (protocols/online_units.py, issue 24 item 5); the speed figures are over the
+frames actually measured. The failed streams are listed in :attr:`OnlineScore.failed`.
 """
 
 from __future__ import annotations
@@ -26,7 +31,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocols.base import Executor, Plan, PlannedStream
 from protocols.metrics import (
-    ClassCounts,
     apply_thresholds,
     apply_top_k,
     class_counts,
@@ -36,15 +40,15 @@ from protocols.metrics import (
     select_in_window,
     tune_class_thresholds,
 )
-from protocols.metrics.bootstrap import Interval, bootstrap_micro_f1, bootstrap_ratio, spread
-from protocols.online_speed import SpeedFigures, measured_latency, speed_figures
+from protocols.online_headline import Headline, failure_warnings, make_headline
+from protocols.online_speed import SpeedFigures, speed_figures
+from protocols.online_units import ANY_DELAY, MODES, Mode, Tally, failed_tally, segments, windows
 from protocols.pacing import PacingPolicy, paced_emit_times
-from protocols.recording import StreamRecording, StreamRole
+from protocols.recording import FailedStream, StreamRecording, StreamRole
+from protocols.session_audit import SessionAuditConfig
 
 NAME = "online"
-Mode = Literal["strict", "early_ok"]
 Unit = Literal["frame", "segment", "frame_replay", "frame_paced"]
-MODES: tuple[Mode, ...] = ("strict", "early_ok")
 UNITS: tuple[Unit, ...] = ("frame", "segment", "frame_replay", "frame_paced")
 """``frame_replay``: frame units on the computation-aware clock, ``t_pred`` = the time the frame's
 ``predict()`` finished when the recorded latencies are replayed in virtual time with frames arriving
@@ -86,6 +90,11 @@ class OnlineConfig(BaseModel):
     divergence_factor: float = Field(
         2.0, gt=1, description="CUDA adapters: flag frames whose host time exceeds this times the device time"
     )
+    audit: SessionAuditConfig = Field(
+        default_factory=SessionAuditConfig,
+        description="the run's own audit (sealed runs): replayed and occluded copies of scored streams "
+        "interleaved among them (protocols/session_audit.py); share 0 and minimum 0 turn it off",
+    )
 
     @model_validator(mode="after")
     def _check_deltas(self) -> OnlineConfig:
@@ -121,6 +130,16 @@ class StreamScore(BaseModel):
     speed: SpeedFigures
 
 
+class FailedStreamScore(BaseModel):
+    """A test stream the adapter failed on, as it was scored: answered wrongly on all its units."""
+
+    stream_id: str
+    num_frames: int
+    num_segments: int
+    frame: int | None = Field(description="the frame it failed at; None: before its first frame")
+    error: str
+
+
 class DecisionRecord(BaseModel):
     """The decision rule as applied, with its frozen thresholds and where they were fitted."""
 
@@ -128,16 +147,6 @@ class DecisionRecord(BaseModel):
     thresholds: list[float] | None
     k: int | None
     fitted_on: list[str]
-
-
-class Headline(BaseModel):
-    """The headline figures with bootstrap intervals over streams, and warnings about the measurement."""
-
-    f1_strict: list[Interval] = Field(description="frame-level micro F1@Δt (Strict), one per Δt")
-    mean_latency_ms: Interval
-    rtf: Interval
-    latency_spread: float = Field(description="IQR / median of the per-frame latencies")
-    warnings: list[str]
 
 
 class OnlineScore(BaseModel):
@@ -148,8 +157,16 @@ class OnlineScore(BaseModel):
     classes: list[str]
     decision: DecisionRecord
     headline: Headline
-    overall: StreamScore
-    streams: list[StreamScore]
+    overall: StreamScore = Field(
+        description="every test stream: the accuracy counts the failed ones as answered wrongly, the "
+        "speed covers the measured frames"
+    )
+    streams: list[StreamScore] = Field(description="the test streams that finished, one by one")
+    failed: list[FailedStreamScore] = Field(
+        default_factory=list,
+        description="the test streams the adapter failed on, each scored as answered wrongly on every unit "
+        "(empty in results written before failed streams were scored)",
+    )
 
     def f1_at(self, delta_ms: float, mode: Mode = "strict", unit: Unit = "frame") -> float:
         for point in self.overall.accuracy.curves[unit][mode]:
@@ -182,8 +199,15 @@ def run(
     return score(executor.execute(plan(config, stream_ids)), config, classes)
 
 
-def score(recordings: Sequence[StreamRecording], config: OnlineConfig, classes: Sequence[str]) -> OnlineScore:
-    """Score recorded outputs; pure, so a saved run can be re-scored with another config."""
+def score(
+    recordings: Sequence[StreamRecording],
+    config: OnlineConfig,
+    classes: Sequence[str],
+    failed: Sequence[FailedStream] = (),
+) -> OnlineScore:
+    """Score recorded outputs; pure, so a saved run can be re-scored with another config. ``failed``:
+    the planned streams the adapter failed on (their labels and clock, no output), each test one scored
+    as answered wrongly on every unit (module docstring); a failed validation stream fits no threshold."""
     unknown = sorted(set(config.exclude_classes) - set(classes))
     if unknown:
         raise ValueError(f"exclude_classes: unknown class(es) {unknown}; the classes are {list(classes)}")
@@ -194,15 +218,34 @@ def score(recordings: Sequence[StreamRecording], config: OnlineConfig, classes: 
     if not test:
         raise ValueError("nothing to score: no test stream was recorded")
     validation = [r for r in recordings if r.role == "validation"]
-    decision = _fit_decision(config.decision, validation, keep)
+    failed_validation = any(f.role == "validation" for f in failed)
+    decision = _fit_decision(config.decision, validation, keep, failed_validation)
     per_stream = [_score_stream(rec, config, decision, keep) for rec in test]
-    total = _Tally()
-    for tally in per_stream:
+    failed_test = [f for f in failed if f.role == "test"]
+    paced = any(r.paced_start_ns is not None for r in test)
+    per_failed = [
+        failed_tally(f, keep, config.segment_length_s, config.deltas_ms, paced) for f in failed_test
+    ]
+    total = Tally()
+    for tally in [*per_stream, *per_failed]:
         total.add(tally)
+    headline = make_headline(
+        test,
+        per_stream,
+        per_failed,
+        config.deltas_ms,
+        config.decision.kind,
+        resamples=config.bootstrap_resamples,
+        confidence=config.confidence,
+        spread_warning=config.spread_warning,
+    )
+    headline.warnings += failure_warnings(
+        failed, len(validation), config.decision.kind, config.decision.threshold
+    )
     return OnlineScore(
         classes=[c for c, k in zip(classes, keep, strict=True) if k],
         decision=decision,
-        headline=_headline(test, per_stream, config),
+        headline=headline,
         overall=StreamScore(
             stream_id="*",
             accuracy=_figures(total, config),
@@ -216,31 +259,20 @@ def score(recordings: Sequence[StreamRecording], config: OnlineConfig, classes: 
             )
             for rec, tally in zip(test, per_stream, strict=True)
         ],
+        failed=[
+            FailedStreamScore(
+                stream_id=f.stream_id,
+                num_frames=tally.units["frame"],
+                num_segments=tally.units["segment"],
+                frame=f.frame,
+                error=f.error,
+            )
+            for f, tally in zip(failed_test, per_failed, strict=True)
+        ],
     )
 
 
 # --- internals ------------------------------------------------------------------------------------
-
-_Key = tuple[str, str, float]  # (unit, mode or "offline", delta_ms)
-_ANY_DELAY = -1.0  # the Δt key of the offline view
-
-
-class _Tally:
-    """Counts of one stream (or of all) for every (unit, mode, Δt): summed, then turned into figures."""
-
-    def __init__(self) -> None:
-        self.counts: dict[_Key, ClassCounts] = {}
-        self.correct: dict[_Key, int] = {}
-        self.answered: dict[_Key, int] = {}
-        self.units: dict[str, int] = {}
-
-    def add(self, other: _Tally) -> None:
-        for key, counts in other.counts.items():
-            self.counts[key] = self.counts[key] + counts if key in self.counts else counts
-            self.correct[key] = self.correct.get(key, 0) + other.correct[key]
-            self.answered[key] = self.answered.get(key, 0) + other.answered[key]
-        for unit, n in other.units.items():
-            self.units[unit] = self.units.get(unit, 0) + n
 
 
 def _decide(scores: np.ndarray, decision: DecisionRecord, keep: np.ndarray) -> np.ndarray:
@@ -253,7 +285,7 @@ def _decide(scores: np.ndarray, decision: DecisionRecord, keep: np.ndarray) -> n
 
 
 def _fit_decision(
-    rule: DecisionRule, validation: Sequence[StreamRecording], keep: np.ndarray
+    rule: DecisionRule, validation: Sequence[StreamRecording], keep: np.ndarray, failed_validation: bool
 ) -> DecisionRecord:
     n_classes = int(keep.sum())
     if rule.kind == "top_k":
@@ -262,8 +294,14 @@ def _fit_decision(
         return DecisionRecord(kind="top_k", thresholds=None, k=rule.k, fitted_on=[])
     if rule.kind == "threshold":
         return DecisionRecord(kind="threshold", thresholds=[rule.threshold] * n_classes, k=None, fitted_on=[])
+    if not validation and failed_validation:  # every validation stream failed: nothing to fit on
+        return DecisionRecord(kind="per_class", thresholds=[rule.threshold] * n_classes, k=None, fitted_on=[])
     if not validation:
         raise ValueError("decision kind 'per_class' needs validation streams in the recording")
+    return _tuned(rule, validation, keep)
+
+
+def _tuned(rule: DecisionRule, validation: Sequence[StreamRecording], keep: np.ndarray) -> DecisionRecord:
     gts, scores = [], []
     for rec in validation:
         chosen = select_in_window(rec.refers_to, _frame_delays(rec), rec.num_frames, None, "strict")
@@ -284,31 +322,12 @@ def _frame_delays(rec: StreamRecording) -> np.ndarray:
     return times[rec.emitted_at] - times[rec.refers_to]
 
 
-def _segments(rec: StreamRecording, config: OnlineConfig) -> tuple[np.ndarray, np.ndarray, int]:
-    """Segment index of every frame, arrival time of every segment's last frame, segment count."""
-    seg_ns = (
-        round(config.segment_length_s * 1e9) if config.segment_length_s is not None else rec.segment_length_ns
-    )
-    if seg_ns is None:
-        raise ValueError(
-            f"stream {rec.stream_id!r} has no segment length; set the protocol's segment_length_s"
-        )
-    # frame i captures (t_i - period, t_i]; it belongs to the segment containing its end instant
-    seg_of_frame = (rec.frame_times_ns - rec.t0_ns - 1) // seg_ns
-    # only segments that hold a frame are units (a segment shorter than the frame period may hold none)
-    _, seg_of_frame = np.unique(seg_of_frame, return_inverse=True)
-    num_segments = int(seg_of_frame[-1]) + 1
-    seg_end = np.zeros(num_segments, dtype=np.int64)
-    np.maximum.at(seg_end, seg_of_frame, rec.frame_times_ns)
-    return seg_of_frame, seg_end, num_segments
-
-
 def _score_stream(
     rec: StreamRecording, config: OnlineConfig, decision: DecisionRecord, keep: np.ndarray
-) -> _Tally:
+) -> Tally:
     decided = _decide(rec.scores, decision, keep)
     emitted_t = rec.frame_times_ns[rec.emitted_at]
-    seg_of_frame, seg_end, num_segments = _segments(rec, config)
+    seg_of_frame, seg_end, num_segments = segments(rec, config.segment_length_s)
     frame_gt = rec.labels[:, keep]
     seg_gt = segment_labels(frame_gt, seg_of_frame, num_segments)
     seg_of_pred = seg_of_frame[rec.refers_to]
@@ -323,15 +342,11 @@ def _score_stream(
     if rec.paced_start_ns is not None:  # predictions exist only for frames the pacer fed
         finished = rec.t0_ns + rec.paced_start_ns[rec.emitted_at] + rec.latency_ns[rec.emitted_at]
         levels["frame_paced"] = (rec.refers_to, finished - rec.frame_times_ns[rec.refers_to], frame_gt)
-    tally = _Tally()
+    tally = Tally()
     for unit, (unit_of_pred, delay_ns, gt) in levels.items():
         tally.units[unit] = gt.shape[0]
-        windows: list[tuple[str, Mode, float, int | None]] = [
-            (mode, mode, d, round(d * 1e6)) for mode in MODES for d in config.deltas_ms
-        ]
-        if unit in ("frame", "segment"):  # the offline view: the latest prediction whatever its delay
-            windows.append(("offline", "strict", _ANY_DELAY, None))
-        for name, mode, delta_ms, window_ns in windows:
+        # each mode at each Δt; for frames and segments the offline view, the latest whatever its delay
+        for name, mode, delta_ms, window_ns in windows(unit, config.deltas_ms):
             chosen = select_in_window(unit_of_pred, delay_ns, gt.shape[0], window_ns, mode)
             pred = gather_decisions(chosen, decided, decided.shape[1])
             key = (unit, name, delta_ms)
@@ -343,7 +358,7 @@ def _score_stream(
     return tally
 
 
-def _figures(tally: _Tally, config: OnlineConfig) -> AccuracyFigures:
+def _figures(tally: Tally, config: OnlineConfig) -> AccuracyFigures:
     curves: dict[Unit, dict[Mode, list[CurvePoint]]] = {}
     for unit in (u for u in UNITS if u in tally.units):
         n = tally.units[unit]
@@ -364,45 +379,7 @@ def _figures(tally: _Tally, config: OnlineConfig) -> AccuracyFigures:
         num_frames=tally.units["frame"],
         num_segments=tally.units["segment"],
         curves=curves,
-        segment_f1_micro=f1_from_counts(tally.counts[("segment", "offline", _ANY_DELAY)], "micro"),
-        segment_f1_macro=f1_from_counts(tally.counts[("segment", "offline", _ANY_DELAY)], "macro"),
-        frame_accuracy=tally.correct[("frame", "offline", _ANY_DELAY)] / tally.units["frame"],
-    )
-
-
-def _headline(recs: Sequence[StreamRecording], tallies: Sequence[_Tally], config: OnlineConfig) -> Headline:
-    """Intervals over streams (DESIGN.md "Results"), and a warning when latencies spread widely."""
-    n, level = config.bootstrap_resamples, config.confidence
-    f1 = []
-    predicted = 0
-    for delta in config.deltas_ms:
-        counts = [t.counts[("frame", "strict", delta)] for t in tallies]
-        tp, fp, fn = (np.array([getattr(c, name).sum() for c in counts]) for name in ("tp", "fp", "fn"))
-        predicted += int(tp.sum() + fp.sum())
-        f1.append(bootstrap_micro_f1(tp, fp, fn, n_resamples=n, confidence=level))
-    processing = np.array([r.latency_ns.sum() for r in recs], dtype=np.float64)
-    frames = np.array([measured_latency(r).size for r in recs], dtype=np.float64)
-    durations = np.array([r.duration_ns for r in recs], dtype=np.float64)
-    mean_latency = bootstrap_ratio(processing / 1e6, frames, n_resamples=n, confidence=level)
-    latency_spread = spread(np.concatenate([measured_latency(r) for r in recs]))
-    warnings = []
-    if latency_spread > config.spread_warning:
-        warnings.append(
-            f"latency spread IQR/median = {latency_spread:.0%} exceeds {config.spread_warning:.0%}: "
-            "the machine may be busy or the model's cost varies; repeat the run before comparing"
-        )
-    if len(recs) < 10:
-        warnings.append(f"only {len(recs)} test streams: the intervals over streams are rough")
-    if predicted == 0 and any(r.num_predictions for r in recs):
-        warnings.append(
-            f"the model never predicted a label: no score passed the decision rule ({config.decision.kind}), "
-            "so F1 is 0; check the scores' scale (probabilities for a threshold), the --threshold or "
-            "--decision, and that the model's classes are the data's"
-        )
-    return Headline(
-        f1_strict=f1,
-        mean_latency_ms=mean_latency,
-        rtf=bootstrap_ratio(processing, durations, n_resamples=n, confidence=level),
-        latency_spread=latency_spread,
-        warnings=warnings,
+        segment_f1_micro=f1_from_counts(tally.counts[("segment", "offline", ANY_DELAY)], "micro"),
+        segment_f1_macro=f1_from_counts(tally.counts[("segment", "offline", ANY_DELAY)], "macro"),
+        frame_accuracy=tally.correct[("frame", "offline", ANY_DELAY)] / tally.units["frame"],
     )

@@ -53,7 +53,14 @@ class StreamRecording:
       each ``predict()`` on ``cpu_clock`` ("thread": the thread that called it, ``time.thread_time_ns``;
       "process": the whole process, ``time.process_time_ns``, for multi-threaded models).
     - ``context_switches``: the timing thread's voluntary / involuntary context switches during the
-      stream (``getrusage``), empty where not readable.
+      stream (``getrusage``; in a sealed worker less those while fetching frames from the parent, the
+      pipe's), empty where not readable.
+    - ``host_ns`` ``[T]`` int64 (sealed runs only): each frame timed by the parent process, from handing
+      the frame to the worker until the worker asked for the next one (its output taken); the pipe's
+      floor is not subtracted here (harness/execution/host_timing.py). ``host_reset_ns``: the parent's
+      time from the stream's request to its first frame asked for (``reset_state()``);
+      ``host_wall_ns``: from the request to the recording's arrival; ``worker_cpu_ns``: the worker's CPU
+      time over all its threads meanwhile (``/proc``).
     """
 
     stream_id: str
@@ -76,6 +83,10 @@ class StreamRecording:
     cpu_ns: np.ndarray | None = None
     cpu_clock: str | None = None
     context_switches: dict[str, int] = field(default_factory=dict)
+    host_ns: np.ndarray | None = None
+    host_reset_ns: int | None = None
+    host_wall_ns: int | None = None
+    worker_cpu_ns: int | None = None
 
     @property
     def num_frames(self) -> int:
@@ -88,6 +99,30 @@ class StreamRecording:
     @property
     def duration_ns(self) -> int:
         return int(self.frame_times_ns[-1] - self.t0_ns)
+
+
+@dataclass(slots=True)
+class FailedStream:
+    """A planned stream the adapter failed on (it raised, broke the contract, hung or crashed): no
+    output of it is kept, only what scoring it as answered wrongly needs (its clock and its reference
+    labels, from the data set the harness holds, never from the adapter) and the error.
+
+    The online protocol scores every frame of it as the complement of its labels (issue 24 item 5:
+    ``protocols/online_units.py``); ``frame`` is where it failed (None: before its first frame).
+    """
+
+    stream_id: str
+    role: StreamRole
+    t0_ns: int
+    segment_length_ns: int | None
+    frame_times_ns: np.ndarray
+    labels: np.ndarray
+    frame: int | None = None
+    error: str = ""
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.frame_times_ns.size)
 
 
 def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
@@ -114,6 +149,10 @@ def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
         if rec.context_switches:
             out[f"s{i}/switch_names"] = np.array(list(rec.context_switches), dtype=str)
             out[f"s{i}/switches"] = np.array(list(rec.context_switches.values()), dtype=np.int64)
+        if rec.host_ns is not None:  # with its stream's parent-side figures, -1 where unknown
+            out[f"s{i}/host_ns"] = rec.host_ns
+            edges = (rec.host_reset_ns, rec.host_wall_ns, rec.worker_cpu_ns)
+            out[f"s{i}/host_stream_ns"] = np.array([-1 if v is None else v for v in edges], dtype=np.int64)
         if rec.paced_start_ns is not None:
             out[f"s{i}/paced_start_ns"] = rec.paced_start_ns
             out[f"s{i}/paced_policy"] = np.array(rec.paced_policy or "queue")
@@ -144,6 +183,7 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
             raise ValueError(f"stream {stream_id!r}: unknown CPU clock {cpu_clock!r}")
         if role not in ("test", "validation"):
             raise ValueError(f"stream {stream_id!r}: unknown role {role!r} in recorded arrays")
+        host_ns, edges = _host_timing(arrays, f"s{i}", stream_id)
         recordings.append(
             StreamRecording(
                 stream_id=stream_id,
@@ -162,6 +202,10 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 cpu_ns=np.asarray(arrays[f"s{i}/cpu_ns"]) if f"s{i}/cpu_ns" in arrays else None,
                 cpu_clock=cpu_clock,
                 context_switches=switches,
+                host_ns=host_ns,
+                host_reset_ns=edges[0],
+                host_wall_ns=edges[1],
+                worker_cpu_ns=edges[2],
                 **fields,
             )
         )
@@ -177,3 +221,58 @@ def _count(arrays: Mapping[str, np.ndarray], key: str, stream_id: str) -> int:
     if value.ndim != 0 or value.dtype.kind not in "iu" or int(value) < 0:
         raise ValueError(f"stream {stream_id!r}: {key} must be one non-negative integer, got {value!r}")
     return int(value)
+
+
+
+def _host_timing(
+    arrays: Mapping[str, np.ndarray], prefix: str, stream_id: str
+) -> tuple[np.ndarray | None, list[int | None]]:
+    """The parent's per-frame figures and its stream figures (reset, wall, worker CPU): both or neither."""
+    has_frames, has_edges = f"{prefix}/host_ns" in arrays, f"{prefix}/host_stream_ns" in arrays
+    if has_frames != has_edges:
+        missing = "host_stream_ns" if has_frames else "host_ns"
+        raise ValueError(f"stream {stream_id!r}: {prefix}/{missing} is missing (the parent times both)")
+    if not has_frames:
+        return None, [None, None, None]
+    edges = np.asarray(arrays[f"{prefix}/host_stream_ns"])
+    if edges.shape != (3,) or edges.dtype.kind not in "iu" or (edges < -1).any():
+        raise ValueError(f"stream {stream_id!r}: {prefix}/host_stream_ns must be 3 integers >= -1: {edges!r}")
+    return np.asarray(arrays[f"{prefix}/host_ns"]), [None if v < 0 else int(v) for v in edges]
+
+
+def failed_to_arrays(failed: Sequence[FailedStream]) -> dict[str, np.ndarray]:
+    """The failed streams as named arrays (keys ``f{i}/<field>``), beside :func:`to_arrays`' ``s{i}``:
+    a failed stream is saved with its labels and clock and no prediction, so a saved run re-scores it."""
+    out: dict[str, np.ndarray] = {}
+    for i, item in enumerate(failed):
+        frame = "" if item.frame is None else str(item.frame)
+        out[f"f{i}/meta"] = np.array(
+            [item.stream_id, item.role, str(item.t0_ns), str(item.segment_length_ns or ""), frame, item.error]
+        )
+        out[f"f{i}/frame_times_ns"] = item.frame_times_ns
+        out[f"f{i}/labels"] = item.labels
+    return out
+
+
+def failed_from_arrays(arrays: Mapping[str, np.ndarray]) -> list[FailedStream]:
+    """Inverse of :func:`failed_to_arrays` (none in a file written before failed streams were saved)."""
+    failed = []
+    i = 0
+    while f"f{i}/meta" in arrays:
+        stream_id, role, t0, seg, frame, error = (str(x) for x in arrays[f"f{i}/meta"])
+        if role not in ("test", "validation"):
+            raise ValueError(f"failed stream {stream_id!r}: unknown role {role!r} in recorded arrays")
+        failed.append(
+            FailedStream(
+                stream_id=stream_id,
+                role=role,  # type: ignore[arg-type]
+                t0_ns=int(t0),
+                segment_length_ns=int(seg) if seg else None,
+                frame_times_ns=np.asarray(arrays[f"f{i}/frame_times_ns"]),
+                labels=np.asarray(arrays[f"f{i}/labels"]),
+                frame=int(frame) if frame else None,
+                error=error,
+            )
+        )
+        i += 1
+    return failed

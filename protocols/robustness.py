@@ -5,7 +5,11 @@ Seed 004 §6.2.2 (3): Missing-Rate@p% (p ∈ {10, 20, 30, 50} %), Audio-Delay@Δ
 drop from the clean run. Plan: the clean variant and one variant per sweep point, each a list of
 perturbations the harness applies to every stream (harness/datasets/perturb.py). Score: the online protocol's
 score of each variant, pure, from the recordings. An adapter that raises on a perturbed input is a
-recorded failure at that point (stream, frame, error), not the end of the sweep.
+recorded failure at that point (stream, frame, error), not the end of the sweep; the point goes on with
+the next stream, and the failed stream counts in the point's F1 and accuracy as answered wrongly on
+every frame, as in the online protocol (protocols/online_units.py, issue 24 item 5): failing on a hard
+perturbation never scores better than answering it. A point at which every stream failed has F1 = 0
+and accuracy = 0 (the complement of every reference has no true positive) and no online score.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from protocols.online import OnlineConfig, OnlineScore
 from protocols.online import score as score_online
 from protocols.perturbations import AudioDelay, Jitter, MissingModality, Perturbation, describe
-from protocols.recording import StreamRecording
+from protocols.recording import FailedStream, StreamRecording
 
 NAME = "robustness"
 Axis = Literal["clean", "missing", "audio_delay", "jitter"]
@@ -65,15 +69,19 @@ class Failure(BaseModel):
 
 
 class PointResult(BaseModel):
-    """The online figures at one sweep point and their drop from the clean run."""
+    """The online figures at one sweep point and their drop from the clean run; the failed streams
+    counted in them as answered wrongly (``f1`` is None only in files written before that rule)."""
 
     variant: Variant
     f1: float | None
     accuracy: float | None
     abs_drop: float | None = Field(description="clean F1 - F1 at this point")
     rel_drop: float | None = Field(description="(clean F1 - F1) / clean F1")
-    failure: Failure | None
-    score: OnlineScore | None
+    failure: Failure | None = Field(description="the first stream the adapter failed on at this point")
+    failures: list[Failure] = Field(
+        default_factory=list, description="every stream the adapter failed on at this point, in order"
+    )
+    score: OnlineScore | None = Field(description="None when every stream failed (nothing measured)")
 
 
 class RobustnessReport(BaseModel):
@@ -105,42 +113,38 @@ def plan(config: RobustnessConfig) -> list[Variant]:
 
 
 def score(
-    outcomes: Mapping[str, Sequence[StreamRecording] | Failure],
+    outcomes: Mapping[str, tuple[Sequence[StreamRecording], Sequence[FailedStream]]],
     variants: Sequence[Variant],
     config: RobustnessConfig,
     classes: Sequence[str],
 ) -> RobustnessReport:
-    """Score each variant's recordings (or record its failure) and the drop from the clean run."""
+    """Score each variant's recordings and failed streams (as answered wrongly) and the drop from the
+    clean run."""
     results = []
     for variant in variants:
-        outcome = outcomes[variant.name]
-        if isinstance(outcome, Failure):
-            results.append(
-                PointResult(
-                    variant=variant,
-                    f1=None,
-                    accuracy=None,
-                    abs_drop=None,
-                    rel_drop=None,
-                    failure=outcome,
-                    score=None,
-                )
+        recordings, failed = outcomes[variant.name]
+        failures = [
+            Failure(stream_id=f.stream_id, frame=f.frame if f.frame is not None else 0, error=f.error)
+            for f in failed
+        ]
+        scored, f1, accuracy = None, 0.0, 0.0  # every stream failed: nothing right (module docstring)
+        if any(r.role == "test" for r in recordings):
+            scored = score_online(recordings, config.online, classes, failed)
+            point = next(
+                p
+                for p in scored.overall.accuracy.curves["frame"]["strict"]
+                if p.delta_ms == config.report_delta_ms
             )
-            continue
-        scored = score_online(outcome, config.online, classes)
-        point = next(
-            p
-            for p in scored.overall.accuracy.curves["frame"]["strict"]
-            if p.delta_ms == config.report_delta_ms
-        )
+            f1, accuracy = point.f1_micro, point.accuracy
         results.append(
             PointResult(
                 variant=variant,
-                f1=point.f1_micro,
-                accuracy=point.accuracy,
+                f1=f1,
+                accuracy=accuracy,
                 abs_drop=None,
                 rel_drop=None,
-                failure=None,
+                failure=failures[0] if failures else None,
+                failures=failures,
                 score=scored,
             )
         )

@@ -67,7 +67,7 @@ def _side(
 
 
 def _data(
-    filed: dict[str, Any] | None, typed: set[str], seed: int, streams: int, duration: float
+    filed: dict[str, Any] | None, typed: set[str], seed: int | None, streams: int, duration: float
 ) -> dict[str, Any]:
     """The data set both sides run: the file's, else the synthetic one of --seed/--streams/--duration
     (which also override a synthetic data set of the file; typed for another data set, they are refused)."""
@@ -168,7 +168,10 @@ def ab(
             "adapter (with its options) for both sides; the options typed here override it",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="data set seed (synthetic)")] = 0,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="data set seed (synthetic; public); default: one secret seed for both sides"),
+    ] = None,
     streams: Annotated[
         int, typer.Option("--streams", "-n", help="streams in the data set (cycled over rounds)")
     ] = 8,

@@ -47,13 +47,14 @@ CLI_FIELDS: dict[str, tuple[str, ...]] = {
     "frame_timeout": ("isolation", "frame_timeout_s"),
     "stream_timeout": ("isolation", "stream_timeout_s"),
     "memory_limit_mb": ("isolation", "memory_limit_mb"),
+    "sandbox": ("isolation", "sandbox"),
 }
 """Command-line option (its parameter name) -> the RunConfig field it sets."""
 
 SYNTHETIC_ONLY = frozenset({"seed", "streams", "duration"})
 """Options that only the synthetic data set has."""
 
-ISOLATE_ONLY = ("frame_timeout", "stream_timeout", "memory_limit_mb")
+ISOLATE_ONLY = ("frame_timeout", "stream_timeout", "memory_limit_mb", "sandbox")
 """Options that only an isolated run (``--isolate``) enforces: refused without it, never ignored."""
 
 
@@ -78,7 +79,7 @@ class RunOptions(BaseModel):
     adapter: str = "reference"
     option: dict[str, Any] = Field(default_factory=dict, description="adapter options, parsed KEY=VALUE")
     dataset: str = "synthetic"
-    seed: int = 0
+    seed: int | None = None
     streams: int = 60
     duration: float = 10.0
     warmup_frames: int = 100
@@ -91,11 +92,12 @@ class RunOptions(BaseModel):
     run_id: str | None = None
     baseline: Path | None = None
     on_error: str = "continue"
-    isolate: bool = False
-    sealed: bool = False
+    isolate: bool = True
+    sealed: bool = True
     frame_timeout: float = 30.0
     stream_timeout: float = 600.0
     memory_limit_mb: int | None = None
+    sandbox: str = "auto"
 
 
 def build_run_config(options: RunOptions, explicit: set[str], config_file: Path | None = None) -> RunConfig:
@@ -127,6 +129,6 @@ def build_run_config(options: RunOptions, explicit: set[str], config_file: Path 
         flags = ", ".join("--" + name.replace("_", "-") for name in typed)
         raise ConfigError(
             f"{flags} apply to an isolated run only (the limits are enforced on the worker process); "
-            "add --isolate, or leave them out"
+            "leave out --in-process, or leave them out"
         )
     return config

@@ -1,8 +1,9 @@
 """``streambench runs | show | reindex | compare``: the run store and the regression gate on the command line.
 
-Exit codes: 0 fine; 1 ``compare`` found a regression under ``--fail-on``; 3 ``compare`` saw a latency
-regression between runs one of which is INVALID (measurement quality) and did not call it; 2 bad input
-(the message names the file, run or option).
+Exit codes: 0 fine; 1 ``compare`` found a regression under ``--fail-on``; 3 ``compare`` saw a regression
+it did not call: of a latency between runs one of which is INVALID (measurement quality), or of a score
+between runs that scored different data (e.g. different draws from secret seeds); 2 bad input (the
+message names the file, run or option).
 """
 
 from __future__ import annotations
@@ -120,6 +121,9 @@ def _print_run(head: RunHeadline) -> None:
         f"{head.created_at:%Y-%m-%d %H:%M:%S} UTC · fingerprint {safe(fingerprint)}",
         highlight=False,
     )
+    public = head.data.public_seed_note() if head.data is not None else None
+    if public is not None:
+        out.print(f"[yellow]{safe(public)}[/]", highlight=False)
     table = Table(caption=" ".join(head.captions) or None)
     for column, justify in (
         ("figure", "left"),
@@ -211,8 +215,13 @@ def _print_comparison(comparison: Comparison) -> None:
 
     base, head = comparison.base, comparison.head
     out.print(f"[bold]{safe(base.run)}[/] → [bold]{safe(head.run)}[/]", highlight=False)
-    if comparison.fingerprint_note:
-        out.print(f"[yellow]note:[/] {safe(comparison.fingerprint_note)}", highlight=False)
+    for note in (comparison.fingerprint_note, comparison.data_note):
+        if note:
+            out.print(f"[yellow]note:[/] {safe(note)}", highlight=False)
+    for h in (base, head):
+        public = h.data.public_seed_note() if h.data is not None else None
+        if public is not None:
+            out.print(f"{safe(h.run)}: {safe(public)}", highlight=False)
     table = Table(caption=" ".join(dict.fromkeys(base.captions + head.captions)) or None)
     for column, justify in (
         ("figure", "left"),
@@ -285,7 +294,9 @@ def compare(
     force: Annotated[
         bool,
         typer.Option(
-            "--force", help="compare runs whose fingerprints differ; call regressions of INVALID measurements"
+            "--force",
+            help="compare runs whose fingerprints differ; call regressions of INVALID measurements, and of "
+            "scores between runs of different data (e.g. two secret seeds)",
         ),
     ] = False,
     alpha: Annotated[

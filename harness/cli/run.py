@@ -61,7 +61,13 @@ def run(
             autocompletion=completion.datasets,
         ),
     ] = "synthetic",
-    seed: Annotated[int, typer.Option(help="data set seed")] = 0,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            help="data set seed: the scored streams are public (marked 'public seed'); default: a secret "
+            "seed drawn for the run, written to its result after scoring"
+        ),
+    ] = None,
     streams: Annotated[int, typer.Option("--streams", "-n", help="number of streams")] = 60,
     warmup_frames: Annotated[int, typer.Option(help="warm-up frames before the first scored stream")] = 100,
     pacing: Annotated[
@@ -106,20 +112,35 @@ def run(
         bool, typer.Option("--json", help="print the run's directory, exit code and headline as JSON")
     ] = False,
     isolate: Annotated[
-        bool, typer.Option(help="run the adapter in a worker process: timeouts, survives crashes")
-    ] = False,
+        bool,
+        typer.Option(
+            "--isolate/--in-process",
+            help="the adapter in a worker process (default; timeouts, survives crashes), or in this process "
+            "(--in-process: for debugging; the model can reach the harness's clock, data and labels, and the "
+            "result is marked in-process)",
+        ),
+    ] = True,
     sealed: Annotated[
         bool,
         typer.Option(
-            help="--isolate with a worker that never holds the data: each frame is sent after the previous "
-            "prediction returned (the future does not exist in the adapter's process); implies --isolate"
+            "--sealed/--no-sealed",
+            help="the worker never holds the data and is told only what the model needs; each frame is sent "
+            "after the previous prediction returned and timed by this process too (default). --no-sealed: "
+            "the worker builds the data set itself",
         ),
-    ] = False,
+    ] = True,
     frame_timeout: Annotated[float, typer.Option(help="--isolate: seconds one frame may take")] = 30.0,
     stream_timeout: Annotated[float, typer.Option(help="--isolate: seconds one stream may take")] = 600.0,
     memory_limit_mb: Annotated[
         int | None, typer.Option(help="--isolate: MiB the adapter may add to the worker (RLIMIT_AS)")
     ] = None,
+    sandbox: Annotated[
+        str,
+        typer.Option(
+            help="the sealed worker's OS sandbox (Landlock: no reading the data, the results store or other "
+            "processes' /proc): auto (where available, else the result says unsandboxed) | require | off"
+        ),
+    ] = "auto",
 ) -> None:
     """Run an adapter through a protocol (--protocol; default online) and write results/<run_id>/."""
     from harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
@@ -148,11 +169,12 @@ def run(
         run_id=run_id,
         baseline=baseline,
         on_error=on_error,
-        isolate=isolate or sealed,
+        isolate=isolate,
         sealed=sealed,
         frame_timeout=frame_timeout,
         stream_timeout=stream_timeout,
         memory_limit_mb=memory_limit_mb,
+        sandbox=sandbox,
     )
     given.discard("protocol")
     try:

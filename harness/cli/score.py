@@ -38,17 +38,29 @@ def score_online(
     as_json: JsonOption = False,
 ) -> None:
     """Re-score a saved online run from its recorded arrays and print the summary (``--json``: the
-    re-scored metrics, in result.json's ``metrics`` shape)."""
-    from harness.results.files import ResultFileError, load_recordings, load_result
+    re-scored metrics, in result.json's ``metrics`` shape). The failed test streams are scored as the
+    run scored them, as answered wrongly, from the labels saved with them in ``arrays.npz``."""
+    from harness.results.files import ResultFileError, load_failed_streams, load_recordings, load_result
     from harness.results.summary import print_summary
     from protocols import online
 
+    where = run_dir if run_dir.is_dir() else run_dir.parent
     try:
         result = load_result(run_dir)
-        recordings = load_recordings(run_dir if run_dir.is_dir() else run_dir.parent)
+        recordings = load_recordings(where)
+        failed = load_failed_streams(where)
     except ResultFileError as exc:
         raise fail(str(exc)) from None
-    rescored = online.score(recordings, result.protocol_config, result.adapter_info.classes)
+    rescored = online.score(recordings, result.protocol_config, result.adapter_info.classes, failed)
+    saved = {f.stream_id for f in failed}
+    unsaved = [f.stream_id for f in result.failures if f.role == "test" and f.stream_id not in saved]
+    if unsaved:  # a result written before failed streams were scored (scored.failure_rule "dropped")
+        named = ", ".join(unsaved[:3]) + (", ..." if len(unsaved) > 3 else "")
+        rescored.headline.warnings.append(
+            f"{len(unsaved)} failed test stream(s) ({named}) have no labels in arrays.npz (written before "
+            "failed streams were scored as answered wrongly): "
+            "left out of these figures, as the run left them out"
+        )
     if as_json:
         out.print_json(rescored.model_dump_json())
         return

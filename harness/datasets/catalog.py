@@ -6,14 +6,22 @@ also when ``kind`` is left out), ``"audio_files"`` (WAV + label files), ``"ave"`
 :func:`make_streams` gives the scored streams, :func:`make_warmup_stream` the unscored warm-up stream (at
 least ``num_frames`` frames), whatever the kind.
 
+The generated kinds (``synthetic``, ``synthetic_spoof``) are public functions of their seed, so the seed
+decides who can rebuild the test set (issue 24). :func:`seeded` fixes it once per run, in the process
+that runs the harness: a seed the configuration gives is **public** (anyone, a model's author included,
+can rebuild those streams); an unset one becomes a **secret** seed drawn there from the operating
+system's generator (:func:`secrets.randbits`), written to the run's result only after scoring.
+:func:`withheld` is the configuration with the seed taken out, for a process that needs no data.
+
 :func:`check_sample_streams` is the contract check between a data set framed in samples and an adapter
 that declares the rate and frame size it needs (``AdapterInfo.sample_rate_hz`` / ``frame_samples``).
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Tag
 
@@ -25,7 +33,18 @@ from harness.datasets.llp import LlpConfig
 from harness.datasets.spoof import SpoofConfig
 from harness.datasets.synthetic import SyntheticConfig
 
-__all__ = ["KINDS", "DataConfig", "check_sample_streams", "make_streams", "make_warmup_stream"]
+__all__ = [
+    "KINDS",
+    "SECRET_SEED_BITS",
+    "DataConfig",
+    "SeedKind",
+    "check_sample_streams",
+    "given_seed_kind",
+    "make_streams",
+    "make_warmup_stream",
+    "seeded",
+    "withheld",
+]
 
 
 def _kind(value: Any) -> str:
@@ -53,6 +72,42 @@ _LOADERS: dict[str, tuple[Callable[[Any], list[Stream]], Callable[[Any, int], St
 }
 KINDS: tuple[str, ...] = tuple(_LOADERS)
 """Every data set kind ``RunConfig.data.kind`` accepts, the default (``"synthetic"``) first."""
+
+
+SeedKind = Literal["secret", "public"]
+"""Where a data set's seed came from: drawn for the run and kept from the model until scored
+(``secret``), or given by the configuration (``public``: the test set can be rebuilt from it)."""
+
+SECRET_SEED_BITS = 63
+"""Size of a drawn seed: too many to try (each try renders frames), and it fits SQLite's integer."""
+
+
+def given_seed_kind(config: DataConfig) -> SeedKind | None:
+    """``public`` for a data set whose configuration gives a seed, None for one without a seed (files)
+    or with it unset (the run will draw it)."""
+    return "public" if getattr(config, "seed", None) is not None else None
+
+
+def seeded(config: DataConfig, secret: int | None = None) -> tuple[DataConfig, SeedKind | None]:
+    """The data set with its seed fixed, and the kind of that seed (:data:`SeedKind`).
+
+    A seed the configuration gives is kept (``public``); an unset one becomes ``secret``: ``secret`` if
+    given (the same draw for several jobs, e.g. both sides of an A/B job), else drawn here. Data read
+    from files has no seed: the configuration as is, None."""
+    if not hasattr(config, "seed"):
+        return config, None
+    if config.seed is not None:
+        return config, "public"
+    value = secret if secret is not None else secrets.randbits(SECRET_SEED_BITS)
+    if value < 0:
+        raise ValueError(f"a data set's seed is >= 0, got {value}")
+    return config.model_copy(update={"seed": value}), "secret"
+
+
+def withheld(config: DataConfig) -> DataConfig:
+    """The configuration with its seed unset: what a process that builds no streams (a sealed worker)
+    may be told of the data set."""
+    return config.model_copy(update={"seed": None}) if hasattr(config, "seed") else config
 
 
 def make_streams(config: DataConfig) -> list[Stream]:

@@ -19,7 +19,9 @@ Streams: classes ``("fake", "real")``; every frame is labelled with its utteranc
 ``meta["utterance_label"]`` is 1 for real, 0 for fake (seed 002 "File Format"). Frame ``i`` holds samples
 ``i*F .. (i+1)*F - 1`` as ``inputs={"audio": float32 [F]}``, the last frame zero-padded; frame times
 follow the data contract (``t0 = 0``, frame ``i`` arrives at ``(i+1) F / R`` s). Utterance ``k`` depends
-only on ``(seed, k)`` and is rendered when its ``frame_source`` is called.
+only on ``(seed, k)`` and is rendered when its ``frame_source`` is called. As the synthetic set's
+(:mod:`harness.datasets.synthetic`), the seed is unset by default (a run draws a secret one) and the
+warm-up utterance comes from the fixed public :data:`WARMUP_SEED`.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ __all__ = [
 
 CLASSES: tuple[str, str] = ("fake", "real")
 WARMUP_KEY = 2**31 - 1
+WARMUP_SEED = 0
+"""The warm-up utterance's seed, whatever the data set's: public and fixed (see :func:`warmup_stream`)."""
 
 
 class NoiseAugmentation(BaseModel):
@@ -80,7 +84,12 @@ class SpoofConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["synthetic_spoof"] = "synthetic_spoof"
-    seed: int = Field(0, ge=0, description="seed of the utterances (utterance k depends on seed and k)")
+    seed: int | None = Field(
+        None,
+        ge=0,
+        description="seed of the utterances (utterance k depends on seed and k); unset: a secret seed drawn "
+        "per run and written to its result after scoring (a seed given here is public)",
+    )
     num_utterances: int = Field(200, ge=2, lt=WARMUP_KEY, description="scored utterances (streams)")
     real_fraction: float = Field(0.5, gt=0.0, lt=1.0, description="share of real utterances")
     sample_rate_hz: int = Field(16000, gt=0, description="audio sample rate")
@@ -207,16 +216,25 @@ def _voice(rng: np.random.Generator, n: int, sr: int) -> np.ndarray:
     return 0.3 * envelope * x
 
 
+def _seed(config: SpoofConfig) -> int:
+    if config.seed is None:
+        raise ValueError(
+            "the synthetic spoof data set's seed is unset: a run draws a secret one "
+            "(harness.datasets.catalog.seeded); give one to build utterances outside a run"
+        )
+    return config.seed
+
+
 def _is_real(config: SpoofConfig) -> np.ndarray:
     n_real = min(config.num_utterances - 1, max(1, round(config.num_utterances * config.real_fraction)))
     real = np.zeros(config.num_utterances, dtype=bool)
     real[:n_real] = True
-    return np.random.default_rng([config.seed, 1]).permutation(real)
+    return np.random.default_rng([_seed(config), 1]).permutation(real)
 
 
 def render_utterance(config: SpoofConfig, key: int, real: bool, num_samples: int | None = None) -> np.ndarray:
     """float32 audio of utterance ``key`` (raw length drawn, or ``num_samples``), cut and augmented."""
-    rng = np.random.default_rng([config.seed, 2, key])
+    rng = np.random.default_rng([_seed(config), 2, key])
     sr = config.sample_rate_hz
     lo, hi = round(config.min_duration_s * sr), round(config.max_duration_s * sr)
     n = int(rng.integers(lo, hi + 1)) if num_samples is None else num_samples
@@ -235,7 +253,7 @@ def render_utterance(config: SpoofConfig, key: int, real: bool, num_samples: int
     if num_samples is None:
         x = cut_length(x[None, :], config.cut_samples)[0]
     label = np.array([1 if real else 0])
-    aug_rng = np.random.default_rng([config.seed, 3, key])
+    aug_rng = np.random.default_rng([_seed(config), 3, key])
     x = augment(x[None, :], label, config.augmentations, config.manipulation_on_real, aug_rng)[0]
     return x.astype(np.float32)
 
@@ -244,7 +262,7 @@ def _stream(config: SpoofConfig, key: int, real: bool, stream_id: str, num_sampl
     fs, sr = config.frame_samples, config.sample_rate_hz
     raw = num_samples
     if raw is None:  # the raw length: drawn first from the utterance's generator, as render_utterance does
-        rng = np.random.default_rng([config.seed, 2, key])
+        rng = np.random.default_rng([_seed(config), 2, key])
         raw = int(rng.integers(round(config.min_duration_s * sr), round(config.max_duration_s * sr) + 1))
     n = raw if num_samples is not None or config.cut_samples is None else config.cut_samples
     num_frames = -(-n // fs)
@@ -285,5 +303,7 @@ def streams(config: SpoofConfig) -> list[Stream]:
 
 
 def warmup_stream(config: SpoofConfig, num_frames: int) -> Stream:
-    """An unscored real utterance of at least ``num_frames`` frames (no cut_length), from its own key."""
-    return _stream(config, WARMUP_KEY, True, "spoof-warmup", max(1, num_frames) * config.frame_samples)
+    """An unscored real utterance of at least ``num_frames`` frames (no cut_length), from its own key and
+    the fixed public :data:`WARMUP_SEED` (never the data set's seed, which may be secret)."""
+    public = config.model_copy(update={"seed": WARMUP_SEED})
+    return _stream(public, WARMUP_KEY, True, "spoof-warmup", max(1, num_frames) * config.frame_samples)

@@ -11,7 +11,14 @@ Payload per frame and modality: ``amplitude * class_signature(shown class) + noi
 (signatures from :func:`adapters.reference.class_signature`, which the reference models use as their
 matched filters). During the first ``onset_ramp_s`` of an event the signature fades in from the
 background signature. Stream ``k`` depends only on ``(seed, k)``; payloads are rendered when a
-stream's ``frame_source`` is called, identically on every call. ``Stream.capture`` renders a frame as
+stream's ``frame_source`` is called, identically on every call.
+
+The seed decides every scored stream, so a public seed makes the test set public (anyone can rebuild
+it with this module). ``seed`` is therefore unset by default: a run draws a secret one
+(:func:`harness.datasets.catalog.seeded`) and writes it to its result after scoring. Building streams
+from a configuration whose seed is still unset is an error, never a silent default. The warm-up stream
+is drawn from :data:`WARMUP_SEED`, a fixed public seed, so that the frames a model is shown unscored
+tell it nothing of the secret one. ``Stream.capture`` renders a frame as
 a displaced clock would have captured it (signal displaced, the frame's own noise), for the jitter
 injector.
 """
@@ -37,6 +44,7 @@ __all__ = [
     "VIS_BACKGROUND",
     "VIS_VISUAL_ONLY",
     "WARMUP_KEY",
+    "WARMUP_SEED",
     "SyntheticConfig",
     "VisibilityMix",
     "classes",
@@ -52,6 +60,11 @@ VISIBILITY_NAMES: tuple[str, ...] = ("background", "audio_visual", "audio_only",
 
 WARMUP_KEY = 2**31 - 1
 """Stream key of the warm-up stream; scored streams use keys ``0 .. num_streams - 1 < WARMUP_KEY``."""
+
+WARMUP_SEED = 0
+"""The warm-up stream's seed, whatever the data set's: public and fixed, so the unscored frames a model
+sees before the run reveal nothing of a secret seed (its key, :data:`WARMUP_KEY`, keeps it apart from
+the scored streams of seed 0)."""
 
 _TOLERANCE = 1e-6
 
@@ -89,7 +102,12 @@ class SyntheticConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: Literal["synthetic"] = "synthetic"
-    seed: int = Field(default=0, ge=0, description="seed of the streams (stream k depends on seed and k)")
+    seed: int | None = Field(
+        default=None,
+        ge=0,
+        description="seed of the streams (stream k depends on seed and k); unset: a secret seed drawn per "
+        "run and written to its result after scoring (a seed given here is public)",
+    )
     num_streams: int = Field(default=60, ge=1, lt=WARMUP_KEY, description="scored streams")
     num_event_classes: int = Field(
         default=28, ge=1, description="event classes besides background (28: AVE's category names)"
@@ -181,6 +199,15 @@ class SyntheticConfig(BaseModel):
         return self.frames_per_segment * self.num_segments
 
 
+def _seed(config: SyntheticConfig) -> int:
+    if config.seed is None:
+        raise ValueError(
+            "the synthetic data set's seed is unset: a run draws a secret one "
+            "(harness.datasets.catalog.seeded); give one to build streams outside a run"
+        )
+    return config.seed
+
+
 def classes(config: SyntheticConfig) -> tuple[str, ...]:
     """Class names of the data set: ``("background", *event classes)`` (background = class 0)."""
     return default_classes(config.num_event_classes)
@@ -198,7 +225,7 @@ class _Layout:
 
 def _layout(config: SyntheticConfig, key: Sequence[int], frame_offset: int) -> _Layout:
     """Draw the events of one block from ``default_rng([seed, *key, 0])``."""
-    rng = np.random.default_rng([config.seed, *key, 0])
+    rng = np.random.default_rng([_seed(config), *key, 0])
     num_segments, low, high = config.num_segments, config.min_event_segments, config.max_event_segments
     # Two events with probability p, so that E[event segments] = (1 - background_fraction) * S.
     p_two = min(1.0, max(0.0, (1.0 - config.background_fraction) * num_segments / ((low + high) / 2) - 1.0))
@@ -249,7 +276,7 @@ def _render(
     """Per modality, ``(signal [T, dim], noise [T, dim])`` of one block, float32; the payload is their sum.
 
     Kept apart so that :meth:`_Sensor.capture` can displace the signal and keep the frame's noise."""
-    rng = np.random.default_rng([config.seed, *key, 1])
+    rng = np.random.default_rng([_seed(config), *key, 1])
     hidden = {"audio": VIS_VISUAL_ONLY, "visual": VIS_AUDIO_ONLY}  # visibility that hides the modality
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for modality, dim in zip(MODALITIES, (config.audio_dim, config.visual_dim), strict=True):
@@ -368,10 +395,13 @@ def make_streams(config: SyntheticConfig) -> list[Stream]:
 def make_warmup_stream(config: SyntheticConfig, num_frames: int) -> Stream:
     """A warm-up stream ``syn-warmup`` of at least ``num_frames`` frames, disjoint from the scored streams.
 
-    It concatenates blocks drawn with keys ``(WARMUP_KEY, j)``, which no scored stream uses.
+    It concatenates blocks drawn with keys ``(WARMUP_KEY, j)``, which no scored stream uses, from the
+    fixed public :data:`WARMUP_SEED` (not the data set's seed, which may be secret): the same warm-up
+    for every seed, shaped by the rest of ``config``.
     """
     if num_frames < 1:
         raise ValueError(f"num_frames must be >= 1, got {num_frames}")
     blocks = math.ceil(num_frames / config.num_frames)
     keys = [(WARMUP_KEY, j) for j in range(blocks)]
-    return _make_stream(config, keys, "syn-warmup", classes(config))
+    public = config.model_copy(update={"seed": WARMUP_SEED})
+    return _make_stream(public, keys, "syn-warmup", classes(config))

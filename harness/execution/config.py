@@ -10,7 +10,7 @@ import re
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -41,9 +41,18 @@ class IsolationConfig(BaseModel):
         None, gt=0, description="address space the adapter may add once built (RLIMIT_AS); None: no limit"
     )
     sealed: bool = Field(
-        False,
-        description="the worker holds no data: the parent sends each frame after the previous prediction "
-        "returned (the future does not exist in the adapter's process; costs a pipe round trip per frame)",
+        True,
+        description="the worker holds no data and is told only what the model needs: the parent sends each "
+        "frame after the previous prediction returned and times it on its own clock (the future, the labels "
+        "and the clock that decides latency are out of the adapter's reach; costs a pipe round trip per "
+        "frame). False: the worker builds the data set itself (--no-sealed)",
+    )
+    sandbox: Literal["auto", "require", "off"] = Field(
+        "auto",
+        description="the sealed worker's OS sandbox (Landlock): it can read only the Python installation, "
+        "the adapter's code and model files, and write a private throw-away directory (not the data, the "
+        "results store or other processes' /proc). auto: sandboxed where Landlock is available, else run "
+        "and mark the result unsandboxed; require: refuse to run without it; off: never (marked so)",
     )
 
 
@@ -69,7 +78,12 @@ class RunConfig(BaseModel):
     baseline: Path | None = Field(
         None, description="a baseline run directory for speed-up and FLOPs normalisation"
     )
-    isolate: bool = Field(False, description="run the adapter in a worker process (timeouts, crash recovery)")
+    isolate: bool = Field(
+        True,
+        description="run the adapter in a worker process (sealed by default; timeouts, crash recovery); "
+        "False: in this process (--in-process), for debugging: the model can reach the harness's clock, "
+        "data and labels, and the result says so",
+    )
     isolation: IsolationConfig = Field(default_factory=IsolationConfig)
     on_error: OnError = Field(
         "continue",

@@ -6,7 +6,8 @@ loses at most the stream it was in. Events:
 
 * ``start``: the run id, the :class:`~harness.runner.RunConfig` (as JSON) and the planned streams with
   their roles, written once when the run directory is created; ``--resume`` reads the configuration
-  back from it, so a resumed run has the same configuration and seeds.
+  back from it, so a resumed run has the same configuration and seeds (the data set's seed included,
+  a secret one too: the configuration holds the seed drawn for the run, ``dataset_seed_kind`` says so).
 * ``stream``: one finished stream: its id, role, and its recording as a base64 ``.npz`` of
   :func:`protocols.recording.to_arrays` (exact bytes, read back with ``allow_pickle=False``).
 * ``failure``: a stream the adapter failed on: stream, frame, the error type and message, traceback.
@@ -77,6 +78,11 @@ class StartEvent(BaseModel):
     plan: list[tuple[str, StreamRole]] = Field(description="(stream id, role) in the order they run")
     fingerprint: str | None = Field(None, description="the environment fingerprint the run started in")
     data_hash: str | None = Field(None, description="the hash of the data it started on")
+    dataset_seed_kind: Literal["secret", "public"] | None = Field(
+        None,
+        description="secret: config.data.seed was drawn for this run (a resume reuses it, and it stays "
+        "secret); public: the configuration gave it; null: no seed, or a log written before seed kinds",
+    )
 
 
 class SessionEvent(BaseModel):

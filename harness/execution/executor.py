@@ -7,7 +7,9 @@ everything it measured whatever the adapter does (issue 7, "Failure policy" and 
 * An adapter failure (an exception in ``reset_state``/``predict``, an output that fails validation, a
   crash or a timeout of an isolated worker) is recorded with the stream, the frame and the traceback;
   ``on_error="continue"`` skips the rest of that stream and goes on, ``"stop"`` ends the run
-  (:class:`RunStopped`) after recording it. Failed streams are not scored.
+  (:class:`RunStopped`) after recording it. No output of a failed stream is kept; the protocol scores it
+  as answered wrongly on every frame (:func:`failed_streams` gives it the stream's labels and clock,
+  from the data set this process holds; protocols/online_units.py).
 * Streams already done (a resumed run) are taken from ``done`` instead of being run again.
 """
 
@@ -21,12 +23,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
+import numpy as np
+
 from adapters.contract import Stream
 from harness.execution.adapter_errors import AdapterError
 from harness.execution.engine import Engine, FrameProgress
 from harness.execution.event_log import EVENTS_FILE, EventLog, FailureEvent, StreamEvent, encode_recording
 from protocols.base import Plan, PlannedStream
-from protocols.recording import StreamRecording, StreamRole
+from protocols.recording import FailedStream, StreamRecording, StreamRole
 
 __all__ = [
     "EngineExecutor",
@@ -40,6 +44,8 @@ __all__ = [
     "StreamProgress",
     "StreamRunner",
     "defer_signals",
+    "failed_stream",
+    "failed_streams",
     "failure_event",
     "interrupt_on_sigterm",
 ]
@@ -48,6 +54,7 @@ OnError = Literal["continue", "stop"]
 
 ProgressHook = Callable[[int, int, str], None]
 """Called after each stream: (streams done, streams planned, id of the stream just finished)."""
+
 
 @runtime_checkable
 class StreamProgress(Protocol):
@@ -91,6 +98,37 @@ def failure_event(exc: AdapterError, role: StreamRole) -> FailureEvent:
     )
 
 
+def failed_stream(stream: Stream, role: StreamRole, frame: int | None, error: str) -> FailedStream:
+    """What scoring a failed stream needs: its clock and labels as the engine would have recorded them
+    (times rounded to ns as in :meth:`Engine.run_stream`), taken from the data set, and the error."""
+    seg = stream.segment_length_s
+    return FailedStream(
+        stream_id=stream.stream_id,
+        role=role,
+        t0_ns=round(stream.t0 * 1e9),
+        segment_length_ns=round(seg * 1e9) if seg else None,
+        frame_times_ns=np.round(stream.frame_times * 1e9).astype(np.int64),
+        labels=stream.labels,
+        frame=frame,
+        error=error,
+    )
+
+
+def failed_streams(failures: Sequence[FailureEvent], streams: Sequence[Stream]) -> list[FailedStream]:
+    """The failed streams of a run, each with its labels from ``streams`` (the data set), in the order
+    they failed; a stream found twice counts once."""
+    by_id = {s.stream_id: s for s in streams}
+    found: dict[str, FailedStream] = {}
+    for f in failures:
+        if f.stream_id not in by_id:  # never dropped silently: a failure of no planned stream is a bug
+            raise ValueError(f"a failure names stream {f.stream_id!r}, which is not in the data set")
+        if f.stream_id not in found:
+            found[f.stream_id] = failed_stream(
+                by_id[f.stream_id], f.role, f.frame, f"{f.error_type}: {f.message}"
+            )
+    return list(found.values())
+
+
 class EngineExecutor:
     """Runs plans stream by stream; ``recordings``/``failures`` hold everything done so far, in order."""
 
@@ -102,8 +140,10 @@ class EngineExecutor:
         on_error: OnError = "continue",
         done: Sequence[StreamRecording] = (),
         failed: Sequence[FailureEvent] = (),
+        between: Callable[[int], None] | None = None,
     ) -> None:
         self.runner = runner
+        self.between = between  # called before the k-th stream this session runs, and once after the last
         self.progress = progress
         self.frame_progress = progress.frames if isinstance(progress, StreamProgress) else None
         self.log = log
@@ -124,11 +164,15 @@ class EngineExecutor:
         todo = [s for s in plan.streams if s.stream_id not in finished]
         if todo:
             self.warm_up()
-        for planned in todo:
+        for k, planned in enumerate(todo):
+            if self.between is not None:
+                self.between(k)
             self._run_one(planned)
             if self.progress is not None:
                 done = len(self.recordings) + len(self.failures)
                 self.progress(done, len(plan.streams), planned.stream_id)
+        if self.between is not None and todo:
+            self.between(len(todo))
         return self.ordered(plan)
 
     def ordered(self, plan: Plan) -> list[StreamRecording]:

@@ -41,6 +41,7 @@ import dataclasses
 import io
 import json
 import multiprocessing
+import secrets
 import signal
 import time
 from multiprocessing.connection import Connection
@@ -60,9 +61,18 @@ from harness.execution.adapter_errors import (
 )
 from harness.execution.config import IsolationConfig, RunConfig
 from harness.execution.engine import PROGRESS_INTERVAL_S, FrameProgress
+from harness.execution.host_timing import FeedStamps, PipeFloor, StartTimes, floor_of, now_ns, process_cpu_ns
 from harness.execution.isolation_worker import IDLE, RESETTING, worker_main
-from harness.execution.sealed_feed import NEXT, encode_frame, stream_header
-from harness.execution.worker_process import ChildProcess, SharedSlot, WorkerCommand, start_worker
+from harness.execution.sandbox import SandboxPolicy, SandboxRecord, discard, sandbox_policy
+from harness.execution.sealed_feed import DONE, NEXT, calibration_stream, encode_frame, stream_header
+from harness.execution.sealed_worker import WorkerSpec
+from harness.execution.worker_process import (
+    ChildProcess,
+    SharedSlot,
+    WorkerCommand,
+    start_sealed_worker,
+    start_worker,
+)
 from protocols.recording import StreamRecording, StreamRole, from_arrays
 
 __all__ = ["IsolatedEngine", "WorkerError"]
@@ -110,7 +120,9 @@ class IsolatedEngine:
         self._config_json = run_config.model_dump_json(exclude_unset=command is not None)
         self._ctx = multiprocessing.get_context("spawn")
         # the frame being run: ctypes c_longlong[1] in shared memory (a shared file across an exec)
-        self._progress: Any = SharedSlot() if command is not None else self._ctx.RawArray("q", 1)
+        self.sealed = self.isolation.sealed
+        shared_file = command is not None or self.sealed
+        self._progress: Any = SharedSlot() if shared_file else self._ctx.RawArray("q", 1)
         self._process: BaseProcess | ChildProcess | None = None
         self._conn: Connection | None = None
         self._info: AdapterInfo | None = None
@@ -119,11 +131,17 @@ class IsolatedEngine:
         self.warmup_stream_id: str | None = None
         self.memory_limit_note: str | None = None
         self.starts = 0  # workers started so far (1 + restarts)
-        self.sealed = self.isolation.sealed
         self._data: dict[str, Stream] | None = None  # sealed: the data set, held in this process only
-        self._serving: list[bytes] = []  # sealed: the encoded frames of the stream being fed
+        self._feeds: list[tuple[list[bytes], FeedStamps]] = []  # sealed: the streams being fed, in order
         self._served = 0
         self._warmup: Stream | None = None
+        self._tokens: dict[str, str] = {}  # sealed: the opaque token of each fed stream -> its stream id
+        self.floor: PipeFloor | None = None  # sealed: the pipe's round trip, calibrated per worker
+        self.start_times: StartTimes | None = None
+        self.idle_cpu_ns = 0  # sealed: the worker's CPU time between streams, summed
+        self._idle_from: int | None = None
+        self.sandbox: SandboxRecord | None = None  # sealed: what the (last) worker's sandbox was
+        self._policy: SandboxPolicy | None = None
         self.peak_rss_bytes: int | None = None  # the largest peak RSS any worker reported (issue 18)
         self._stream_frames: dict[str, int] = {}  # frames per stream, as the worker reported them
         self._following: tuple[FrameProgress, int | None] | None = None  # the progress of a request
@@ -180,20 +198,36 @@ class IsolatedEngine:
         if not self.sealed:
             raise ValueError("running a stream the worker does not hold needs a sealed worker (sealed=True)")
         self._ensure_worker()
-        self._serve(stream)
+        pid = self.worker_pid
+        cpu_before = process_cpu_ns(pid) if pid is not None else None
+        if cpu_before is not None and self._idle_from is not None:
+            self.idle_cpu_ns += max(cpu_before - self._idle_from, 0)
+        stamps = self._serve(stream)
         message = {
             "kind": "run",
-            "stream": self._header(stream),
+            "stream": self._header(stream, stamps),
             "role": role,
             "untimed": untimed,
             "resets": resets,
         }
         self._following = (progress, stream.num_frames) if progress is not None else None
+        stamps.request_ns = now_ns()
         try:
             recording = self._recording(self._request(message, stream.stream_id), stream.stream_id)
         finally:
             self._following = None
-        return dataclasses.replace(recording, labels=stream.labels)  # labels never reach the worker
+        wall = now_ns() - stamps.request_ns
+        cpu_after = process_cpu_ns(pid) if pid is not None else None
+        self._idle_from = cpu_after
+        return dataclasses.replace(  # labels and the stream's id never reach the worker
+            recording,
+            stream_id=stream.stream_id,
+            labels=stream.labels,
+            host_ns=stamps.host_ns(),
+            host_reset_ns=stamps.reset_ns(),
+            host_wall_ns=wall,
+            worker_cpu_ns=None if cpu_before is None or cpu_after is None else max(cpu_after - cpu_before, 0),
+        )
 
     def rebuild(self) -> None:
         """Sealed mode: a fresh adapter instance in the same worker process, warmed up as the first was
@@ -212,8 +246,8 @@ class IsolatedEngine:
         if self.sealed:
             self._ensure_worker()
             stream = self._stream(stream_id)
-            self._serve(stream)
-            message["stream"] = self._header(stream)
+            message["stream"] = self._header(stream, self._serve(stream))
+            del message["stream_id"]
         header = self._request(message, stream_id)
         if header["kind"] != "flops":
             self._raise_reply(header)
@@ -232,6 +266,9 @@ class IsolatedEngine:
                 _end(process)
         if conn is not None:
             conn.close()
+        if self._policy is not None:  # the worker's private writable directory, and all it wrote
+            discard(self._policy)
+            self._policy = None
 
     def __enter__(self) -> IsolatedEngine:
         return self
@@ -258,19 +295,27 @@ class IsolatedEngine:
             raise KeyError(f"unknown stream {stream_id!r}; the data set has {list(self._data)[:5]}...")
         return self._data[stream_id]
 
-    @staticmethod
-    def _header(stream: Stream) -> dict[str, Any]:
-        return stream_header(stream.stream_id, stream.frame_times, stream.t0, stream.segment_length_s)
+    def _header(self, stream: Stream, stamps: FeedStamps) -> dict[str, Any]:
+        """The stream's header under a fresh opaque token (the worker never learns a stream id)."""
+        token = secrets.token_hex(8)
+        self._tokens = {token: stream.stream_id}
+        return stream_header(token, stream.frame_times, stream.t0, stream.segment_length_s)
 
-    def _serve(self, stream: Stream) -> None:
+    def _serve(self, stream: Stream, then: bool = False) -> FeedStamps:
         """Sealed mode: encode the stream's frames here (before its first frame is fed); the worker gets
-        them one at a time, as it asks (:meth:`_await`)."""
-        self._serving = [encode_frame(frame) for frame in stream.frames()]
-        self._served = 0
+        them one at a time, as it asks (:meth:`_await`), each handed over and acknowledged on this
+        process's clock. ``then``: after the streams already queued (the start's floor, then warm-up)."""
+        stamps = FeedStamps(request_ns=now_ns())
+        frames = [encode_frame(frame) for frame in stream.frames()]
+        if not then:
+            self._feeds, self._served = [], 0
+        self._feeds.append((frames, stamps))
+        return stamps
 
     def _sealed_args(self) -> str:
-        """Sealed mode: build the data set in this process; the worker gets the data-bound options and
-        the warm-up stream's header (its frames are served like any stream's)."""
+        """Sealed mode: build the data set in this process; the worker gets a :class:`WorkerSpec` (the
+        adapter, its options and data-bound options, engine and thread settings), the header of the
+        floor's noise stream and of the warm-up stream (their frames are served like any stream's)."""
         from harness.datasets.catalog import make_streams, make_warmup_stream
         from harness.execution.setup import data_bound_of
 
@@ -279,22 +324,47 @@ class IsolatedEngine:
             n = self.run_config.engine.warmup_frames
             self._warmup = make_warmup_stream(self.run_config.data, n) if n else None
         sample = next(iter(self._data.values()))
+        self._feeds, self._served = [], 0
+        calibration = calibration_stream(sample)
+        self._calibration = self._serve(calibration, then=True)
+        warmup = None
         if self._warmup is not None:
-            self._serve(self._warmup)
-        warmup = self._header(self._warmup) if self._warmup is not None else None
-        return json.dumps({"data_bound": data_bound_of(sample), "warmup": warmup})
+            self._warmup_stamps: FeedStamps | None = self._serve(self._warmup, then=True)
+            warmup = stream_header(secrets.token_hex(8), self._warmup.frame_times, self._warmup.t0, None)
+        else:
+            self._warmup_stamps = None
+        config = self.run_config
+        spec = WorkerSpec(
+            adapter=config.adapter,
+            adapter_options=config.adapter_options,
+            data_bound=data_bound_of(sample),
+            engine=config.engine,
+            threads=config.threads,
+            torch_seed=config.torch_seed,
+            memory_limit_mb=self.isolation.memory_limit_mb,
+            calibration=stream_header(
+                secrets.token_hex(8), calibration.frame_times, calibration.t0, None
+            ),
+            warmup=warmup,
+        )
+        return spec.model_dump_json()
 
     def _ensure_worker(self) -> None:
         if self._process is not None and self._process.is_alive():
             return
         if self._process is not None:
             self.close()  # a worker that died while idle: collect it, start afresh
+        started = now_ns()
         sealed_json = self._sealed_args() if self.sealed else None
         self._progress[0] = IDLE
         process: BaseProcess | ChildProcess
-        if self.command is not None:
-            if sealed_json is not None:
+        if sealed_json is not None:
+            if self.command is not None:
                 raise ValueError("a sealed worker runs this checkout's interpreter; it takes no command")
+            self._policy = sandbox_policy(self.run_config)
+            sandbox = json.dumps({"policy": self._policy.model_dump(), "mode": self.isolation.sandbox})
+            process, parent = start_sealed_worker(sealed_json, self._progress, sandbox)
+        elif self.command is not None:
             process, parent = start_worker(
                 self.command, self._config_json, self.isolation.memory_limit_mb, self._progress
             )
@@ -302,7 +372,7 @@ class IsolatedEngine:
             parent, child = self._ctx.Pipe(duplex=True)
             process = self._ctx.Process(
                 target=worker_main,
-                args=(self._config_json, self.isolation.memory_limit_mb, child, self._progress, sealed_json),
+                args=(self._config_json, self.isolation.memory_limit_mb, child, self._progress),
                 name="streambench-adapter",
                 daemon=True,
             )
@@ -311,11 +381,16 @@ class IsolatedEngine:
         self._process, self._conn = process, parent
         self.starts += 1
         header = self._await(_WARMUP_ID, self.isolation.start_timeout_s, "start")
+        if header["kind"] == "sandbox":  # a sealed worker's first word: what its sandbox is
+            self.sandbox = SandboxRecord.model_validate({k: v for k, v in header.items() if k != "kind"})
+            header = self._await(_WARMUP_ID, self.isolation.start_timeout_s, "start")
         if header["kind"] != "ready":
             self.close()
             self._raise_reply(header)
         self._info = AdapterInfo.model_validate(header["info"])
         self._note_peak(header)
+        if self.sealed:
+            self._note_start(started, now_ns())
         self.stream_ids = tuple(header["stream_ids"]) if self._data is None else tuple(self._data)
         self._stream_frames = {str(k): int(v) for k, v in dict(header.get("stream_frames") or {}).items()}
         if self._data is not None:  # sealed: the checks build_adapter makes in a worker that has the data
@@ -329,6 +404,22 @@ class IsolatedEngine:
         self.warmup_frames_run = int(header["warmup_frames"])
         self.warmup_stream_id = header["warmup_stream_id"]
         self.memory_limit_note = header["memory_limit_note"]
+
+    def _note_start(self, started: int, ready: int) -> None:
+        """Sealed mode: the floor from the calibration stream, the start's phases on this clock."""
+        host = self._calibration.host_ns()
+        if host is not None and host.size:
+            self.floor = floor_of(host)
+        calibrated = self._calibration.done_ns
+        warm = self._warmup_stamps.acks[0] if self._warmup_stamps and self._warmup_stamps.acks else None
+        first = self._calibration.acks[0] if self._calibration.acks else None
+        self.start_times = StartTimes(
+            process_s=(first - started) / 1e9 if first is not None else None,
+            construction_s=(warm - calibrated) / 1e9 if warm is not None and calibrated is not None else None,
+            warmup_s=(ready - warm) / 1e9 if warm is not None else None,
+        )
+        pid = self.worker_pid
+        self._idle_from = process_cpu_ns(pid) if pid is not None else None
 
     def _note_peak(self, header: dict[str, Any]) -> None:
         """Keep the largest peak RSS a worker reported (each reports its own peak since it started)."""
@@ -371,10 +462,13 @@ class IsolatedEngine:
                     message = conn.recv_bytes()
                 except (EOFError, OSError):
                     raise self._crashed(stream_id) from None
-                if message != NEXT:
-                    return dict(json.loads(message))
-                self._feed_next(stream_id)  # sealed: the worker asks for its next frame
-                continue
+                if message == NEXT:
+                    self._feed_next(stream_id)  # sealed: the worker asks for its next frame
+                    continue
+                if message == DONE:
+                    self._feed_done()
+                    continue
+                return dict(json.loads(message))
             now = time.monotonic()
             if not process.is_alive():
                 if conn.poll(0):  # it answered, then exited: take the answer
@@ -389,16 +483,33 @@ class IsolatedEngine:
                 raise self._timed_out(stream_id, scope, limit_s, current)
 
     def _feed_next(self, stream_id: str) -> None:
-        """Sealed mode: send the worker the next frame of the stream being fed."""
+        """Sealed mode: send the worker the next frame of the stream being fed, on this process's clock
+        (the request is the end of the frame before it)."""
+        asked = now_ns()
         assert self._conn is not None
-        if self._served >= len(self._serving):
+        if not self._feeds:
             self.close()
             raise WorkerError(f"stream {stream_id!r}: the worker asked for a frame past the stream's end")
+        frames, stamps = self._feeds[0]
+        if self._served >= len(frames):  # a prefix (warm-up slice, flops) ended without DONE: the next one
+            self._feeds.pop(0)
+            self._served = 0
+            self._feed_next(stream_id)
+            return
+        stamps.acks.append(asked)
+        stamps.sends.append(now_ns())
         try:
-            self._conn.send_bytes(self._serving[self._served])
+            self._conn.send_bytes(frames[self._served])
         except OSError:
             raise self._crashed(stream_id) from None
         self._served += 1
+
+    def _feed_done(self) -> None:
+        """Sealed mode: the worker took the last frame's output; the next queued stream is fed next."""
+        if self._feeds:
+            _, stamps = self._feeds.pop(0)
+            stamps.done_ns = now_ns()
+        self._served = 0
 
     def _recv(self, stream_id: str) -> bytes:
         assert self._conn is not None
@@ -469,7 +580,9 @@ class IsolatedEngine:
             if header.get("restart"):  # MemoryError: the worker's memory is in an unknown state
                 self.close()
             frame = int(header["frame"])
-            raise cls(header["adapter"], header["stream_id"], frame, header["problem"]) from cause
+            stream_id = self._tokens.get(header["stream_id"], header["stream_id"])
+            problem = str(header["problem"]).replace(header["stream_id"], stream_id)
+            raise cls(header["adapter"], stream_id, frame, problem) from cause
         self.close()
         raise WorkerError(
             f"isolated worker failed: {header.get('type')}: {header.get('message')}",

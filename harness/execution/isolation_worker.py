@@ -29,7 +29,20 @@ from harness.execution.adapter_errors import AdapterError
 from harness.execution.sealed_feed import ParentFeed
 from protocols.recording import to_arrays
 
-__all__ = ["IDLE", "ORPHANED", "RESETTING", "bind_to_parent", "worker_main"]
+__all__ = [
+    "IDLE",
+    "ORPHANED",
+    "RESETTING",
+    "RequestServer",
+    "adapter_error",
+    "bind_to_parent",
+    "describe",
+    "limit_memory",
+    "peak_rss_bytes",
+    "sealed_stream",
+    "send",
+    "worker_main",
+]
 
 IDLE = -2
 """Progress slot: the worker is not inside the adapter (the parent's mark before each request)."""
@@ -70,7 +83,7 @@ class _Progress:
         self._reset()
 
 
-def _limit_memory(limit_mb: int) -> str | None:
+def limit_memory(limit_mb: int) -> str | None:
     """Cap the address space at the current virtual size plus ``limit_mb``; a note if it cannot be."""
     try:
         import resource
@@ -137,11 +150,11 @@ def peak_rss_bytes() -> int | None:
     return peak if sys.platform == "darwin" else peak * 1024
 
 
-def _send(conn: Connection, message: dict[str, Any]) -> None:
+def send(conn: Connection, message: dict[str, Any]) -> None:
     conn.send_bytes(json.dumps(message).encode())
 
 
-def _describe(exc: BaseException) -> dict[str, Any]:
+def describe(exc: BaseException) -> dict[str, Any]:
     return {
         "type": type(exc).__name__,
         "message": str(exc),
@@ -149,11 +162,11 @@ def _describe(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def _adapter_error(exc: AdapterError) -> dict[str, Any]:
+def adapter_error(exc: AdapterError) -> dict[str, Any]:
     memory = isinstance(exc.__cause__, MemoryError)
     return {
         "kind": "adapter_error",
-        **_describe(exc),
+        **describe(exc),
         "adapter": exc.adapter,
         "stream_id": exc.stream_id,
         "frame": exc.frame,
@@ -162,7 +175,7 @@ def _adapter_error(exc: AdapterError) -> dict[str, Any]:
     }
 
 
-def _sealed_stream(conn: Connection, header: dict[str, Any], classes: tuple[str, ...]) -> Stream:
+def sealed_stream(conn: Connection, header: dict[str, Any], classes: tuple[str, ...]) -> Stream:
     """A stream whose frames come from the parent one at a time (sealed mode); its labels are all
     False: labels never reach the worker, the parent puts the true ones into the recording."""
     times = np.asarray(header["times"], dtype=np.float64)
@@ -183,21 +196,15 @@ def worker_main(
     memory_limit_mb: int | None,
     conn: Connection,
     slot: Any,
-    sealed_json: str | None = None,
 ) -> None:
-    """Entry point of the worker process: build, warm up, then serve ``run`` requests until ``close``.
-
-    ``sealed_json`` (sealed mode, :mod:`harness.execution.sealed_feed`): the adapter's data-bound
-    options and the warm-up stream's header; the worker then builds no data set, and every stream,
-    warm-up included, is fed frame by frame by the parent. A ``rebuild`` request replaces the adapter
-    with a fresh instance in this same process (warmed up again), for the causality protocol's check of
-    state shared across instances."""
+    """Entry point of an isolated (not sealed) worker: build the data set and the adapter from the run's
+    configuration, warm up, then serve ``run`` requests until ``close``. (A sealed worker is
+    :func:`harness.execution.sealed_worker.sealed_main`: it knows only what the model needs.)"""
     bind_to_parent()
     try:
         from harness.datasets.catalog import make_streams, make_warmup_stream
         from harness.execution.config import RunConfig
-        from harness.execution.engine import Engine
-        from harness.execution.setup import build_adapter, create_bound
+        from harness.execution.setup import build_adapter
         from harness.execution.torch_setup import configure_torch_when_imported
 
         config = RunConfig.model_validate_json(config_json)
@@ -205,47 +212,29 @@ def worker_main(
         # of a numpy model starts ~4 x faster (harness/execution/torch_setup.py)
         torch_configured = configure_torch_when_imported(config.threads, config.torch_seed)
         n_warmup = config.engine.warmup_frames
-        streams: dict[str, Stream] = {}
-        warmup: Stream | None = None
-        if sealed_json is None:
-            streams = {s.stream_id: s for s in make_streams(config.data)}
-            warmup = make_warmup_stream(config.data, n_warmup) if n_warmup else None
-            sample = next(iter(streams.values()))
+        streams = {s.stream_id: s for s in make_streams(config.data)}
+        warmup = make_warmup_stream(config.data, n_warmup) if n_warmup else None
+        sample = next(iter(streams.values()))
 
-            def build() -> Adapter:
-                return build_adapter(config, sample)
+        def build() -> Adapter:
+            return build_adapter(config, sample)
 
-        else:
-            sealed = json.loads(sealed_json)
-            classes = tuple(sealed["data_bound"]["classes"])
-            if sealed["warmup"] is not None:
-                warmup = _sealed_stream(conn, sealed["warmup"], classes)
-
-            def build() -> Adapter:
-                return create_bound(config, sealed["data_bound"])
-
-        def warmed(adapter: Adapter) -> tuple[Engine, int]:
-            engine = Engine(_Progress(adapter, slot), config.engine)
-            frames = engine.warm_up(warmup) if warmup is not None else 0
-            slot[0] = IDLE
-            return engine, frames
-
-        adapter = build()
+        server = RequestServer(conn, slot, build, warmup, config.engine)
         torch_configured()
-        note = _limit_memory(memory_limit_mb) if memory_limit_mb is not None else None  # once built
-        engine, frames = warmed(adapter)
+        note = limit_memory(memory_limit_mb) if memory_limit_mb is not None else None  # once built
+        frames = server.warm()
     except AdapterError as exc:
-        _send(conn, _adapter_error(exc))
+        send(conn, adapter_error(exc))
         return
     except Exception as exc:
-        _send(conn, {"kind": "failed", **_describe(exc)})
+        send(conn, {"kind": "failed", **describe(exc)})
         return
-    _send(
+    send(
         conn,
         {
             "kind": "ready",
             "peak_rss_bytes": peak_rss_bytes(),
-            "info": adapter.info.model_dump(mode="json"),
+            "info": server.adapter.info.model_dump(mode="json"),
             "stream_ids": list(streams),
             "stream_frames": {stream_id: s.num_frames for stream_id, s in streams.items()},
             "warmup_frames": frames,
@@ -253,43 +242,71 @@ def worker_main(
             "memory_limit_note": note,
         },
     )
-    while True:
-        try:
-            request = json.loads(conn.recv_bytes())
-        except (EOFError, OSError):
-            return  # the parent is gone
-        kind = request.get("kind")
-        if kind not in ("run", "flops", "rebuild"):
-            return
-        try:
-            if kind == "rebuild":
-                adapter = build()
-                engine, frames = warmed(adapter)
-                _send(conn, {"kind": "rebuilt", "warmup_frames": frames})
-                continue
-            stream = (
-                streams[request["stream_id"]]
-                if sealed_json is None
-                else _sealed_stream(conn, request["stream"], classes)
-            )
-            if kind == "flops":
-                flops, reason = engine.count_flops(stream)
-                slot[0] = IDLE
-                _send(conn, {"kind": "flops", "flops": flops, "reason": reason})
-                continue
-            for _ in range(int(request.get("resets", 1)) - 1):
-                engine.adapter.reset_state()
+    server.serve(lambda request: streams[request["stream_id"]])
+
+
+class RequestServer:
+    """The worker's adapter and engine, and its request loop (isolated and sealed workers alike): ``run``
+    a stream, count ``flops``, ``rebuild`` a fresh instance in this process (warmed up again, for the
+    causality protocol's check of state shared across instances), until ``close`` or EOF."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        slot: Any,
+        build: Callable[[], Adapter],
+        warmup: Stream | None,
+        engine_config: Any,
+    ) -> None:
+        self.conn, self.slot, self.build, self.warmup = conn, slot, build, warmup
+        self.engine_config = engine_config
+        self.adapter = build()
+
+    def warm(self) -> int:
+        """A fresh engine around the current adapter, warmed up; the warm-up frames fed."""
+        from harness.execution.engine import Engine
+
+        self.engine = Engine(_Progress(self.adapter, self.slot), self.engine_config)
+        frames = self.engine.warm_up(self.warmup) if self.warmup is not None else 0
+        self.slot[0] = IDLE
+        return frames
+
+    def serve(self, stream_for: Callable[[dict[str, Any]], Stream]) -> None:
+        conn, slot = self.conn, self.slot
+        while True:
             try:
-                recording = engine.run_stream(stream, request["role"], untimed=bool(request.get("untimed")))
-            finally:
-                slot[0] = IDLE  # out of predict(): serialising the stream is not a frame's time
-            buffer = io.BytesIO()
-            np.savez(buffer, **to_arrays([recording]))  # type: ignore[arg-type]
-        except AdapterError as exc:
-            _send(conn, _adapter_error(exc))
-            continue
-        except Exception as exc:
-            _send(conn, {"kind": "failed", **_describe(exc)})
-            return
-        _send(conn, {"kind": "ok", "peak_rss_bytes": peak_rss_bytes()})
-        conn.send_bytes(buffer.getvalue())
+                request = json.loads(conn.recv_bytes())
+            except (EOFError, OSError):
+                return  # the parent is gone
+            kind = request.get("kind")
+            if kind not in ("run", "flops", "rebuild"):
+                return
+            try:
+                if kind == "rebuild":
+                    self.adapter = self.build()
+                    send(conn, {"kind": "rebuilt", "warmup_frames": self.warm()})
+                    continue
+                stream = stream_for(request)
+                if kind == "flops":
+                    flops, reason = self.engine.count_flops(stream)
+                    slot[0] = IDLE
+                    send(conn, {"kind": "flops", "flops": flops, "reason": reason})
+                    continue
+                for _ in range(int(request.get("resets", 1)) - 1):
+                    self.engine.adapter.reset_state()
+                try:
+                    recording = self.engine.run_stream(
+                        stream, request["role"], untimed=bool(request.get("untimed"))
+                    )
+                finally:
+                    slot[0] = IDLE  # out of predict(): serialising the stream is not a frame's time
+                buffer = io.BytesIO()
+                np.savez(buffer, **to_arrays([recording]))  # type: ignore[arg-type]
+            except AdapterError as exc:
+                send(conn, adapter_error(exc))
+                continue
+            except Exception as exc:
+                send(conn, {"kind": "failed", **describe(exc)})
+                return
+            send(conn, {"kind": "ok", "peak_rss_bytes": peak_rss_bytes()})
+            conn.send_bytes(buffer.getvalue())

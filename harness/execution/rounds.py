@@ -249,8 +249,11 @@ def _restart(
     for engine in engines.values():
         engine.close()
     engines.clear()
+    # each side's worker is its own checkout's (an older checkout has no sealed worker): isolated, holding
+    # its data, not sealed (issue 24: a latency gate; sealing ab's sides is the next step)
+    unsealed = (isolation or IsolationConfig()).model_copy(update={"sealed": False})
     for label, spec in specs.items():
-        engines[label] = IsolatedEngine(spec.run, isolation, command=spec.command)
+        engines[label] = IsolatedEngine(spec.run, unsealed, command=spec.command)
     for future in [pool.submit(engine.warm_up) for engine in engines.values()]:
         future.result()
     first, second = engines.values()

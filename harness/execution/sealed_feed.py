@@ -23,13 +23,25 @@ from typing import Any
 
 import numpy as np
 
-from adapters.contract import Frame
+from adapters.contract import Frame, Stream
 from harness.execution.sealing import SealedFeed
 
-__all__ = ["NEXT", "ParentFeed", "decode_frame", "encode_frame", "stream_header"]
+__all__ = [
+    "CALIBRATION_FRAMES",
+    "DONE",
+    "NEXT",
+    "ParentFeed",
+    "calibration_stream",
+    "decode_frame",
+    "encode_frame",
+    "stream_header",
+]
 
 NEXT = b"N"
 """The worker's request for the next frame (sent after the previous ``predict()`` returned)."""
+DONE = b"D"
+"""The worker's word that the last frame's ``predict()`` returned and its output was taken: the end of
+the last frame on the parent's clock (harness/execution/host_timing.py)."""
 
 
 def encode_frame(frame: Frame) -> bytes:
@@ -72,16 +84,18 @@ def decode_frame(data: bytes) -> Frame:
 
 
 def stream_header(
-    stream_id: str, frame_times: np.ndarray, t0: float, segment_length_s: float | None
+    token: str, frame_times: np.ndarray, t0: float, segment_length_s: float | None
 ) -> dict[str, Any]:
-    """What the worker learns of a stream before its frames: id, arrival times (hence its length)."""
-    return {"id": stream_id, "times": [float(t) for t in frame_times], "t0": t0, "seg": segment_length_s}
+    """What the worker learns of a stream before its frames: an opaque token that names this one request
+    (never the stream's id: the parent keeps the mapping, and a stream fed twice gets two tokens), the
+    arrival times (hence its length and frame rate)."""
+    return {"id": token, "times": [float(t) for t in frame_times], "t0": t0, "seg": segment_length_s}
 
 
 class ParentFeed(SealedFeed):
     """Worker side: the frames of one stream, each fetched from the parent when the engine asks for it.
     ``len()`` is the stream's length (the worker knows it from the header); iterating sends
-    :data:`NEXT` and waits for one frame."""
+    :data:`NEXT` and waits for one frame, and :data:`DONE` once the engine asks past the last one."""
 
     def __init__(self, conn: Connection, num_frames: int) -> None:
         self._conn = conn
@@ -95,3 +109,42 @@ class ParentFeed(SealedFeed):
         for _ in range(self._num_frames):
             conn.send_bytes(NEXT)
             yield decode_frame(conn.recv_bytes())
+        conn.send_bytes(DONE)
+
+
+CALIBRATION_FRAMES = 64
+"""Frames of the pipe's floor (harness/execution/host_timing.py): ~2-3 ms of a worker's start."""
+
+
+def calibration_stream(sample: Stream, frames: int = CALIBRATION_FRAMES) -> Stream:
+    """Noise frames with the layout of ``sample``'s first frame (the same modalities, dtypes and shapes,
+    so the same bytes cross the pipe and are decoded), for the floor fed to the null adapter before the
+    model is imported. Noise, not data: nothing of the data set reaches the worker this way."""
+    first = next(iter(sample.frames()))
+    rng = np.random.default_rng()
+    layout = {
+        name: None if value is None else np.asarray(value) for name, value in first.inputs.items()
+    }
+
+    def payload(value: np.ndarray | None) -> np.ndarray | None:
+        if value is None:
+            return None
+        if value.dtype.kind == "f":
+            return rng.standard_normal(value.shape).astype(value.dtype)
+        return rng.integers(0, 2, size=value.shape).astype(value.dtype)
+
+    period = float(np.median(np.diff(sample.frame_times))) if sample.num_frames > 1 else 0.04
+    times = sample.t0 + period * np.arange(1, frames + 1)
+    built = [
+        Frame(index=i, t=float(t), inputs={name: payload(v) for name, v in layout.items()})
+        for i, t in enumerate(times)
+    ]
+    return Stream(
+        stream_id="calibration",
+        classes=sample.classes,
+        labels=np.zeros((frames, len(sample.classes)), dtype=bool),
+        frame_times=times,
+        frame_source=lambda: built,
+        modalities=sample.modalities,
+        t0=sample.t0,
+    )

@@ -33,7 +33,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ChildProcess", "WorkerCommand", "default_pythonpath", "pin", "start_worker"]
+__all__ = [
+    "WORKER_ENVIRONMENT",
+    "ChildProcess",
+    "WorkerCommand",
+    "default_pythonpath",
+    "pin",
+    "start_sealed_worker",
+    "start_worker",
+]
 
 _BOOTSTRAP = """\
 import ctypes, mmap, os, sys
@@ -48,6 +56,66 @@ config = conn.recv_bytes().decode()
 from harness.execution.isolation_worker import worker_main
 worker_main(config, int(sys.argv[3]) if sys.argv[3] else None, conn, slot)
 """
+
+
+_SEALED_BOOTSTRAP = """\
+import ctypes, json, mmap, sys, traceback
+if sys.path and sys.path[0] == "":
+    del sys.path[0]
+from multiprocessing.connection import Connection
+conn = Connection(int(sys.argv[1]))
+slot = (ctypes.c_longlong * 1).from_buffer(mmap.mmap(int(sys.argv[2]), 8))
+sandbox = json.loads(conn.recv_bytes())
+try:
+    from harness.execution.sandbox import SandboxPolicy, enter_sandbox
+    record = enter_sandbox(SandboxPolicy.model_validate(sandbox["policy"]), sandbox["mode"])
+except Exception as exc:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    failed = {"kind": "failed", "type": type(exc).__name__, "message": str(exc), "traceback": text}
+    conn.send_bytes(json.dumps(failed).encode())
+    sys.exit(1)
+conn.send_bytes(json.dumps({"kind": "sandbox", **record.model_dump(mode="json")}).encode())
+spec = conn.recv_bytes().decode()
+from harness.execution.sealed_worker import sealed_main
+sealed_main(spec, conn, slot)
+"""
+
+WORKER_ENVIRONMENT = frozenset(
+    {
+        "PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "TZ", "TMPDIR",
+        "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "NVIDIA_VISIBLE_DEVICES",
+        "OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "OMP_PROC_BIND",
+        "OMP_PLACES", "TORCH_HOME", "HF_HOME", "HF_HUB_OFFLINE", "XDG_CACHE_HOME", "VIRTUAL_ENV",
+    }
+)  # fmt: skip
+"""The environment variables a sealed worker inherits (issue 24, item 2): what a model's libraries need
+(locale, library paths, devices, thread counts, model caches), nothing that names the run, the
+protocol, the test or the data (``PYTEST_CURRENT_TEST``, ``STREAMBENCH_*``, ``CI``... are dropped)."""
+
+
+def start_sealed_worker(
+    spec_json: str, slot: SharedSlot, sandbox_json: str
+) -> tuple[ChildProcess, Connection]:
+    """Start a sealed worker (:func:`harness.execution.sealed_worker.sealed_main`) as a plain child whose
+    command line is the same for every run and protocol (``PYTHON -c BOOTSTRAP CONN_FD SLOT_FD``; a
+    ``multiprocessing`` spawn child would get the parent's ``sys.argv`` and main module), whose
+    environment is :data:`WORKER_ENVIRONMENT`'s part of this one, and whose import path is this
+    process's (``PYTHONPATH``: an adapter named ``module:Class`` imports as it does here). Its first act
+    is to enter the sandbox of ``sandbox_json`` (``{"policy": SandboxPolicy, "mode": ...}``,
+    harness/execution/sandbox.py), before any thread starts and before anything of the model's is
+    imported; it answers ``{"kind": "sandbox", ...SandboxRecord}`` (or ``failed``), then reads the spec."""
+    parent, child = socket.socketpair()
+    env = {key: value for key, value in os.environ.items() if key in WORKER_ENVIRONMENT}
+    paths = [os.path.abspath(p or os.curdir) for p in sys.path]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in paths if os.path.isdir(p)))
+    argv = [sys.executable, "-c", _SEALED_BOOTSTRAP, str(child.fileno()), str(slot.file.fileno())]
+    popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), close_fds=True)
+    child.close()
+    conn = Connection(parent.detach())
+    conn.send_bytes(sandbox_json.encode())
+    conn.send_bytes(spec_json.encode())
+    return ChildProcess(popen), conn
 
 
 def default_pythonpath() -> list[str]:

@@ -1,7 +1,8 @@
 """What the machine did to a measurement: context switches of the timing thread, and the CPU frequency.
 
 * :func:`thread_switches`: ``getrusage(RUSAGE_THREAD)``'s voluntary / involuntary context switch counts of
-  the calling thread (Linux). Read before and after a stream, never per frame (one read costs ~0.3 µs).
+  the calling thread (Linux). Read before and after a stream, never inside a frame's timed window (one read
+  costs ~0.3 µs; a sealed worker reads it around each frame's fetch from the pipe, to leave those out).
   An involuntary switch means the scheduler took the core away mid-stream: the frame it hit includes
   another process's time (MLPerf LoadGen judges a run's validity on what it could measure of this kind).
 * :func:`cpu_frequency_khz`: each core's current frequency from ``/sys/devices/system/cpu/cpu*/cpufreq/

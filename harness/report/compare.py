@@ -41,6 +41,8 @@ def _data_note(first: RunResult, other: RunResult) -> str:
         for k in {*first.dataset_config, *other.dataset_config}
         if first.dataset_config.get(k) != other.dataset_config.get(k)
     )
+    if keys == ["seed"] and first.seeds.dataset_seed_kind == other.seeds.dataset_seed_kind == "secret":
+        return "another draw than #1's (secret seeds)"
     return "same as #1" if not keys else f"differs from #1 in {', '.join(keys)}"
 
 
@@ -72,8 +74,8 @@ def _runs_section(compared: Sequence[tuple[int, RunBundle]], skipped: Sequence[R
         )
     if any(_data_note(results[0], r) != "same as #1" for r in results[1:]):
         notes.append(
-            '<p class="warn">The runs did not score the same data: their F1 differences mix the models '
-            "and the data.</p>"
+            '<p class="warn">The runs did not score the same data (two secret seeds are two draws of the '
+            "same distribution): their F1 differences mix the models and the data.</p>"
         )
     if skipped:
         names = ", ".join(f"{b.name} ({b.result_reason})" for b in skipped)

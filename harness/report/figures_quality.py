@@ -93,13 +93,14 @@ def det_roc_figure(curves: DetectionCurves) -> str:
 
 
 def robustness_figure(report: RobustnessReport) -> str:
-    """One panel per perturbation axis: F1 at each point, the clean F1 as a line; a failed point is an
-    x on the axis labelled 'failed' (its F1 was not measured, so it is not drawn as a number)."""
+    """One panel per perturbation axis: F1 at each point, the clean F1 as a line; a point where the
+    adapter failed on a stream gets a red x at its F1, which counts that stream as answered wrongly (in
+    a file written before that rule such a point has no F1: the x sits on the axis)."""
     with figure(1, 3, figsize=(11, 3.6), sharey=True) as (fig, axes):
         for ax, (axis, title, xlabel) in zip(axes, _AXES, strict=True):
             points = [p for p in report.points if p.variant.axis == axis]
             measured = [p for p in points if p.f1 is not None]
-            failed = [p for p in points if p.f1 is None]
+            failed = [p for p in points if p.failure is not None or p.f1 is None]
             if report.clean.f1 is not None:
                 ax.axhline(report.clean.f1, color="grey", ls="--", lw=1, label="clean")
             if measured:
@@ -107,13 +108,13 @@ def robustness_figure(report: RobustnessReport) -> str:
             if failed:
                 ax.plot(
                     [p.variant.value for p in failed],
-                    [0.0] * len(failed),
+                    [p.f1 if p.f1 is not None else 0.0 for p in failed],
                     "x",
                     color="tab:red",
                     ms=9,
                     mew=2,
                     clip_on=False,
-                    label="failed (no F1)",
+                    label="stream(s) failed",
                 )
             if not points:
                 ax.text(0.5, 0.5, "not swept", ha="center", va="center", transform=ax.transAxes)

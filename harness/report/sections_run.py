@@ -59,6 +59,17 @@ def _dataset(r: RunResult) -> str:
     return f"<details><summary>{esc(summary)}</summary>{kv_value(r.dataset_config)}</details>"
 
 
+def _seed(r: RunResult) -> str:
+    """The data set's seed and where it came from (issue 24): secret until scored, or public."""
+    seeds = r.seeds
+    if seeds.dataset is None:
+        return esc("none (data read from files)")
+    if seeds.dataset_seed_kind == "secret":
+        return esc(f"{seeds.dataset} (secret: drawn for this run, written here after scoring)")
+    why = esc("(given: anyone can rebuild the scored streams, a model may have trained on them)")
+    return f'<span class="warn">public seed</span> {esc(seeds.dataset)} {why}'
+
+
 def _facts(bundle: RunBundle, r: RunResult) -> list[tuple[str, str]]:
     """Who ran what, on which data, how: the summary's key/value rows."""
     m = r.metrics
@@ -68,6 +79,7 @@ def _facts(bundle: RunBundle, r: RunResult) -> list[tuple[str, str]]:
         ("adapter", f"{esc(r.adapter)} (<code>{esc(r.adapter_info.name)}</code>)"),
         ("adapter options", kv_value(r.adapter_options)),
         ("data set", _dataset(r)),
+        ("data seed", _seed(r)),
         ("created", esc(r.created_at.isoformat())),
         (
             "streams",
@@ -88,8 +100,13 @@ def _facts(bundle: RunBundle, r: RunResult) -> list[tuple[str, str]]:
         (
             "scored",
             esc(
-                f"{r.scored.scored_streams} of {r.scored.planned_streams} planned streams "
+                f"{r.scored.scored_streams} of {r.scored.planned_streams} planned streams by their outputs "
                 f"({r.scored.scored_frames} frames); {r.scored.failed_streams} failed"
+                + (
+                    f", scored as answered wrongly ({r.scored.failed_frames} test frames)"
+                    if r.scored.failure_rule == "wrong"
+                    else ", left out (a result written before failed streams were scored)"
+                )
             ),
         ),
         ("status", esc(r.status + (f": {r.incomplete_reason}" if r.incomplete_reason else ""))),
@@ -169,8 +186,15 @@ def summary_section(bundle: RunBundle) -> str:
         )
     m = r.metrics
     warnings = "".join(f'<li class="warn">{esc(w)}</li>' for w in m.headline.warnings)
+
+    def scored_as(role: str) -> str:  # issue 24 item 5: a failed test stream is in the figures, as wrong
+        if role != "test":
+            return " (a validation stream: fits no threshold)"
+        return " (scored as answered wrongly)" if r.scored.failure_rule == "wrong" else " (not scored)"
+
     warnings += "".join(
-        f'<li class="warn">{esc(f"stream {f.stream_id} failed at frame {f.frame}: {f.message}")}</li>'
+        f'<li class="warn">{esc(f"stream {f.stream_id} failed at frame {f.frame}{scored_as(f.role)}: ")}'
+        f"{esc(f.message)}</li>"
         for f in r.failures
     )
     f1_rows = [

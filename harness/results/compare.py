@@ -14,6 +14,14 @@
   (:mod:`harness.results.quality`; MLPerf LoadGen's VALID / INVALID) unless forced: the figure is then
   "not called" and ``streambench compare`` exits 3 (inconclusive).
 * Other figures (F1, accuracy, energy, causality checks) are regressions when they breach their floor.
+* Runs that scored different data (their data hashes differ) are compared, with a note. Two runs whose
+  synthetic streams were drawn from **different secret seeds** (the default since issue 24: each run
+  draws its own, so no model can have trained on it) scored two draws of the same distribution: the
+  note says so. A figure scored against the labels (F1, accuracy, EER, checks: everything but the
+  timings and energy, :data:`COST_KEYS`) then moves with the draw as well as with the model, so its
+  regression is not called unless forced (exit 3, as for an INVALID measurement): to gate on scores,
+  run both runs with one ``--seed`` (marked ``public seed``). Timings and energy are gated as before:
+  the draws have the same number and shape of frames, and the note says the content differs.
 
 Pure but for scipy: the caller loads the runs and their per-frame samples.
 """
@@ -33,6 +41,7 @@ from harness.results.headline import LATENCY_KEYS, Figure, RunHeadline
 from harness.results.quality import refusal
 
 __all__ = [
+    "COST_KEYS",
     "Comparison",
     "FailOnSpec",
     "FailOnSpecError",
@@ -42,11 +51,15 @@ __all__ = [
     "FingerprintMismatchError",
     "RankTest",
     "compare_runs",
+    "data_note",
 ]
 
 _KEY = re.compile(r"^[^\s,:]+$")
 _THRESHOLD = re.compile(r"^([+-])(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(%|pp)?$")
 FigureKeys = Sequence[tuple[str, str]]
+COST_KEYS = LATENCY_KEYS | {"energy"}
+"""What a run cost (timings, energy): not scored against the data's labels, so gated whatever data the
+two runs drew; every other figure is a score of the data."""
 """The figures a rule may name: (regular expression of the keys, how to write them), one per protocol."""
 
 
@@ -187,10 +200,15 @@ class Comparison(BaseModel):
     changes: list[FigureChange]
     regressions: list[str]
     refusal: str | None = Field(
-        None, description="why latency regressions were not called: a run's measurement is INVALID"
+        None,
+        description="why regressions were not called: a run's measurement is INVALID (timings), or the runs "
+        "scored different data (scores)",
     )
     latency_note: str | None = Field(
         None, description="with a rule on a latency figure: what a comparison of two separate runs cannot see"
+    )
+    data_note: str | None = Field(
+        None, description="how the data the two runs scored differ (e.g. two draws from secret seeds)"
     )
 
 
@@ -201,6 +219,24 @@ LATENCY_GATE_NOTE = (
 )
 """Said whenever ``--fail-on`` gates a latency figure (issue 16: unchanged code failed this gate 4 of 5
 times on a busy machine)."""
+
+
+def data_note(base: RunHeadline, head: RunHeadline) -> str | None:
+    """How the data of the two runs differ, None when they are the same or either run does not say
+    (an index entry written before data records; data without a recorded hash)."""
+    if base.data is None or head.data is None or base.data.hash is None or head.data.hash is None:
+        return None
+    if base.data.hash == head.data.hash:
+        return None
+    if base.data.seed_kind == head.data.seed_kind == "secret" and base.data.kind == head.data.kind:
+        return (
+            f"different draws of the {base.data.kind} set (secret seeds): a change in a score mixes the "
+            "models' and the draws'"
+        )
+    return (
+        f"different data: {base.run} scored {base.data.kind} {base.data.hash[:12]}, {head.run} "
+        f"{head.data.kind} {head.data.hash[:12]}: a change in a score mixes the models' and the data's"
+    )
 
 
 def _rank_test(
@@ -345,6 +381,15 @@ def compare_runs(
             for h in (base, head)
             if h.fingerprint is None
         )
+    if base.execution is not None and head.execution is not None and base.execution != head.execution:
+        if not force:
+            raise FingerprintMismatchError(
+                f"{base.run} ran its adapter {base.execution}, {head.run} {head.execution}: an in-process "
+                "model shares the harness's clock, data and labels, a sealed one does not; their figures "
+                "do not compare (run both the same way, or compare anyway with --force)"
+            )
+        mixed = f"forced: the adapters ran {base.execution} and {head.execution}"
+        note = f"{note}; {mixed}" if note else mixed
     keys = [f.key for f in base.figures] + [f.key for f in head.figures if base.figure(f.key) is None]
     for rule in spec.rules:
         if rule.key not in keys:
@@ -357,16 +402,25 @@ def compare_runs(
     if base_latency_ns is not None and head_latency_ns is not None:
         samples = (np.asarray(base_latency_ns, dtype=np.int64), np.asarray(head_latency_ns, dtype=np.int64))
     changes = [_change(k, base.figure(k), head.figure(k), rules.get(k), samples, alpha) for k in keys]
-    refused = None if force else refusal({base.run: base.measurement, head.run: head.measurement})
-    if refused is not None and any(c.regression and c.key in LATENCY_KEYS for c in changes):
+    differs = data_note(base, head)
+    measurement = None if force else refusal({base.run: base.measurement, head.run: head.measurement})
+    scores = None
+    if differs is not None and not force:
+        scores = f"{differs}; a regression of a score is not called (one --seed for both runs, or --force)"
+    refusals = []
+    for refused, judged in (
+        (measurement, LATENCY_KEYS),  # the timings of an INVALID measurement
+        (scores, {key for key in keys if key not in COST_KEYS}),  # the scores of different data
+    ):
+        if refused is None or not any(c.regression and c.key in judged for c in changes):
+            continue
+        refusals.append(refused)
         changes = [
             c.model_copy(update={"regression": False, "verdict": f"not called ({c.verdict}): {refused}"})
-            if c.regression and c.key in LATENCY_KEYS
+            if c.regression and c.key in judged
             else c
             for c in changes
         ]
-    else:
-        refused = None
     return Comparison(
         base=base,
         head=head,
@@ -376,6 +430,7 @@ def compare_runs(
         rules=spec.rules,
         changes=changes,
         regressions=[c.key for c in changes if c.regression],
-        refusal=refused,
+        refusal="; ".join(refusals) or None,
         latency_note=LATENCY_GATE_NOTE if any(r.key in LATENCY_KEYS for r in spec.rules) else None,
+        data_note=differs,
     )

@@ -7,7 +7,6 @@ in the same directory, then a rename), so a reader never sees half a file.
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Sequence
 from datetime import datetime
 from importlib import metadata
@@ -15,10 +14,12 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from adapters.contract import AdapterInfo
 from harness.execution.engine import ClockInfo, EngineConfig
+from harness.execution.host_timing import HostTimingRecord
+from harness.execution.sandbox import SandboxRecord
 from harness.instruments.manifest import EnvironmentManifest
 from harness.instruments.memory import MemoryReport
 from harness.instruments.power import EnergyReport
@@ -26,9 +27,11 @@ from harness.instruments.rapl import RaplReport
 from harness.instruments.threads import ThreadRecord
 from harness.io.atomic import atomic_write, atomic_write_text
 from harness.io.json_file import read_json
+from harness.results.arrays import read_arrays
 from harness.results.quality import MeasurementQuality
 from protocols.online import OnlineConfig, OnlineScore
-from protocols.recording import StreamRecording, from_arrays, to_arrays
+from protocols.recording import FailedStream, StreamRecording, failed_to_arrays, to_arrays
+from protocols.session_audit import SessionAuditResult
 
 SCHEMA_VERSION = 3
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -46,6 +49,7 @@ __all__ = [
     "RunResult",
     "ScoredRecord",
     "SeedRecord",
+    "load_failed_streams",
     "load_protocol_result",
     "load_recordings",
     "load_result",
@@ -58,14 +62,47 @@ class ResultFileError(ValueError):
     """A result file could not be read; names the file."""
 
 
+SEED_KIND_DESCRIPTION = (
+    "secret: the data set's seed was drawn for this run and written here only after scoring; public: the "
+    "configuration gave it, so anyone (a model's author too) could rebuild the scored streams; null: "
+    "the data has no seed (files)"
+)
+
+
+def _unnamed_seed_kind(seed: Any) -> Any:
+    """The kind of a seed a result does not name (a file written before seed kinds, whose every seed was
+    given, the default 0 included; or code that did not say): public, never claimed secret."""
+    return "public" if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
 class EnvironmentRecord(BaseModel):
     """The environment a protocol's result was measured in (robustness, causality, detection, stability,
-    hysteresis): the lock manifest (seed 004 §6.2.2) and its timing fingerprint; None in older files."""
+    hysteresis): the lock manifest (seed 004 §6.2.2) and its timing fingerprint; None in older files. And
+    where the data set's seed (``run.data.seed``, ``environment.seeds``) came from."""
 
     environment: EnvironmentManifest | None = Field(
         None, description="the environment lock manifest the run was measured in"
     )
     fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
+    dataset_seed_kind: Literal["secret", "public"] | None = Field(None, description=SEED_KIND_DESCRIPTION)
+    sandbox: SandboxRecord | None = Field(
+        None, description="the sealed worker's OS sandbox (issue 24); null in process and in older files"
+    )
+    execution_mode: Literal["in-process", "isolated", "sealed"] | None = Field(
+        None,
+        description="where the adapter ran: a sealed worker (the default), or this process (--in-process, "
+        "for debugging: the model could reach the clock, data and labels); None in older files",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_file(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and "dataset_seed_kind" not in raw:
+            run = raw.get("run")
+            data = run.get("data") if isinstance(run, dict) else None
+            seed = data.get("seed") if isinstance(data, dict) else None
+            return {**raw, "dataset_seed_kind": _unnamed_seed_kind(seed)}
+        return raw
 
 
 class ExecutionRecord(BaseModel):
@@ -80,17 +117,31 @@ class ExecutionRecord(BaseModel):
     )
     on_error: Literal["continue", "stop"]
     sessions: int = Field(ge=1)
+    sandbox: SandboxRecord | None = Field(
+        None,
+        description="the sealed worker's OS sandbox (issue 24): sandboxed, or unsandboxed with the reason; "
+        "null in process and in runs recorded before it",
+    )
 
 
 class ScoredRecord(BaseModel):
-    """How much of the plan was scored: metrics are computed over the finished streams only."""
+    """How much of the plan was scored, and how: the streams that finished by their outputs, the test
+    streams the adapter failed on as answered wrongly on every frame (``failure_rule``; issue 24 item 5)."""
 
     model_config = ConfigDict(extra="forbid")
 
     planned_streams: int
-    scored_streams: int
-    scored_frames: int
-    failed_streams: int
+    scored_streams: int = Field(description="streams that finished, scored by their outputs (validation too)")
+    scored_frames: int = Field(description="frames of the streams that finished")
+    failed_streams: int = Field(description="streams the adapter failed on (every failure is in failures)")
+    failed_frames: int = Field(
+        0, description="frames of the failed test streams, each in the metrics as answered wrongly"
+    )
+    failure_rule: Literal["dropped", "wrong"] = Field(
+        "dropped",
+        description="how the failed test streams entered the metrics: wrong, as answered wrongly on every "
+        "frame (the complement of their labels); dropped, left out (results written before issue 24)",
+    )
     predictions_beyond_end: int = Field(
         0, description="predictions dropped because they labelled a frame past the end of their stream"
     )
@@ -110,11 +161,22 @@ class FailureRecord(BaseModel):
 
 
 class SeedRecord(BaseModel):
+    """The run's seeds. ``dataset``: the seed the scored streams were built from (``--seed`` rebuilds
+    them), with ``dataset_seed_kind`` saying whether it was secret until this file was written."""
+
     model_config = ConfigDict(extra="forbid")
 
     dataset: int | None = Field(description="the synthetic data set's seed; None for data read from files")
+    dataset_seed_kind: Literal["secret", "public"] | None = Field(description=SEED_KIND_DESCRIPTION)
     torch: int
     split: int
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_file(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and "dataset_seed_kind" not in raw:
+            return {**raw, "dataset_seed_kind": _unnamed_seed_kind(raw.get("dataset"))}
+        return raw
 
 
 class ResourceRecord(BaseModel):
@@ -196,9 +258,22 @@ class RunResult(BaseModel):
     streams: dict[str, list[str]] = Field(description="stream ids by role (test, validation), as planned")
     scored: ScoredRecord
     failures: list[FailureRecord] = Field(description="every adapter failure, in the order they happened")
-    metrics: OnlineScore = Field(description="over the scored (finished) streams")
+    metrics: OnlineScore = Field(
+        description="over the test streams: those that finished by their outputs, the failed ones as "
+        "answered wrongly (scored.failure_rule)"
+    )
     measurement_quality: MeasurementQuality | None = Field(
         None, description="VALID / INVALID with reasons (issue 16); null in runs recorded before it"
+    )
+    host_timing: HostTimingRecord | None = Field(
+        None,
+        description="the parent's clock against the worker's (issue 24): sealed runs; not-checked with the "
+        "reason in process; null in runs recorded before it",
+    )
+    session_audit: SessionAuditResult | None = Field(
+        None,
+        description="the run's own causality verdict (issue 24): replayed and occluded copies of scored "
+        "streams interleaved among them in the same sealed worker; null in runs recorded before it",
     )
     arrays_file: str = ARRAYS_FILE
 
@@ -210,11 +285,17 @@ def package_version(package: str) -> str | None:
         return None
 
 
-def write_run(run_dir: Path, result: RunResult, recordings: Sequence[StreamRecording]) -> Path:
-    """Write the arrays, then ``result.json`` (last, so its presence means the run is complete). The
-    caller indexes the run (:func:`harness.runs.catalog.index_written`)."""
+def write_run(
+    run_dir: Path,
+    result: RunResult,
+    recordings: Sequence[StreamRecording],
+    failed: Sequence[FailedStream] = (),
+) -> Path:
+    """Write the arrays (the recordings, and the failed streams' labels and clocks so that re-scoring
+    counts them as the run did), then ``result.json`` (last, so its presence means the run is complete).
+    The caller indexes the run (:func:`harness.runs.catalog.index_written`)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    arrays = to_arrays(recordings)
+    arrays = {**to_arrays(recordings), **failed_to_arrays(failed)}
     atomic_write(run_dir / ARRAYS_FILE, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]
     atomic_write_text(run_dir / RESULT_FILE, result.model_dump_json(indent=2))
     return run_dir / RESULT_FILE
@@ -271,65 +352,10 @@ def load_recordings(run_dir: Path) -> list[StreamRecording]:
     Never unpickles (an object array is refused). Any file that is not such an archive raises
     :class:`ResultFileError` naming it, and the stream and array at fault where there is one.
     """
-    import tokenize  # only for the error types of corrupted bytes: a bad .npy header, a bad deflate stream
-    import zlib
+    return read_arrays(run_dir / ARRAYS_FILE, ResultFileError)[0]
 
-    path = run_dir / ARRAYS_FILE
-    try:
-        with np.load(path, allow_pickle=False) as arrays:
-            recordings = from_arrays(arrays)
-            names = list(arrays.files)
-    except FileNotFoundError:
-        raise ResultFileError(f"{path}: no such arrays file") from None
-    # corrupted bytes surface as BadZipFile (bad CRC, bad header), zlib.error (bad deflate data), EOFError
-    # (truncated member), NotImplementedError (a flipped compression method or zip version), TokenError (a
-    # flipped .npy header), MemoryError (a header claiming a huge shape); a well-formed file with the wrong
-    # arrays as KeyError, TypeError or IndexError
-    except (
-        OSError,
-        ValueError,
-        KeyError,
-        TypeError,
-        IndexError,
-        EOFError,
-        NotImplementedError,
-        MemoryError,
-        zipfile.BadZipFile,
-        zlib.error,
-        tokenize.TokenError,
-    ) as exc:
-        raise ResultFileError(f"{path}: not a readable arrays file ({type(exc).__name__}: {exc})") from None
-    # validated here, at the edge: arrays of other shapes or types would only fail later, far from the file
-    numbered = {f"s{i}" for i in range(len(recordings))}
-    stray = sorted(name for name in names if name.split("/", 1)[0] not in numbered)
-    if stray:
-        known = f"s0 to s{len(recordings) - 1}" if recordings else "none: there is no s0/meta"
-        raise ResultFileError(
-            f"{path}: array {stray[0]!r} belongs to no stream (each stream s<i> has an s<i>/meta; "
-            f"streams here: {known})"
-        )
-    # name: (dtype kinds, dimensions, length of the first dimension: frames T or predictions P)
-    layout = {
-        "frame_times_ns": ("iu", 1, "T"),
-        "latency_ns": ("iu", 1, "T"),
-        "labels": ("biu", 2, "T"),
-        "emitted_at": ("iu", 1, "P"),
-        "refers_to": ("iu", 1, "P"),
-        "scores": ("f", 2, "P"),
-        "paced_start_ns": ("iu", 1, "T"),
-        "device_ns": ("iu", 1, "T"),
-        "cpu_ns": ("iu", 1, "T"),
-    }
-    for i, rec in enumerate(recordings):
-        sizes = {"T": np.shape(rec.frame_times_ns)[:1], "P": np.shape(rec.emitted_at)[:1]}
-        for name, (kinds, ndim, length) in layout.items():
-            value = getattr(rec, name)
-            if value is None:
-                continue
-            if value.dtype.kind not in kinds or value.ndim != ndim or value.shape[:1] != sizes[length]:
-                raise ResultFileError(
-                    f"{path}: stream s{i} ({rec.stream_id!r}): s{i}/{name} has dtype {value.dtype} and shape "
-                    f"{value.shape}, expected {ndim} dimensions of kind {kinds!r} and {length} = "
-                    f"{sizes[length][0] if sizes[length] else '?'} rows"
-                )
-    return recordings
+
+def load_failed_streams(run_dir: Path) -> list[FailedStream]:
+    """The failed streams saved in ``arrays.npz`` (labels and clock, no output), checked like the
+    recordings; none in a file written before failed streams were scored (issue 24 item 5)."""
+    return read_arrays(run_dir / ARRAYS_FILE, ResultFileError)[1]

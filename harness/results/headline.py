@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.results.quality import MeasurementQuality
 from protocols.metrics.bootstrap import Interval
 
-__all__ = ["CAPTION", "LATENCY_KEYS", "Figure", "RunHeadline", "interval_fields"]
+__all__ = ["CAPTION", "LATENCY_KEYS", "DataRecord", "Figure", "RunHeadline", "interval_fields"]
 
 CAPTION = (
     "F1@Δt: Strict, frame units, micro, algorithmic clock (docs/metrics.md); frame accuracy: offline view; "
@@ -54,6 +54,29 @@ class Figure(BaseModel):
         return self.key in LATENCY_KEYS
 
 
+class DataRecord(BaseModel):
+    """What a comparison needs to know of the data a run scored: the data set's kind, the content hash of
+    its streams, and its seed with where the seed came from (issue 24)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str | None = Field(None, description="the data set's kind (synthetic, audio_files, ...)")
+    hash: str | None = Field(None, description="content hash of the scored streams (manifest's data_hash)")
+    seed: int | None = Field(None, description="the data set's seed; null for data read from files")
+    seed_kind: Literal["secret", "public"] | None = Field(
+        None, description="secret: drawn for the run, written after scoring; public: given, so rebuildable"
+    )
+
+    def public_seed_note(self) -> str | None:
+        """One short line for a run whose seed was given (``public seed``); None otherwise."""
+        if self.seed_kind != "public":
+            return None
+        return (
+            f"public seed {self.seed}: anyone can rebuild the scored streams (a model may have trained "
+            "on them)"
+        )
+
+
 class RunHeadline(BaseModel):
     """The headline of one run directory: every result file in it, figures in a fixed order."""
 
@@ -73,6 +96,10 @@ class RunHeadline(BaseModel):
     )
     captions: list[str] = Field(
         default_factory=list, description="how the figures are defined, one line per protocol that says"
+    )
+    data: DataRecord | None = Field(None, description="the data the run scored; null in older index entries")
+    execution: str | None = Field(
+        None, description="where the adapter ran: sealed, isolated or in-process; null in older entries"
     )
 
     def figure(self, key: str) -> Figure | None:

@@ -87,9 +87,11 @@ def _header(head: RunHeadline) -> str:
         if head.fingerprint is not None
         else f"null: {escape_md(head.fingerprint_reason or 'not recorded')}"
     )
+    public = head.data.public_seed_note() if head.data is not None else None
     return (
         f"adapter {escape_md(head.adapter)} · protocol {escape_md('+'.join(head.protocols))} · "
         f"{head.created_at:%Y-%m-%d %H:%M:%S} UTC · environment fingerprint {fingerprint}"
+        + (f" · **{escape_md(public)}**" if public is not None else "")
     )
 
 
@@ -155,6 +157,8 @@ def compare_markdown(comparison: Comparison) -> str:
     ]
     if comparison.fingerprint_note:
         lines.append(f"- note: {escape_md(comparison.fingerprint_note)}")
+    if comparison.data_note:
+        lines.append(f"- note: {escape_md(comparison.data_note)}")
     if comparison.latency_note:
         lines.append(f"- note: {escape_md(comparison.latency_note)}")
     for side, h in (("base", base), ("head", head)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from harness.execution.sandbox import SandboxRecord
 from harness.io.safe_text import safe
 from harness.results.files import RunResult
 from protocols.causality import CausalityReport, measured_label
@@ -148,7 +149,9 @@ def print_summary(console: Console, result: RunResult) -> None:
     console.print(
         f"offline: segment F1 micro {_pct(acc.segment_f1_micro)} % · macro {_pct(acc.segment_f1_macro)} % · "
         f"frame accuracy {_pct(acc.frame_accuracy)} %\n"
-        f"{len(metrics.streams)} test streams, {acc.num_frames} frames, {acc.num_segments} segments · "
+        f"{len(metrics.streams) + len(metrics.failed)} test streams"
+        + (f" ({len(metrics.failed)} failed, scored as wrong)" if metrics.failed else "")
+        + f", {acc.num_frames} frames, {acc.num_segments} segments · "
         f"decision: {safe(rule)} · adapter {safe(result.adapter_info.name)} "
         f"on {safe(result.adapter_info.device)} · "
         f"warm-up {result.warmup.frames if result.warmup else 0} frames · clock {safe(result.clock.name)}",
@@ -158,15 +161,45 @@ def print_summary(console: Console, result: RunResult) -> None:
 
 
 def _print_execution(console: Console, result: RunResult) -> None:
-    """How much was scored, how the adapter ran, and every failure (issue 7: metrics are over what was
-    scored, and the summary says so)."""
+    """How much was scored, how the adapter ran, and every failure (issue 7; issue 24 item 5: a failed
+    test stream is in the metrics as answered wrongly, and the summary says so)."""
     scored, run = result.scored, result.execution
     sessions = f" · {run.sessions} sessions (resumed)" if run.sessions > 1 else ""
     console.print(
         f"scored {scored.scored_streams} of {scored.planned_streams} planned streams "
-        f"({scored.scored_frames} frames) · adapter ran {run.mode} · on error: {run.on_error}{sessions}",
+        f"({scored.scored_frames} frames) · adapter ran {run.mode}{_sandbox(run.sandbox)} · on error: "
+        f"{run.on_error}{sessions}",
         highlight=False,
     )
+    for warning in host_timing_warnings(result):
+        console.print(f"[yellow]warning:[/] {safe(warning)}", highlight=False)
+    audit = result.session_audit
+    if audit is not None and audit.passed is not None:
+        kinds = sorted({v.kind for v in audit.variants})
+        if audit.passed:
+            console.print(
+                f"session audit: {len(audit.checks)} {'/'.join(kinds)} copies of scored streams, interleaved "
+                "among them in the same worker, agree with the scored outputs",
+                highlight=False,
+            )
+        else:
+            bad = [c for c in audit.checks if not c.passed]
+            console.print(
+                f"[bold red]session audit FAILED[/] ({len(bad)} of {len(audit.checks)}): "
+                f"{safe(bad[0].name)} of {safe(bad[0].first_stream or '')}: {safe(bad[0].detail)}",
+                highlight=False,
+            )
+    host = result.host_timing
+    if host is not None and host.verdict != "not-checked" and host.floor is not None:
+        start = host.start
+        console.print(
+            f"parent's clock: frame p50 {(host.host_p50_ns or 0) / 1e6:.3f} ms, p95 "
+            f"{(host.host_p95_ns or 0) / 1e6:.3f} ms (pipe floor {host.floor.median_ns / 1e3:.0f} µs "
+            f"subtracted) · worker's p50 {(host.worker_p50_ns or 0) / 1e6:.3f} ms · {host.verdict} · "
+            f"reset_state() p50 {(host.reset_p50_ns or 0) / 1e6:.3f} ms"
+            + (f" · model built in {start.construction_s:.2f} s" if start and start.construction_s else ""),
+            highlight=False,
+        )
     if scored.predictions_beyond_end:
         console.print(
             f"{scored.predictions_beyond_end} prediction(s) labelled a frame past the end of their stream: "
@@ -175,8 +208,12 @@ def _print_execution(console: Console, result: RunResult) -> None:
         )
     if not result.failures:
         return
+    if scored.failure_rule == "wrong":
+        how = f"the test ones scored as answered wrongly on all their {scored.failed_frames} frames"
+    else:
+        how = "left out of the figures: a result written before failed streams were scored"
     console.print(
-        f"[bold red]{len(result.failures)} stream(s) failed[/] (not scored; tracebacks in result.json):",
+        f"[bold red]{len(result.failures)} stream(s) failed[/] ({how}; tracebacks in result.json):",
         highlight=False,
     )
     for f in result.failures:
@@ -201,23 +238,21 @@ def print_robustness(console: Console, report: RobustnessReport) -> None:
         "ok" if clean_f1 is not None else "failed",
     )
     for point in report.points:
-        if point.failure is not None:
-            fail = point.failure
-            table.add_row(
-                safe(point.variant.name),
-                "–",
-                "–",
-                "–",
-                f"failed: stream {safe(fail.stream_id)}, frame {fail.frame}: {safe(fail.error)}",
+        status = "ok"
+        if point.failure is not None:  # its failed streams are in the F1 as answered wrongly (issue 24)
+            fail, count = point.failure, max(len(point.failures), 1)
+            scored = "scored as wrong" if point.f1 is not None else "not scored"
+            status = (
+                f"{count} stream(s) failed ({scored}); first: stream {safe(fail.stream_id)}, frame "
+                f"{fail.frame}: {safe(fail.error)}"
             )
-            continue
         f1, drop, rel = point.f1, point.abs_drop, point.rel_drop
         table.add_row(
             safe(point.variant.name),
             "–" if f1 is None else _pct(f1),
             "–" if drop is None else f"{100 * drop:+.1f}",
             "–" if rel is None else f"{100 * rel:+.1f}",
-            "ok",
+            status,
         )
     console.print(table)
 
@@ -247,3 +282,30 @@ def print_causality(console: Console, report: CausalityReport, skipped: dict[str
         console.print(f"[bold]{safe(check.name)}[/]: {safe(check.detail)}", highlight=False)
     for name, reason in (skipped or {}).items():
         console.print(f"[bold]{safe(name)}[/] (skipped): {safe(reason)}", highlight=False)
+
+
+def host_timing_warnings(online: RunResult) -> list[str]:
+    """What the parent's clock says against the worker's (issue 24), and how the adapter ran."""
+    host = getattr(online, "host_timing", None)
+    mode = online.execution.mode
+    out = []
+    if mode == "in-process":
+        out.append("in-process run (--in-process): the model shared the harness's clock, data and labels")
+    if host is not None and host.verdict == "disagree":
+        parent, worker = (host.host_p50_ns or 0) / 1e6, (host.worker_p50_ns or 0) / 1e6
+        out.append(
+            f"the parent's clock disagrees with the worker's: a frame takes {parent:.3g} ms on the parent's "
+            f"clock (floor subtracted) but {worker:.3g} ms on the worker's (a stopped clock, or work after "
+            "predict() returned): latency figures are not trustworthy"
+        )
+    if host is not None:
+        out.extend(host.notes)
+    return out
+
+
+def _sandbox(record: SandboxRecord | None) -> str:
+    if record is None:
+        return ""
+    if record.status == "sandboxed":
+        return f" ({safe(record.mechanism or 'sandboxed')})"
+    return f" ([yellow]unsandboxed[/]: {safe(record.reason or '')})"

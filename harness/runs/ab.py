@@ -5,6 +5,12 @@ verdict of each side (issue 16). Shared by ``streambench ab`` and the pytest plu
 (harness/results/gate.py; on wall time, or with ``on="cpu"`` on the CPU time of the thread that ran
 ``predict()``), judges each side's measurement quality (harness/results/quality.py) and, when either side
 is INVALID, refuses to call a regression unless forced (the verdict is then *inconclusive*).
+
+Both sides run the same streams: a data set whose seed is unset gets **one** secret seed, drawn here in
+the parent (:func:`harness.datasets.catalog.seeded`) and given to both sides, so the gate compares the
+two models on the same data. Each side's worker builds its streams itself (it may be an older checkout),
+so it is told the seed: that costs nothing here, where only latency is judged, and the report records
+the seed and whether it was secret (``data_seed``, ``data_seed_kind``).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from harness.datasets.catalog import SeedKind, seeded
 from harness.execution.config import IsolationConfig
 from harness.execution.rounds import Rounds, RoundsConfig, Side, SideRounds, planned_looks, run_rounds
 from harness.instruments.interference import cpu_frequency_khz
@@ -63,6 +70,10 @@ class ABReport(BaseModel):
     refusal: str | None = Field(description="why a regression the gate saw was not called (INVALID side)")
     forced: bool
     seconds: float
+    data_seed: int | None = Field(None, description="the seed both sides' streams were built from")
+    data_seed_kind: SeedKind | None = Field(
+        None, description="secret: drawn for this job; public: given (--seed, --config); null: no seed"
+    )
 
 
 def _rounds_of(side: SideRounds, on: Literal["wall", "cpu"]) -> list[np.ndarray]:
@@ -85,6 +96,23 @@ def _quality(side: SideRounds) -> MeasurementQuality:
     )
 
 
+def _same_streams(base: Side, head: Side) -> tuple[Side, Side, SeedKind | None]:
+    """Both sides with their data set's seed fixed: one secret seed for both where it is unset."""
+    base_data, kind = seeded(base.run.data)
+    secret = getattr(base_data, "seed", None) if kind == "secret" else None
+    head_data, head_kind = seeded(head.run.data, secret)
+    if kind != head_kind:
+        raise ValueError(
+            f"{base.label} and {head.label} must both give the data set's seed or both leave it unset "
+            "(one secret seed is then drawn for both)"
+        )
+
+    def fixed(side: Side, data: Any) -> Side:
+        return side.model_copy(update={"run": side.run.model_copy(update={"data": data})})
+
+    return fixed(base, base_data), fixed(head, head_data), kind
+
+
 def run_ab(
     base: Side,
     head: Side,
@@ -101,6 +129,7 @@ def run_ab(
     Both error rates (``confidence``'s lower half, ``1 - pass_confidence``) are spread over the planned
     looks (:func:`~harness.results.gate.per_look_confidence`)."""
     check_gate(rules, confidence, pass_confidence)  # before any round: a bad rule costs no measuring
+    base, head, seed_kind = _same_streams(base, head)
     started = time.monotonic()
     looks = planned_looks(rounds)
     level = per_look_confidence(confidence, looks)
@@ -157,6 +186,8 @@ def run_ab(
         refusal=refused,
         forced=force,
         seconds=time.monotonic() - started,
+        data_seed=getattr(base.run.data, "seed", None),
+        data_seed_kind=seed_kind,
     )
 
 

@@ -16,18 +16,20 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from harness.datasets.catalog import SeedKind, seeded
 from harness.execution.config import RunConfig
 from harness.instruments.model_files import model_files
 from harness.io.atomic import atomic_write_text
 from harness.results import store
 from harness.results.files import (
     RESULT_FILE,
+    EnvironmentRecord,
     ResultFileError,
     RunResult,
     load_result,
     write_protocol_result,
 )
-from harness.results.headline import Figure, RunHeadline
+from harness.results.headline import DataRecord, Figure, RunHeadline
 from harness.results.quality import MeasurementQuality
 from harness.results.store import ReindexReport, StoreError
 from harness.runs import registry
@@ -37,8 +39,10 @@ if TYPE_CHECKING:  # the report (matplotlib and all) is imported when a report i
 
 __all__ = [
     "check_joinable",
+    "data_record",
     "figure_keys",
     "figures_of",
+    "fix_data_seed",
     "get_run",
     "has_results",
     "index_run",
@@ -104,7 +108,43 @@ def load_headline(run_dir: Path) -> RunHeadline:
         measurement=quality,
         warnings=notes,
         captions=captions,
+        data=next((d for _, r in found if (d := data_record(r)) is not None), None),
+        execution=next((m for _, r in found if (m := execution_mode_of(r)) is not None), None),
     )
+
+
+def execution_mode_of(result: BaseModel) -> str | None:
+    """Where a result's adapter ran (sealed, isolated, in-process); None where an older file says not."""
+    if isinstance(result, RunResult):
+        return result.execution.mode
+    mode = getattr(result, "execution_mode", None)
+    return mode if isinstance(mode, str) else None
+
+
+def data_record(result: BaseModel) -> DataRecord | None:
+    """The data a protocol's result scored (:class:`DataRecord`): read off the online result's seeds,
+    or any other result's run configuration and manifest; None where the result records neither."""
+    if isinstance(result, RunResult):
+        return DataRecord(
+            kind=result.dataset,
+            hash=_text(result.environment.data_hash.value),
+            seed=result.seeds.dataset,
+            seed_kind=result.seeds.dataset_seed_kind,
+        )
+    run = getattr(result, "run", None)
+    if not isinstance(run, RunConfig) or not isinstance(result, EnvironmentRecord):
+        return None
+    environment = result.environment
+    return DataRecord(
+        kind=run.data.kind,
+        hash=_text(environment.data_hash.value) if environment is not None else None,
+        seed=getattr(run.data, "seed", None),
+        seed_kind=result.dataset_seed_kind,
+    )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def figure_keys() -> list[tuple[str, str]]:
@@ -125,13 +165,17 @@ def index_run(run_dir: Path) -> RunHeadline:
 def measured_differences(scored: RunResult, config: RunConfig) -> list[str]:
     """What ``config`` measures that the online run ``scored`` did not: its adapter, adapter options,
     data set, or the content of a model file the options name (a file retrained in place keeps its path;
-    compared where the run recorded the files' hashes). Empty when they are the same measurement."""
+    compared where the run recorded the files' hashes). Empty when they are the same measurement. An
+    unset data seed joins the run's secret one (:func:`fix_data_seed` reuses it)."""
+    data = config.data.model_dump(mode="json")
+    if data.get("seed", 0) is None and scored.seeds.dataset_seed_kind == "secret":
+        data["seed"] = scored.seeds.dataset
     differences = [
         what
         for what, before, now in (
             ("adapter", scored.adapter, config.adapter),
             ("adapter options", scored.adapter_options, config.adapter_options),
-            ("data set", scored.dataset_config, config.data.model_dump(mode="json")),
+            ("data set", scored.dataset_config, data),
         )
         if before != now
     ]
@@ -167,6 +211,26 @@ def check_joinable(config: RunConfig) -> None:
             f"this job has another {', '.join(differences)}. Results of two configurations would be shown "
             "as one run: use another --run-id, or the run's own settings"
         )
+
+
+def fix_data_seed(config: RunConfig) -> tuple[RunConfig, SeedKind | None]:
+    """The run configuration with its data set's seed fixed, and that seed's kind
+    (:func:`harness.datasets.catalog.seeded`): called once per run by each protocol, in the harness's
+    process, before any stream is built. An unset seed of a job that joins an existing run directory
+    (``--run-id`` of an online run with a secret seed) takes that run's seed, so both results score the
+    same streams; otherwise a new secret one is drawn."""
+    secret = None
+    if getattr(config.data, "seed", 0) is None and config.run_id is not None:
+        path = config.output_dir / config.run_id / RESULT_FILE
+        if path.is_file():
+            try:
+                scored = load_result(path)
+            except ResultFileError:
+                scored = None  # an unreadable result vouches for nothing: a new draw
+            if scored is not None and scored.seeds.dataset_seed_kind == "secret":
+                secret = scored.seeds.dataset
+    data, kind = seeded(config.data, secret)
+    return config.model_copy(update={"data": data}), kind
 
 
 def write_indexed(output_dir: Path, run_id: str, filename: str, result: BaseModel) -> Path:

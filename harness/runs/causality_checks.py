@@ -21,8 +21,9 @@ instance is warmed up like a scored run's.
   unchanged. One aggregated ``occlusion`` check; every variant's result in ``occlusion_runs``.
 * **state_leak**: the streams in order on one instance and in reverse order on another; every stream's
   predictions must agree. **reset_idempotent**: stream A after a double reset vs a single one.
-* **caching** (audit): stream A once, then ``caching_rounds`` interleaved rounds of a repeat of A and a
-  fresh one-ulp control (:func:`~harness.runs.causality_variants.nudge`), judged by a sign test
+* **caching** (audit, :mod:`harness.runs.causality_caching`): stream A once, then ``caching_rounds``
+  interleaved rounds of a repeat of A, an unseen control of the same cost (A mixed with another stream)
+  and a one-ulp copy of A (reported, not judged), judged by a sign test
   (:func:`~protocols.causality.judge_caching`).
 * **timed_untimed** (audit): the streams through the timed loop on one instance and through the same
   loop reading no clock (``Engine.run_stream(untimed=True)``: the same call path) on another: identical
@@ -46,7 +47,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 from pydantic import Field
 
 from adapters.contract import Stream
@@ -56,7 +56,8 @@ from harness.execution.config import RunConfig, run_id_for
 from harness.execution.executor import ProgressHook
 from harness.execution.setup import build_adapter, environment_for
 from harness.results.files import EnvironmentRecord
-from harness.runs.catalog import write_indexed
+from harness.runs.catalog import fix_data_seed, write_indexed
+from harness.runs.causality_caching import caching_audit, caching_partners
 from harness.runs.causality_replay import Replayed, replay_plan, scored_replay
 from harness.runs.causality_sequence import SEQUENCE_TOLERANCE, sequence_checks, sequence_plan
 from harness.runs.causality_variants import (
@@ -73,7 +74,6 @@ from protocols.causality import (
     CausalityReport,
     CheckResult,
     compare_recordings,
-    judge_caching,
     plan_occlusion,
     summarize,
 )
@@ -134,6 +134,7 @@ def execute_causality(
         causality = causality.model_copy(update={"cut_seed": secrets.randbits(32)})
     cut_seed = causality.cut_seed if causality.cut_seed is not None else 0
     torch.manual_seed(config.torch_seed)
+    config, seed_kind = fix_data_seed(config)  # once per run, in this (the harness's) process
     all_streams = make_streams(config.data)
     streams = all_streams[: min(max_streams, len(all_streams))]
     probe = build_adapter(config, streams[0])  # fails early on a class mismatch; tells the sequence mode
@@ -147,7 +148,7 @@ def execute_causality(
         + 2 * len(streams)  # state leak, both orders
         + 1  # reset twice
         + 1
-        + 2 * causality.caching_rounds  # caching
+        + 3 * causality.caching_rounds  # caching: repeat, unseen control, one-ulp copy
         + 2 * len(streams)  # timed and untimed
         + sum(1 + len(c) * len(causality.occluders) for _, _, c in replayed)
     )
@@ -181,6 +182,8 @@ def execute_causality(
         tolerance=tolerance,
         environment=environment,
         fingerprint=fingerprint,
+        dataset_seed_kind=seed_kind,
+        execution_mode="sealed" if causality.sealed else "in-process",
     )
     return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
 
@@ -232,7 +235,8 @@ def _run_checks(
             )
         elif replay_reason is not None:
             skipped["scored_replay"] = replay_reason
-    checks += _guarded(("caching",), lambda: [_caching(runner, streams[0], causality)])
+    partners = caching_partners(runner.config, all_streams, streams[0], causality.caching_rounds)
+    checks += _guarded(("caching",), lambda: [caching_audit(runner, streams[0], partners, causality)])
     return checks, skipped, tolerance, variants
 
 
@@ -335,24 +339,6 @@ def _state_leak(
         leak.model_copy(update={"detail": f"{where}; {leak.detail}"}),
         idem.model_copy(update={"detail": f"{target.stream_id} reset twice vs once: {idem.detail}"}),
     ]
-
-
-def _caching(runner: AuditRunner, stream: Stream, causality: CausalityConfig) -> CheckResult:
-    """Run ``stream`` once on a fresh (warmed-up) instance, then ``caching_rounds`` rounds of a repeat of it
-    and a fresh one-ulp control (a new one each round, so no control is ever a repeat), in a seeded
-    random order."""
-    runner.fresh()
-    runner.run(stream)
-    order = np.random.default_rng([causality.noise_seed, 0xCA])
-    rounds = []
-    for r in range(causality.caching_rounds):
-        pair = {"repeat": stream, "control": nudge(stream, r + 1)}
-        names = ["repeat", "control"] if order.random() < 0.5 else ["control", "repeat"]
-        latency = {name: runner.run(pair[name]).latency_ns for name in names}
-        rounds.append((latency["repeat"], latency["control"]))
-    return judge_caching(
-        rounds, causality.caching_ratio, stream.stream_id, causality.caching_alpha, causality.caching_quantile
-    )
 
 
 def _timed_untimed(runner: AuditRunner, streams: Sequence[Stream], causality: CausalityConfig) -> CheckResult:

@@ -2,7 +2,8 @@
 (harness/runs/causality_checks.py; ``../shared/DESIGN.md``, "Causality" and "Audits").
 
 * Variants: :func:`occlude` (the frames after a cut replaced), :func:`nudge` (every payload moved by a
-  few ulps: the caching audit's control), :func:`donor_for` (the stream whose frames replace them).
+  few ulps: the caching audit's second control; its verdict uses the unseen control of
+  :mod:`harness.runs.causality_caching`), :func:`donor_for` (the stream whose frames replace them).
 * :class:`AuditRunner`: the instance the checks run streams on. By default (``sealed``) every run goes
   to one sealed worker (:mod:`harness.execution.sealed_feed`): the frames reach the adapter one at a
   time and the future does not exist in its process, so no cheat can read it, audited or not, and the
@@ -33,7 +34,15 @@ from harness.execution.setup import build_adapter
 from protocols.causality import CausalityConfig, CheckResult, compare_prefix
 from protocols.recording import StreamRecording
 
-__all__ = ["AuditRunner", "aggregate_runs", "donor_for", "nudge", "occlude", "occlusion_runs"]
+__all__ = [
+    "AuditRunner",
+    "aggregate_runs",
+    "donor_for",
+    "nudge",
+    "nudge_payload",
+    "occlude",
+    "occlusion_runs",
+]
 
 
 def occlude(stream: Stream, cut: int, occluder: str, donor: Stream | None = None, seed: int = 0) -> Stream:
@@ -68,27 +77,32 @@ def occlude(stream: Stream, cut: int, occluder: str, donor: Stream | None = None
     return dataclasses.replace(stream, frame_source=frames, stream_id=f"{stream.stream_id}~{occluder}@{cut}")
 
 
+def nudge_payload(payload: Any, ulps: int) -> Any:
+    """One payload moved ``ulps`` units in the last place (see :func:`nudge`); non-numeric ones unchanged."""
+    if not isinstance(payload, np.ndarray):
+        return payload
+    if payload.dtype.kind == "f":
+        out, up = payload, np.array(np.inf, dtype=payload.dtype)  # the target in the payload's dtype
+        for _ in range(ulps):
+            out = np.nextafter(out, up)
+        return out
+    if payload.dtype.kind in "iu":
+        top = np.iinfo(payload.dtype).max
+        return np.where(payload <= top - ulps, payload + ulps, payload - ulps).astype(payload.dtype)
+    return payload
+
+
 def nudge(stream: Stream, ulps: int) -> Stream:
     """The stream with every numeric payload moved ``ulps`` units in the last place: floats up by
     ``numpy.nextafter`` in their own dtype, integers by ``ulps`` (down where that would overflow). The
-    same work for an honest model, other bytes for a cache keyed on them; other payloads unchanged."""
-
-    def moved(payload: Any) -> Any:
-        if not isinstance(payload, np.ndarray):
-            return payload
-        if payload.dtype.kind == "f":
-            out, up = payload, np.array(np.inf, dtype=payload.dtype)  # the target in the payload's dtype
-            for _ in range(ulps):
-                out = np.nextafter(out, up)
-            return out
-        if payload.dtype.kind in "iu":
-            top = np.iinfo(payload.dtype).max
-            return np.where(payload <= top - ulps, payload + ulps, payload - ulps).astype(payload.dtype)
-        return payload
+    same work for an honest model, other bytes for a cache keyed on them (but not for a cache that rounds
+    its key: the caching audit's verdict uses :func:`~harness.runs.causality_caching.unseen_control`);
+    other payloads unchanged."""
 
     def frames() -> list[Frame]:
         return [
-            dataclasses.replace(f, inputs={k: moved(v) for k, v in f.inputs.items()}) for f in stream.frames()
+            dataclasses.replace(f, inputs={k: nudge_payload(v, ulps) for k, v in f.inputs.items()})
+            for f in stream.frames()
         ]
 
     return dataclasses.replace(stream, frame_source=frames, stream_id=f"{stream.stream_id}~ulp{ulps}")

@@ -23,15 +23,15 @@ from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.datasets.spoof import SpoofConfig
 from harness.datasets.synthetic import SyntheticConfig
 from harness.execution.config import RunConfig, run_id_for
-from harness.execution.engine import Engine
 from harness.execution.executor import ProgressHook
-from harness.execution.setup import build_adapter, environment_for
+from harness.execution.model_runner import open_runner
+from harness.execution.setup import environment_for
 from harness.io.config_file import load_protocol_config as load_shared_protocol_config
 from harness.io.safe_text import safe
 from harness.io.score_file import write_score_file
 from harness.results.files import EnvironmentRecord
 from harness.results.headline import Figure
-from harness.runs.catalog import write_indexed
+from harness.runs.catalog import fix_data_seed, write_indexed
 from harness.runs.interface import Outcome, RunProtocol
 from protocols import detection
 from protocols.metrics.latency import latency_summary
@@ -89,25 +89,26 @@ def execute_detection(
     import torch
 
     torch.manual_seed(config.torch_seed)
+    config, seed_kind = fix_data_seed(config)  # once per run, in this (the harness's) process
     streams = make_streams(config.data)
-    adapter = build_adapter(config, streams[0])
-    engine = Engine(adapter, config.engine)
-    warmup = 0
-    if config.engine.warmup_frames:
-        warmup = engine.warm_up(make_warmup_stream(config.data, config.engine.warmup_frames))
+    n = config.engine.warmup_frames
     recordings = []
-    for done, stream in enumerate(streams, start=1):
-        recordings.append(engine.run_stream(stream))
-        if progress is not None:
-            progress(done, len(streams), stream.stream_id)
+    with open_runner(config, streams[0], make_warmup_stream(config.data, n) if n else None) as runner:
+        warmup = runner.warmup_frames
+        for done, stream in enumerate(streams, start=1):
+            recordings.append(runner.run_stream(stream, "test"))
+            if progress is not None:
+                progress(done, len(streams), stream.stream_id)
     report = detection.score(recordings, protocol, streams[0].classes)
     lat = latency_summary(np.concatenate([r.latency_ns for r in recordings]))
     run_id = config.run_id or run_id_for(config.adapter, "detection")
-    environment, fingerprint = environment_for(config, streams, type(adapter).__module__)
+    environment, fingerprint = environment_for(config, streams, runner.module)
     result = DetectionResult(
         run_id=run_id,
         environment=environment,
         fingerprint=fingerprint,
+        dataset_seed_kind=seed_kind,
+        execution_mode=runner.mode,
         created_at=datetime.now(timezone.utc),
         adapter=config.adapter,
         config=protocol,
@@ -246,6 +247,7 @@ def print_result(console: Console, result: DetectionResult) -> int:
 
 class DetectionProtocol(RunProtocol):
     name = "detection"
+    run_options = frozenset({"isolate", "sealed"})  # sealed by default (execution/model_runner.py)
     summary = "seed 002 deepfake detection: EER, AUC, F1, and the EER against the time heard"
     result_file = RESULT_FILE
     figure_keys = (

@@ -130,6 +130,7 @@ def execute_hysteresis(
         config=sweep,
         run=config,
         report=report,
+        execution_mode="in-process",  # not sealed yet (issue 24: the next step)
     )
     return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
 

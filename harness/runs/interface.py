@@ -61,6 +61,9 @@ class SweepPoint:
     updates: dict[str, Any]
 
 
+_FLAGS = {"isolate": "--isolate/--in-process", "sealed": "--sealed/--no-sealed", "on_error": "--on-error"}
+
+
 class RunProtocol(abc.ABC):
     """One protocol as the harness runs it; see the module docstring for the contract."""
 
@@ -92,16 +95,16 @@ class RunProtocol(abc.ABC):
     def check_options(self, config: RunConfig, given: frozenset[str]) -> None:
         """Refuse run options this protocol would ignore (``given``: the options typed on the command
         line); raises ValueError with the message the user sees."""
-        if ("isolate" not in self.run_options and config.isolate) or (
-            "on_error" not in self.run_options and config.on_error != "continue"
-        ):
-            raise ValueError(
-                f"--isolate and --on-error apply to the online protocol, not to --protocol {self.name}"
-            )
+        typed = sorted(name for name in _FLAGS if name in given and name not in self.run_options)
+        if typed:
+            flags = ", ".join(_FLAGS[name] for name in typed)
+            raise ValueError(f"{flags} do not apply to --protocol {self.name} (it ignores them)")
 
     @abc.abstractmethod
     def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
-        """Run the protocol and write ``<run.output_dir>/<run_id>/<result_file>``."""
+        """Run the protocol and write ``<run.output_dir>/<run_id>/<result_file>``. A protocol that builds
+        ``run.data`` fixes its seed first, once per run (:func:`harness.runs.catalog.fix_data_seed`: a
+        secret one where it is unset; streams of an unset seed are never built)."""
 
     def can_resume(self, run_dir: Path) -> bool:
         """Whether :meth:`resume` can finish ``run_dir`` (an interrupted run of this protocol)."""

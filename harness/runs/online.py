@@ -34,7 +34,7 @@ from harness.results.files import (
     load_result,
 )
 from harness.results.headline import CAPTION, LATENCY_KEYS, Figure, interval_fields
-from harness.results.summary import print_summary
+from harness.results.summary import host_timing_warnings, print_summary
 from harness.runs.interface import Outcome, RunProtocol
 from harness.runs.session import execute_run, finished_run, resume_run
 from protocols.online import OnlineConfig
@@ -54,7 +54,7 @@ class OnlineProtocol(RunProtocol):
     result_model = RunResult
     sweepable = True
     caption = CAPTION
-    run_options = frozenset({"isolate", "on_error"})
+    run_options = frozenset({"isolate", "sealed", "on_error"})
 
     def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
         result, recordings, run_dir = execute_run(run, progress)
@@ -81,7 +81,8 @@ class OnlineProtocol(RunProtocol):
         print_summary(console, result)
         if result.status == "incomplete" and (result.incomplete_reason or "").startswith("interrupted"):
             return 130
-        return 1 if result.failures or result.status == "incomplete" else 0
+        audit_failed = result.session_audit is not None and result.session_audit.passed is False
+        return 1 if result.failures or result.status == "incomplete" or audit_failed else 0
 
     def closing_note(self, outcome: Outcome) -> str | None:
         result = outcome.result
@@ -260,4 +261,6 @@ def online_warnings(online: RunResult) -> list[str]:
         warnings.insert(
             0, "incomplete run" + (f": {reason}" if reason else "") + "; figures cover the finished streams"
         )
+    warnings.extend(host_timing_warnings(online))
     return warnings
+

@@ -1,13 +1,16 @@
 """Runs the robustness protocol's sweep: every variant's perturbed streams through one engine.
 
-The model is built and warmed up once; each variant's streams are the clean streams wrapped by
-harness/datasets/perturb.py. An adapter error on a variant is recorded as that point's failure (stream, frame,
-error) and the sweep goes on (seed 004 §6.2.2 (3): "模型需处理缺失，不应崩溃").
+The model is built and warmed up once, in a sealed worker by default (harness/execution/model_runner.py);
+each variant's streams are the clean streams wrapped by
+harness/datasets/perturb.py. An adapter error on a stream of a variant is recorded as that point's failure
+(stream, frame, error), the point goes on with its next stream and the sweep with its next point (seed 004
+§6.2.2 (3): "模型需处理缺失，不应崩溃"); the failed stream counts in the point's F1 as answered wrongly
+(protocols/robustness.py; issue 24 item 5), never left out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -20,19 +23,19 @@ from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.datasets.perturb import perturb
 from harness.execution.adapter_errors import AdapterError
 from harness.execution.config import RunConfig, run_id_for
-from harness.execution.engine import Engine
-from harness.execution.executor import ProgressHook
-from harness.execution.setup import build_adapter, environment_for
+from harness.execution.executor import ProgressHook, failed_stream
+from harness.execution.model_runner import open_runner
+from harness.execution.setup import environment_for
 from harness.report.bundle import RunBundle, SectionSpec
 from harness.report.figures_quality import robustness_figure
 from harness.report.html import absent, esc, figure_block, num, table
 from harness.results.files import EnvironmentRecord
 from harness.results.headline import Figure
 from harness.results.summary import print_robustness
-from harness.runs.catalog import write_indexed
+from harness.runs.catalog import fix_data_seed, write_indexed
 from harness.runs.interface import Outcome, RunProtocol, SweepPoint
 from protocols import robustness
-from protocols.recording import StreamRecording
+from protocols.recording import FailedStream, StreamRecording, StreamRole
 
 __all__ = [
     "RESULT_FILE",
@@ -63,19 +66,20 @@ def execute_robustness(
     import torch
 
     torch.manual_seed(config.torch_seed)
+    config, seed_kind = fix_data_seed(config)  # once per run, in this (the harness's) process
     streams = make_streams(config.data)
-    adapter = build_adapter(config, streams[0])
-    engine = Engine(adapter, config.engine)
-    if config.engine.warmup_frames:
-        engine.warm_up(make_warmup_stream(config.data, config.engine.warmup_frames))
+    n = config.engine.warmup_frames
+    warmup = make_warmup_stream(config.data, n) if n else None
     variants = robustness.plan(sweep)
-    outcomes: dict[str, Sequence[StreamRecording] | robustness.Failure] = {}
-    for done, variant in enumerate(variants, start=1):
-        outcomes[variant.name] = _run_variant(engine, streams, variant)
-        if progress is not None:
-            progress(done, len(variants), variant.name)
+    outcomes: dict[str, tuple[Sequence[StreamRecording], Sequence[FailedStream]]] = {}
+    # sealed by default: the clean stream of a perturbed one never exists in the adapter's process
+    with open_runner(config, streams[0], warmup) as runner:
+        for done, variant in enumerate(variants, start=1):
+            outcomes[variant.name] = _run_variant(runner.run_stream, streams, variant)
+            if progress is not None:
+                progress(done, len(variants), variant.name)
     report = robustness.score(outcomes, variants, sweep, streams[0].classes)
-    environment, fingerprint = environment_for(config, streams, type(adapter).__module__)
+    environment, fingerprint = environment_for(config, streams, runner.module)
     run_id = config.run_id or run_id_for(config.adapter, "robustness")
     result = RobustnessResult(
         run_id=run_id,
@@ -86,23 +90,40 @@ def execute_robustness(
         report=report,
         environment=environment,
         fingerprint=fingerprint,
+        dataset_seed_kind=seed_kind,
+        execution_mode=runner.mode,
     )
     return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
 
 
 def _run_variant(
-    engine: Engine,
+    run_stream: Callable[[Stream, StreamRole], StreamRecording],
     streams: Sequence[Stream],
     variant: robustness.Variant,
-) -> list[StreamRecording] | robustness.Failure:
-    recordings = []
+) -> tuple[list[StreamRecording], list[FailedStream]]:
+    """The point's recordings, and its failed streams (labels and clock from the perturbed stream, to be
+    scored as answered wrongly); a failure ends that stream, not the point."""
+    recordings, failed = [], []
     for index, stream in enumerate(streams):
         perturbed = perturb(stream, list(variant.perturbations), stream_index=index)
         try:
-            recordings.append(engine.run_stream(perturbed))
+            recordings.append(run_stream(perturbed, "test"))
         except AdapterError as exc:
-            return robustness.Failure(stream_id=exc.stream_id, frame=exc.frame, error=exc.problem)
-    return recordings
+            failed.append(failed_stream(perturbed, "test", exc.frame, exc.problem))
+    return recordings, failed
+
+
+def _failed_text(point: robustness.PointResult) -> str:
+    """The point's failures as one line: how many streams failed, and the first."""
+    failure = point.failure
+    if failure is None:
+        return ""
+    count = max(len(point.failures), 1)
+    scored = "scored as answered wrongly" if point.f1 is not None else "not scored"
+    return (
+        f"{count} stream(s) failed ({scored}); first: stream {failure.stream_id}, frame {failure.frame}: "
+        f"{failure.error}"
+    )
 
 
 _POINT_AXES = {"missing": "missing_rates_pct", "audio_delay": "audio_delays_ms", "jitter": "jitters_ms"}
@@ -131,6 +152,7 @@ class RobustnessProtocol(RunProtocol):
     result_model = RobustnessResult
     config_model = robustness.RobustnessConfig
     sweepable = True
+    run_options = frozenset({"isolate", "sealed"})
 
     def load_config(self, path: Path | None) -> BaseModel | None:
         return None  # the sweep follows the run's online configuration: built in execute()
@@ -185,8 +207,9 @@ class RobustnessProtocol(RunProtocol):
 
 
 def robustness_figures(result: RobustnessResult) -> list[Figure]:
-    """F1@Δt at every sweep point (Missing-Rate@p%, Audio-Delay@Δt, Jitter@±δ; seed 004 §6.2.2 (3)),
-    ``null`` with the adapter's error where the point failed."""
+    """F1@Δt at every sweep point (Missing-Rate@p%, Audio-Delay@Δt, Jitter@±δ; seed 004 §6.2.2 (3)), the
+    streams the adapter failed on counted as answered wrongly; ``null`` with the adapter's error only in
+    files written before that rule (a failed point had no F1)."""
     report = result.report
     figures = []
     for point in (report.clean, *report.points):
@@ -220,19 +243,20 @@ def robustness_section(bundle: RunBundle) -> str:
     report = rob.report
     caption = (
         f"F1@{report.report_delta_ms:g} ms (Strict, frame, micro) under each perturbation of the sweep, "
-        f"adapter {esc(rob.adapter)}; dashed: the clean run. A failed point (the adapter raised) has "
-        "no F1 and is marked as failed, not as 0."
+        f"adapter {esc(rob.adapter)}; dashed: the clean run. A stream the adapter failed on (it raised) "
+        "counts in its point's F1 as answered wrongly on every frame, never left out; such points are "
+        "marked with a red x and their first failure is listed."
     )
     rows = []
     for point in [report.clean, *report.points]:
-        failure = point.failure
+        unmeasured = "failed" if point.f1 is None else None  # a file written before failed streams counted
         rows.append(
             (
                 esc(point.variant.name),
-                num(point.f1, reason="failed" if failure else None),
-                num(point.abs_drop, reason="failed" if failure else "the clean run"),
-                num(point.rel_drop, reason="failed" if failure else "the clean run, or clean F1 = 0"),
-                esc(f"stream {failure.stream_id}, frame {failure.frame}: {failure.error}") if failure else "",
+                num(point.f1, reason="failed"),
+                num(point.abs_drop, reason=unmeasured or "the clean run"),
+                num(point.rel_drop, reason=unmeasured or "the clean run, or clean F1 = 0"),
+                esc(_failed_text(point)),
             )
         )
     return figure_block(robustness_figure(report), caption) + table(

@@ -18,13 +18,20 @@ from pydantic import ValidationError
 
 from adapters.contract import AdapterInfo, Stream
 from adapters.registry import resolve
-from harness.datasets.catalog import check_sample_streams, make_streams, make_warmup_stream
+from harness.datasets.catalog import (
+    check_sample_streams,
+    given_seed_kind,
+    make_streams,
+    make_warmup_stream,
+    seeded,
+)
 from harness.execution.config import RunConfig, run_id_for
 from harness.execution.engine import Engine, clock_info
 from harness.execution.event_log import (
     EVENTS_FILE,
     EventLog,
     EventLogError,
+    FailureEvent,
     RunLock,
     RunLog,
     SessionEvent,
@@ -41,9 +48,12 @@ from harness.execution.executor import (
     RunStopped,
     StreamRunner,
     defer_signals,
+    failed_streams,
     interrupt_on_sigterm,
 )
+from harness.execution.host_timing import HostTimingRecord, judge_host_timing
 from harness.execution.isolation import IsolatedEngine
+from harness.execution.sandbox import SandboxRecord
 from harness.execution.setup import build_adapter
 from harness.instruments.data_hash import hash_streams
 from harness.instruments.interference import cpu_frequency_khz
@@ -71,10 +81,12 @@ from harness.results.files import (
 from harness.results.normalisation import normalise
 from harness.results.quality import MeasurementQuality, judge_quality
 from harness.runs.catalog import index_written
+from harness.runs.session_audit import SessionAuditor
 from protocols import online
 from protocols.base import Plan
 from protocols.online_speed import measured_latency
 from protocols.recording import StreamRecording
+from protocols.session_audit import SessionAuditConfig, SessionAuditResult
 
 __all__ = ["execute_run", "finished_run", "resume_run"]
 
@@ -150,20 +162,31 @@ def _execute(
     assert config.run_id is not None
     thread_record = apply_threads(config.threads)  # before the model exists (seed 004: 线程绑定)
     torch.manual_seed(config.torch_seed)
+    if previous is None:  # the data set's seed, fixed once per run here in the parent (issue 24)
+        data, seed_kind = seeded(config.data)
+        config = config.model_copy(update={"data": data})
+    else:  # the one the run started with, a secret one too: its log holds it
+        seed_kind = previous.start.dataset_seed_kind or given_seed_kind(config.data)
     streams = make_streams(config.data)
     warmup = (
         make_warmup_stream(config.data, config.engine.warmup_frames) if config.engine.warmup_frames else None
     )
     run_plan = online.plan(config.protocol, [s.stream_id for s in streams])
     seeds = SeedRecord(
-        dataset=getattr(config.data, "seed", None), torch=config.torch_seed, split=config.protocol.split_seed
+        dataset=getattr(config.data, "seed", None),
+        dataset_seed_kind=seed_kind,
+        torch=config.torch_seed,
+        split=config.protocol.split_seed,
     )
     with _subject(config, streams, warmup) as subject:
         manifest = collect_manifest(
-            seeds.model_dump(), hash_streams(streams), subject.module, adapter_options=config.adapter_options
+            seeds.model_dump(exclude={"dataset_seed_kind"}),
+            hash_streams(streams),
+            subject.module,
+            adapter_options=config.adapter_options,
         )
         return _session(
-            config, run_dir, previous, progress, subject, run_plan, seeds, manifest, thread_record
+            config, run_dir, previous, progress, subject, run_plan, seeds, manifest, thread_record, streams
         )
 
 
@@ -178,6 +201,11 @@ class _Subject:
     count_flops: Callable[[], tuple[int | None, str | None]]
     warmup_stream_id: str | None
     worker_peak_rss: Callable[[], int | None] = lambda: None
+    host_timing: Callable[[Sequence[StreamRecording]], HostTimingRecord] = lambda _: HostTimingRecord(
+        verdict="not-checked", reason="in-process (--in-process): the model shares the harness's clock"
+    )
+    run_variant: Callable[[Stream], StreamRecording] | None = None  # sealed: any stream this process holds
+    sandbox: Callable[[], SandboxRecord | None] = lambda: None
 
 
 @contextlib.contextmanager
@@ -200,6 +228,15 @@ def _subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | None
                 count_flops=lambda: isolated.count_flops(first.stream_id),
                 warmup_stream_id=warmup.stream_id if warmup is not None else None,
                 worker_peak_rss=lambda: isolated.peak_rss_bytes,
+                host_timing=lambda recordings: judge_host_timing(
+                    recordings, isolated.floor, isolated.start_times, isolated.idle_cpu_ns
+                )
+                if isolated.sealed
+                else HostTimingRecord(
+                    verdict="not-checked", reason="an isolated worker holds the data; not timed per frame"
+                ),
+                run_variant=isolated.run if isolated.sealed else None,
+                sandbox=lambda: isolated.sandbox,
             )
         return
     adapter = build_adapter(config, first)
@@ -224,8 +261,10 @@ def _session(
     seeds: SeedRecord,
     manifest: EnvironmentManifest,
     thread_record: ThreadRecord,
+    streams: Sequence[Stream],
 ) -> tuple[RunResult, list[StreamRecording], Path]:
-    """One session of a run (the first, or a resume): log, measure, score, write."""
+    """One session of a run (the first, or a resume): log, measure, score, write. ``streams``: the data
+    set, whose labels score a failed stream as answered wrongly (issue 24 item 5)."""
     assert config.run_id is not None
     created = previous.start.created_at if previous is not None else datetime.now(timezone.utc)
     environment = fingerprint(manifest)
@@ -256,6 +295,7 @@ def _session(
                         plan=plan_items,
                         fingerprint=environment,
                         data_hash=str(data_hash) if data_hash is not None else None,
+                        dataset_seed_kind=seeds.dataset_seed_kind,
                     )
                 )
             done = previous.recordings if previous is not None else []
@@ -268,8 +308,15 @@ def _session(
                     isolated=subject.mode != "in-process",
                 )
             )
+            auditor = _auditor(config.protocol.audit, subject, streams, run_plan, done, failed)
             executor = EngineExecutor(
-                subject.runner, progress, log, config.on_error, done=done, failed=failed
+                subject.runner,
+                progress,
+                log,
+                config.on_error,
+                done=done,
+                failed=failed,
+                between=auditor.before if auditor is not None else None,
             )
 
             gpu_meter = PowerMeter.open(config.power)
@@ -292,8 +339,15 @@ def _session(
             if stopped is not None and stopped.startswith("interrupted"):  # nothing to score yet
                 raise RunInterrupted(f"{stopped} before the first test stream finished; {second}")
             raise NothingScoredError(run_dir, executor.failures, stopped)
-        metrics = online.score(recordings, config.protocol, subject.info.classes)
+        wrong = failed_streams(executor.failures, streams)  # scored as answered wrongly, never dropped
+        metrics = online.score(recordings, config.protocol, subject.info.classes, wrong)
         quality = _measurement_quality(recordings, subject.info.device)
+        host_timing = subject.host_timing(recordings)
+        audit = (
+            auditor.judge(recordings, {f.stream_id: f.message for f in executor.failures})
+            if auditor is not None
+            else SessionAuditResult(skipped=f"not audited in session: the adapter ran {subject.mode}")
+        )
         per_frame = gpu_energy.energy_per_frame_j(frames)
         sessions = 1 + (len(previous.sessions) if previous is not None else 0)
         result = RunResult(
@@ -309,7 +363,9 @@ def _session(
             dataset_config=config.data.model_dump(mode="json"),
             protocol_config=config.protocol,
             engine=config.engine,
-            execution=ExecutionRecord(mode=subject.mode, on_error=config.on_error, sessions=sessions),
+            execution=ExecutionRecord(
+                mode=subject.mode, on_error=config.on_error, sessions=sessions, sandbox=subject.sandbox()
+            ),
             seeds=seeds,
             clock=clock_info(subject.info.device),
             threads=thread_record,
@@ -340,15 +396,19 @@ def _session(
                 scored_streams=len(recordings),
                 scored_frames=sum(r.num_frames for r in recordings),
                 failed_streams=len(executor.failures),
+                failed_frames=sum(f.num_frames for f in wrong if f.role == "test"),
+                failure_rule="wrong",
                 predictions_beyond_end=sum(r.beyond_end for r in recordings),
             ),
             failures=[FailureRecord(**f.model_dump(exclude={"kind"})) for f in executor.failures],
             metrics=metrics,
-            measurement_quality=quality,
+            measurement_quality=_with_verdicts(quality, host_timing, audit),
+            session_audit=audit,
+            host_timing=host_timing,
         )
         if config.baseline is not None:
             result.normalisation = normalise(result, config.baseline)
-        path = write_run(run_dir, result, recordings)
+        path = write_run(run_dir, result, recordings, wrong)
         index_written(run_dir)
 
     if held and stopped is None:  # honoured now that the result is written (issue 18)
@@ -422,3 +482,40 @@ def _measurement_quality(recordings: Sequence[StreamRecording], device: str) -> 
         clock_resolution_ns=clock_info(device).resolution_ns,
         cpu_frequency=cpu_frequency_khz(),
     )
+
+
+def _with_verdicts(
+    quality: MeasurementQuality, host: HostTimingRecord, audit: SessionAuditResult
+) -> MeasurementQuality:
+    """INVALID when the parent's clock disagrees with the worker's (issue 24): the worker's latency
+    figures then measure what the model let its own clock say; and when the session's own audit failed:
+    the model answered a copy of a scored stream differently."""
+    if audit.passed is False:
+        first = next(c for c in audit.checks if not c.passed)
+        reason = f"the session's audit failed: {first.name} of {first.first_stream}: {first.detail}"
+        quality = quality.model_copy(update={"verdict": "INVALID", "reasons": [*quality.reasons, reason]})
+    if host.verdict != "disagree":
+        return quality
+    excess, threshold = (host.excess_p25_ns or 0) / 1e3, (host.threshold_ns or 0) / 1e3
+    reason = (
+        f"the parent's clock disagrees with the worker's: lower-quartile excess {excess:.0f} µs per frame "
+        f"over the pipe's floor (threshold {threshold:.0f} µs)"
+    )
+    return quality.model_copy(update={"verdict": "INVALID", "reasons": [*quality.reasons, reason]})
+
+
+def _auditor(
+    config: SessionAuditConfig,
+    subject: _Subject,
+    streams: Sequence[Stream],
+    run_plan: Plan,
+    done: Sequence[StreamRecording],
+    failed: Sequence[FailureEvent],
+) -> SessionAuditor | None:
+    """The session's own audit (issue 24 item 6) over the streams this session runs; sealed runs only
+    (in process a variant would not look like a scored stream to a model that walks the call stack)."""
+    if subject.run_variant is None:
+        return None
+    finished = {r.stream_id for r in done} | {f.stream_id for f in failed}
+    todo = [s.stream_id for s in run_plan.streams if s.stream_id not in finished]
+    return SessionAuditor(subject.run_variant, {s.stream_id: s for s in streams}, todo, config)

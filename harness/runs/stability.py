@@ -24,15 +24,15 @@ from rich.table import Table
 
 from harness.datasets.catalog import make_streams, make_warmup_stream
 from harness.execution.config import RunConfig, run_id_for
-from harness.execution.engine import Engine
 from harness.execution.executor import ProgressHook
-from harness.execution.setup import build_adapter, environment_for
+from harness.execution.model_runner import open_runner
+from harness.execution.setup import environment_for
 from harness.io.atomic import atomic_write
 from harness.io.config_file import load_protocol_config as load_shared_protocol_config
 from harness.io.safe_text import safe
 from harness.results.files import EnvironmentRecord
 from harness.results.headline import Figure
-from harness.runs.catalog import write_indexed
+from harness.runs.catalog import fix_data_seed, write_indexed
 from harness.runs.interface import Outcome, RunProtocol
 from protocols import online
 from protocols.online import CurvePoint
@@ -93,18 +93,20 @@ def execute_stability(
             "the stability protocol records features: it needs an unpaced run (--pacing unpaced)"
         )
     torch.manual_seed(config.torch_seed)
+    config, seed_kind = fix_data_seed(config)  # once per run, in this (the harness's) process
     streams = make_streams(config.data)
-    adapter = build_adapter(config, streams[0])
-    engine = Engine(adapter, config.engine.model_copy(update={"record": ("features",)}))
-    if config.engine.warmup_frames:
-        engine.warm_up(make_warmup_stream(config.data, config.engine.warmup_frames))
     by_id = {s.stream_id: s for s in streams}
     planned = online.plan(config.protocol, list(by_id)).streams
+    n = config.engine.warmup_frames
+    recorded = config.engine.model_copy(update={"record": ("features",)})
+    features = config.model_copy(update={"engine": recorded})
+    warmup = make_warmup_stream(config.data, n) if n else None
     recordings = []
-    for done, item in enumerate(planned, start=1):
-        recordings.append(engine.run_stream(by_id[item.stream_id], role=item.role))  # resets the state
-        if progress is not None:
-            progress(done, len(planned), item.stream_id)
+    with open_runner(features, streams[0], warmup) as runner:
+        for done, item in enumerate(planned, start=1):
+            recordings.append(runner.run_stream(by_id[item.stream_id], item.role))  # resets the state
+            if progress is not None:
+                progress(done, len(planned), item.stream_id)
     report = score_stability(recordings, stability)
     scored = online.score(recordings, config.protocol, streams[0].classes)
     curve = scored.overall.accuracy.curves["frame"]["strict"]
@@ -117,14 +119,16 @@ def execute_stability(
         },
     )
     run_id = config.run_id or run_id_for(config.adapter, "stability")
-    environment, fingerprint = environment_for(config, streams, type(adapter).__module__)
+    environment, fingerprint = environment_for(config, streams, runner.module)
     result = StabilityResult(
         run_id=run_id,
         environment=environment,
         fingerprint=fingerprint,
+        dataset_seed_kind=seed_kind,
+        execution_mode=runner.mode,
         created_at=datetime.now(timezone.utc),
         adapter=config.adapter,
-        adapter_name=adapter.info.name,
+        adapter_name=runner.info.name,
         config=stability,
         run=config,
         report=report,
@@ -260,6 +264,7 @@ def headline_figures(result: StabilityResult) -> list[Figure]:
 
 class StabilityProtocol(RunProtocol):
     name = "stability"
+    run_options = frozenset({"isolate", "sealed"})  # sealed by default (execution/model_runner.py)
     summary = "seed 000 temporal stability of sparse features: Jaccard, lifetime, turnover, flips"
     result_file = RESULT_FILE
     figure_keys = (r"stability\.[^\s,:]+|f1@\d+(\.\d+)?ms", "stability.<figure>")

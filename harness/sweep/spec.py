@@ -18,7 +18,8 @@ sweep run fixes (:meth:`~harness.runs.interface.RunProtocol.sweep_trees`). The b
 * ``causality``: one run per combination, every check of the configuration.
 
 ``seed`` sets ``RunConfig.torch_seed`` and the protocol's own seed (robustness injectors' ``seed``,
-causality's ``noise_seed``); the data set's seed is a grid key like any other (``"run.data.seed"``).
+causality's ``noise_seed``); the data set's seed is a grid key like any other (``"run.data.seed"``: such
+runs are marked ``public seed``); left unset, each run draws its own secret one when it runs (issue 24).
 Grid keys are dotted paths: ``run.<RunConfig field>...`` applies to every run; ``<protocol>.<field>``
 to that protocol's configuration only.
 

@@ -31,7 +31,7 @@ THRESHOLD = 0.5
 
 @pytest.fixture(scope="module")
 def streams() -> list:
-    return make_streams(SyntheticConfig(num_streams=20))
+    return make_streams(SyntheticConfig(seed=0, num_streams=20))
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,7 @@ class AlwaysBrokenAdapter(FaultyAdapter):
 
 
 SMALL_RUN: dict[str, Any] = {
-    "data": {"kind": "synthetic", "num_streams": 3, "duration_s": 5.0},
+    "data": {"kind": "synthetic", "num_streams": 3, "duration_s": 5.0, "seed": 0},
     "engine": {"warmup_frames": 5},
 }
 

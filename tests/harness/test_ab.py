@@ -35,6 +35,7 @@ def test_interleaved_job_in_one_pair_of_workers() -> None:
     assert all(s["quality"]["verdict"] in ("VALID", "INVALID") for s in report["sides"])
     assert {e["key"] for e in report["gate"]["effects"]} == {"p50", "p95", "p99", "mean"}
     assert report["on"] == "wall" and report["cpu_clock"] is None
+    assert report["data_seed_kind"] == "secret" and isinstance(report["data_seed"], int)  # no --seed
 
 
 def test_duet_sequential_on_cpu_time_with_fresh_workers() -> None:
@@ -142,3 +143,32 @@ def test_config_file_with_audio_files_data(tmp_path: Path) -> None:
     config.write_text(json.dumps({"data": {"kind": "audio_files", "frame_samples": 1600}}))
     code, output = run_ab_cli("--config", str(config), *CONFIGURED)
     assert code == 2 and str(config) in output and "directory" in output  # the file and the field named
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize(("typed", "kind"), [((), "secret"), (("--seed", "3"), "public")])
+def test_both_sides_get_one_seed_drawn_in_the_parent(
+    monkeypatch: pytest.MonkeyPatch, typed: tuple[str, ...], kind: str
+) -> None:
+    """Issue 24: without --seed, one secret seed is drawn per job and given to both sides (the gate
+    compares the same streams); a new job draws a new one; --seed is used as given (public)."""
+    import harness.runs.ab
+
+    seen: list[tuple[object, object]] = []
+
+    def rounds(base: object, head: object, *args: object, **kwargs: object) -> None:
+        seen.append((base.run.data, head.run.data))  # type: ignore[attr-defined]
+        raise _Stop
+
+    monkeypatch.setattr(harness.runs.ab, "run_rounds", rounds)
+    for _ in range(2):
+        with pytest.raises(_Stop):
+            CliRunner().invoke(app, ["ab", *SMALL, *typed], catch_exceptions=False)
+    (base, head), (again, _) = seen
+    assert base == head and base.seed is not None  # type: ignore[attr-defined]
+    assert (base.seed != again.seed) == (kind == "secret")  # type: ignore[attr-defined]
+    if kind == "public":
+        assert base.seed == 3  # type: ignore[attr-defined]

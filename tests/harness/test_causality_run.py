@@ -38,7 +38,7 @@ def small(tmp_path: Path, adapter: str, **options: Any) -> RunConfig:
         {
             "adapter": adapter,
             "adapter_options": options,
-            "data": {"num_streams": 3, "duration_s": 5.0},
+            "data": {"num_streams": 3, "duration_s": 5.0, "seed": 0},
             "engine": {"warmup_frames": 20},
             "output_dir": tmp_path,
             "run_id": "x",
@@ -117,6 +117,24 @@ def test_caching_adapter_fails_caching_only(tmp_path: Path) -> None:
     assert result.report.failed == ("caching",)
     check = next(c for c in result.report.checks if c.name == "caching")
     assert check.first_stream == "syn-0000" and check.max_difference > 2.0
+    assert "repeat vs unseen control" in check.detail
+    # an exact key misses the one-ulp copies too: they would have caught it alone
+    assert "vs one-ulp copies" in check.detail and "tolerant" not in check.detail
+
+
+def test_a_cache_that_rounds_its_key_fails_caching_only_in_a_sealed_worker(tmp_path: Path) -> None:
+    """Issue 24, item 4: a cache keyed on the payload rounded to 3 decimals serves a one-ulp copy of the
+    stream as fast as the repeat (the former control passed it); the unseen control is a miss, and the
+    audit catches it. Its detail says the one-ulp copies alone would have passed it."""
+    result = run(tmp_path, "offender-rounding-cache", miss_cost_ms=0.5)
+    assert result.report.failed == ("caching",), result.report.failed
+    check = next(c for c in result.report.checks if c.name == "caching")
+    assert check.first_stream == "syn-0000" and check.max_difference > 2.0, check.detail
+    assert "a cache tolerant to small input changes" in check.detail, check.detail
+    former = re.search(
+        r"one-ulp copies \(the former control, not judged\): median speed-up ([0-9.]+)x", check.detail
+    )
+    assert former and float(former[1]) < 2.0, check.detail  # the one-ulp copies are hits as well
 
 
 @pytest.mark.parametrize("offset", [0, 1])
@@ -260,11 +278,17 @@ def test_readme_demonstration_names_registered_offenders_and_their_checks() -> N
         "offender-offbyone-mask": "gradient_flow",
         "offender-leaky-reset": "state_leak",
         "offender-caching": "caching",
+        "offender-rounding-cache": "caching",
         "offender-global-leak": "shared_state",
     }
     assert set(demos) == set(expected)
     for name, check in expected.items():
-        assert name in REGISTRY and resolve(name).__module__ in ("adapters.offenders", "adapters.sneaky")
+        assert name in REGISTRY
+        assert resolve(name).__module__ in (
+            "adapters.offenders",
+            "adapters.offenders.rounding_cache",
+            "adapters.sneaky",
+        )
         assert check in demos[name]
 
 

@@ -54,9 +54,13 @@ def test_a_sequence_mode_without_gradients_is_still_probed(tmp_path: Path) -> No
     assert "gradient_flow" in result.skipped and "perturbation" in result.skipped["gradient_flow"]
 
 
-def online_then_causality(tmp_path: Path, adapter: str, **options: Any) -> CausalityResult:
+def online_then_causality(
+    tmp_path: Path, adapter: str, scored_in_process: bool = True, **options: Any
+) -> CausalityResult:
     config = small(tmp_path, adapter, **options)
-    execute_run(config)  # the scored run, in process
+    # the scored run in process (--in-process), where these cheats can reach the engine's frame list;
+    # the default scored run is sealed, where they cannot (test_a_cheat_gains_nothing_in_the_default_run)
+    execute_run(config.model_copy(update={"isolate": not scored_in_process}))
     return execute_causality(config, CausalityConfig(cut_seed=5))[0]  # sealed, in its run directory
 
 
@@ -73,6 +77,16 @@ def test_a_model_that_cheats_only_after_n_resets_is_caught_by_its_scored_outputs
     result = online_then_causality(tmp_path, "offender-stack-peeking", honest_resets=3)
     assert "scored_replay" in result.report.failed
     assert check(result, "occlusion").passed  # sealed: the audits cannot see the cheat itself
+
+
+def test_a_cheat_gains_nothing_in_the_default_sealed_scored_run(tmp_path: Path) -> None:
+    """The same cheat scored the default way (sealed): the engine's frame list is not in its process, so
+    its scored outputs are honest and replay (issue 24: the default flow is sealed)."""
+    result = online_then_causality(
+        tmp_path, "offender-stack-peeking", scored_in_process=False, honest_resets=3
+    )
+    assert result.report.passed, result.report.failed
+    assert check(result, "scored_replay").passed
 
 
 def test_a_model_that_behaves_when_it_sees_an_audit_on_its_call_stack_is_caught(tmp_path: Path) -> None:

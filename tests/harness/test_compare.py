@@ -23,7 +23,7 @@ from harness.results.compare import (
     compare_runs,
 )
 from harness.results.files import RESULT_FILE
-from harness.results.headline import Figure, RunHeadline
+from harness.results.headline import DataRecord, Figure, RunHeadline
 from harness.results.markdown import format_change, format_value
 from harness.runs.catalog import figure_keys
 from harness.runs.session import execute_run
@@ -268,3 +268,59 @@ def test_a_latency_regression_between_invalid_measurements_is_not_called_unless_
     assert not p50.regression and p50.verdict.startswith("not called")
     forced = compare_runs(base, head, spec, base_ns, head_ns, force=True)
     assert forced.regressions == ["p50", "f1@100ms"] and forced.refusal is None
+
+
+def with_data(head: RunHeadline, digest: str, seed: int | None, kind: str | None) -> RunHeadline:
+    data = DataRecord.model_validate({"kind": "synthetic", "hash": digest, "seed": seed, "seed_kind": kind})
+    return head.model_copy(update={"data": data})
+
+
+def test_different_draws_are_compared_with_a_note_and_their_scores_gated_only_when_forced() -> None:
+    """Issue 24: two secret seeds are two draws of one distribution. Timings are gated as ever; a score's
+    regression is not called (exit 3) unless forced, since the draw moves it too."""
+    rng = np.random.default_rng(1)
+    base_ns = rng.normal(1e6, 1e4, 400).astype(np.int64)
+    head_ns = (base_ns * 1.5).astype(np.int64)
+    spec = FailOnSpec.parse("p50:+10%,f1@100ms:-0.01")
+    base = with_data(headline("base", p50=1.0, **{"f1@100ms": 0.9}), "a" * 64, 11, "secret")
+    head = with_data(headline("head", p50=1.5, **{"f1@100ms": 0.5}), "b" * 64, 22, "secret")
+    drawn = compare_runs(base, head, spec, base_ns, head_ns)
+    assert drawn.data_note is not None
+    assert "different draws of the synthetic set (secret seeds)" in drawn.data_note
+    assert drawn.regressions == ["p50"]  # the timing is still called
+    f1 = next(c for c in drawn.changes if c.key == "f1@100ms")
+    assert not f1.regression and f1.verdict.startswith("not called (REGRESSION: breaches f1@100ms:-0.01)")
+    assert drawn.refusal is not None and "one --seed for both runs, or --force" in drawn.refusal
+    forced = compare_runs(base, head, spec, base_ns, head_ns, force=True)
+    assert forced.regressions == ["p50", "f1@100ms"] and forced.refusal is None
+    assert forced.data_note == drawn.data_note  # forced or not, the note stays
+    # other data (here: two public seeds) is noted as such; the same data (same hash) is not noted at all
+    public = compare_runs(base, with_data(head, "b" * 64, 22, "public"), spec, base_ns, head_ns)
+    assert public.data_note is not None and public.data_note.startswith("different data: base scored")
+    assert public.regressions == ["p50"]
+    same = compare_runs(base, with_data(head, "a" * 64, 11, "secret"), spec, base_ns, head_ns)
+    assert same.data_note is None and same.regressions == ["p50", "f1@100ms"] and same.refusal is None
+    unknown = compare_runs(base, headline("head", p50=1.5, **{"f1@100ms": 0.5}), spec, base_ns, head_ns)
+    assert unknown.data_note is None and unknown.regressions == ["p50", "f1@100ms"]  # an old index entry
+    # an INVALID measurement and different draws: both refusals, each on its own figures
+    from harness.results.quality import judge_quality
+
+    invalid = judge_quality(head_ns[:50], 1, 0, 1.0)
+    both = compare_runs(base, head.model_copy(update={"measurement": invalid}), spec, base_ns, head_ns)
+    assert both.regressions == [] and both.refusal is not None
+    assert "measurement INVALID" in both.refusal and "different draws" in both.refusal
+
+
+def test_a_sealed_run_and_an_in_process_one_do_not_compare_without_force() -> None:
+    """Issue 24 item 1: an in-process model shares the harness's clock, data and labels; its figures are
+    never set beside a sealed run's in a comparison or a gate unless forced, and then it says so."""
+    base = headline("base", p95=1.0).model_copy(update={"execution": "sealed"})
+    head = headline("head", p95=1.0).model_copy(update={"execution": "in-process"})
+    with pytest.raises(FingerprintMismatchError, match="ran its adapter sealed, head in-process"):
+        compare_runs(base, head)
+    forced = compare_runs(base, head, force=True)
+    assert forced.fingerprint_note == "forced: the adapters ran sealed and in-process"
+    same = compare_runs(base, head.model_copy(update={"execution": "sealed"}))
+    assert same.fingerprint_note is None
+    older = compare_runs(base, head.model_copy(update={"execution": None}))  # an index entry before it
+    assert older.fingerprint_note is None

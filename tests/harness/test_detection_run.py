@@ -152,7 +152,9 @@ def test_streambench_run_protocol_detection(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "EER versus heard time" in res.output and "5 real + 5 fake utterances" in res.output
     result = load_protocol_result(tmp_path / "cli" / RESULT_FILE, DetectionResult)
-    assert result.adapter == "reference-detector" and result.run.data == SpoofConfig(num_utterances=10)
+    assert result.adapter == "reference-detector" and result.dataset_seed_kind == "secret"  # no --seed
+    drawn = result.run.data.seed  # type: ignore[union-attr]
+    assert isinstance(drawn, int) and result.run.data == SpoofConfig(num_utterances=10, seed=drawn)
     labels, scores = read_score_file(tmp_path / "cli" / SCORE_FILE)
     assert labels.size == 10 and np.isfinite(scores).all()
 

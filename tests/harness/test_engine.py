@@ -262,7 +262,7 @@ def test_flops_per_frame_of_the_reference_model() -> None:
     from adapters.reference import CausalReferenceAdapter
     from harness.datasets.synthetic import SyntheticConfig, make_streams
 
-    stream = make_streams(SyntheticConfig(num_streams=1))[0]
+    stream = make_streams(SyntheticConfig(seed=0, num_streams=1))[0]
     flops, reason = Engine(CausalReferenceAdapter(), EngineConfig(warmup_frames=0)).count_flops(stream)
     # two matched filters: [29, 64] x [64, 1] and [29, 128] x [128, 1], 2 FLOPs per multiply-add
     assert (flops, reason) == (2 * 29 * 64 + 2 * 29 * 128, None)

@@ -25,9 +25,10 @@ ADAPTER = "tests.support:FailAtAdapter"
 def config(tmp_path: Path, run_id: str = "run", **overrides: Any) -> RunConfig:
     base: dict[str, Any] = {
         "adapter": ADAPTER,
-        "data": {"num_streams": 4, "duration_s": 5.0},
+        "data": {"num_streams": 4, "duration_s": 5.0, "seed": 0},
         "engine": {"warmup_frames": 0},
-        "protocol": {"bootstrap_resamples": 20},
+        # the planted faults count the streams they are fed: the session audit's copies would shift them
+        "protocol": {"bootstrap_resamples": 20, "audit": {"share": 0, "minimum": 0}},
         "output_dir": tmp_path,
         "run_id": run_id,
     }
@@ -61,9 +62,13 @@ def test_continue_records_the_failure_and_scores_every_other_stream(
         "scored_streams": 3,
         "scored_frames": 375,
         "failed_streams": 1,
+        "failed_frames": 125,
+        "failure_rule": "wrong",
         "predictions_beyond_end": 0,
     }
-    assert result.metrics.overall.accuracy.num_frames == 375
+    # the failed stream is in the figures, as answered wrongly on its 125 frames (issue 24 item 5)
+    assert result.metrics.overall.accuracy.num_frames == 500
+    assert [(f.stream_id, f.frame) for f in result.metrics.failed] == [("syn-0001", 7)]
     assert [s.stream_id for s in result.metrics.streams] == ["syn-0000", "syn-0002", "syn-0003"]
     assert load_result(run_dir) == result
     assert [r.stream_id for r in load_recordings(run_dir)] == ["syn-0000", "syn-0002", "syn-0003"]
@@ -114,6 +119,7 @@ def test_an_existing_run_id_is_refused(tmp_path: Path) -> None:
 def test_cli_exit_codes_and_failure_summary(tmp_path: Path) -> None:
     args = ["run", "--adapter", ADAPTER, "--option", "stream=1", "--option", "frame=4", "--streams", "3"]
     args += ["--duration", "5", "--warmup-frames", "0", "--output-dir", str(tmp_path), "--no-progress"]
+    args += ["--in-process"]  # FailAtAdapter counts the streams it is fed (the session audit adds copies)
     res = CliRunner().invoke(app, [*args, "--run-id", "cont"])
     assert res.exit_code == 1, res.output
     assert "syn-0001" in res.output and "frame 4" in res.output
@@ -148,7 +154,7 @@ def test_isolated_run_survives_a_crash_or_hang_and_scores_the_rest(
     cfg = config(tmp_path, adapter="faulty", isolate=True, isolation={"frame_timeout_s": 2.0})
     options = {"fault": fault, "at_frame": 9, "stream_fingerprint": _first_frame_fingerprint("syn-0002", cfg)}
     result, recordings, _ = execute_run(cfg.model_copy(update={"adapter_options": options}))
-    assert result.execution.mode == "isolated" and result.status == "complete"
+    assert result.execution.mode == "sealed" and result.status == "complete"  # the default worker
     (failure,) = result.failures
     assert (failure.stream_id, failure.frame, failure.error_type) == ("syn-0002", 9, error_type)
     assert words in failure.message
@@ -157,8 +163,9 @@ def test_isolated_run_survives_a_crash_or_hang_and_scores_the_rest(
 
 
 def test_isolated_and_in_process_runs_record_the_same_predictions(tmp_path: Path) -> None:
-    inside, rec_in, _ = execute_run(config(tmp_path, "in", adapter="reference"))
-    isolated, rec_iso, _ = execute_run(config(tmp_path, "iso", adapter="reference", isolate=True))
+    inside, rec_in, _ = execute_run(config(tmp_path, "in", adapter="reference", isolate=False))
+    unsealed = {"sealed": False}
+    isolated, rec_iso, _ = execute_run(config(tmp_path, "iso", adapter="reference", isolation=unsealed))
     assert isolated.execution.mode == "isolated" and inside.execution.mode == "in-process"
     for a, b in zip(rec_in, rec_iso, strict=True):
         assert a.stream_id == b.stream_id
@@ -171,6 +178,8 @@ def test_isolated_and_in_process_runs_record_the_same_predictions(tmp_path: Path
 
 
 def test_options_of_the_online_protocol_only_are_refused_elsewhere() -> None:
-    for protocol in ("robustness", "causality"):
-        res = CliRunner().invoke(app, ["run", "--protocol", protocol, "--isolate", "--no-progress"])
-        assert res.exit_code == 2 and "apply to the online protocol" in res.output
+    refused = [("causality", ["--in-process"]), ("hysteresis", ["--no-sealed"])]
+    refused.append(("robustness", ["--on-error", "stop"]))
+    for protocol, flags in refused:
+        res = CliRunner().invoke(app, ["run", "--protocol", protocol, *flags, "--no-progress"])
+        assert res.exit_code == 2 and f"do not apply to --protocol {protocol}" in res.output

@@ -1,4 +1,5 @@
-"""``--isolate``: the adapter in a worker process; every planted fault costs its own stream and nothing else.
+"""``--no-sealed``: the adapter in a worker process that holds the data (the default worker is sealed:
+test_sealed_worker.py); every planted fault costs its own stream and nothing else.
 
 Worker starts dominate the cost, so one run on one :class:`IsolatedEngine` plants
 every fault on its own stream, with a clean stream after each; the tests below read that run's outcome.
@@ -31,9 +32,10 @@ from harness.execution.setup import build_adapter
 from protocols.recording import StreamRecording
 
 DATA = SyntheticConfig(
-    num_streams=15, num_event_classes=2, duration_s=2.0, min_event_segments=1, max_event_segments=2
+    seed=0, num_streams=15, num_event_classes=2, duration_s=2.0, min_event_segments=1, max_event_segments=2
 )
 ENGINE = EngineConfig(warmup_frames=10)
+PLAIN_SLOW_STREAM = IsolationConfig(frame_timeout_s=60, stream_timeout_s=2.0, sealed=False)
 STREAMS = make_streams(DATA)
 IDS = [s.stream_id for s in STREAMS]
 PRINTS = {s.stream_id: stream_fingerprint(next(iter(s.frames()))) for s in STREAMS}
@@ -79,7 +81,9 @@ def _run_all(engine: IsolatedEngine, ids: list[str]) -> dict[str, tuple[Any, flo
 
 @pytest.fixture(scope="module")
 def fault_run() -> tuple[dict[str, tuple[Any, float]], IsolatedEngine]:
-    isolation = IsolationConfig(frame_timeout_s=FRAME_TIMEOUT_S, memory_limit_mb=MEMORY_LIMIT_MB)
+    isolation = IsolationConfig(
+        frame_timeout_s=FRAME_TIMEOUT_S, memory_limit_mb=MEMORY_LIMIT_MB, sealed=False
+    )
     with IsolatedEngine(FAULTY, isolation) as engine:
         assert engine.warm_up() == 10
         outcome = _run_all(engine, IDS)
@@ -109,7 +113,7 @@ def test_isolated_recordings_equal_in_process_for_the_reference_adapter() -> Non
     ids = ["syn-0000", "syn-0002"]
     local = _in_process(config, ids)
     local_flops = Engine(build_adapter(config, STREAMS[0])).count_flops(STREAMS[0])
-    with IsolatedEngine(config, IsolationConfig()) as engine:
+    with IsolatedEngine(config, IsolationConfig(sealed=False)) as engine:
         assert engine.warm_up() == 10 and engine.warmup_stream_id == "syn-warmup"
         isolated = {i: engine.run_stream(i, "validation" if i == ids[1] else "test") for i in ids}
         assert engine.info == build_adapter(config, STREAMS[0]).info
@@ -215,7 +219,7 @@ def test_worker_killed_from_outside_is_a_crash_and_a_slow_stream_hits_the_stream
             }
         }
     )
-    with IsolatedEngine(config, IsolationConfig(frame_timeout_s=60, stream_timeout_s=2.0)) as engine:
+    with IsolatedEngine(config, PLAIN_SLOW_STREAM) as engine:
         engine.warm_up()
         pid = engine.worker_pid
         assert pid is not None
@@ -253,10 +257,10 @@ def test_a_worker_command_runs_its_own_pythonpath(tmp_path: Any) -> None:
     )
     config = RunConfig(adapter="side_only_adapter:SideAdapter", data=DATA, engine=ENGINE)
     command = WorkerCommand(pythonpath=[str(side), *default_pythonpath()])
-    with IsolatedEngine(config, IsolationConfig(), command=command) as engine:
+    with IsolatedEngine(config, IsolationConfig(sealed=False), command=command) as engine:
         assert engine.warm_up() == 10
         assert engine.info.name == "side-only"
         recording = engine.run_stream("syn-0001")
         assert recording.num_frames == STREAMS[1].num_frames and (recording.latency_ns > 0).all()
-    with IsolatedEngine(config, IsolationConfig()) as engine, pytest.raises(WorkerError):
+    with IsolatedEngine(config, IsolationConfig(sealed=False)) as engine, pytest.raises(WorkerError):
         engine.warm_up()  # without the side's path the module is not importable

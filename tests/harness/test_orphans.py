@@ -1,4 +1,4 @@
-"""Issue 18, "Orphaned workers": the ``--isolate`` worker dies with its parent. A parent killed with
+"""Issue 18, "Orphaned workers": the (sealed, by default) worker dies with its parent. A parent killed with
 SIGKILL while its adapter hangs leaves no process behind (neither the worker nor multiprocessing's
 resource tracker); Ctrl-C to the process group prints no worker traceback and the parent reports."""
 
@@ -52,7 +52,7 @@ def _gone(processes: list[psutil.Process], within_s: float) -> list[psutil.Proce
 def test_a_killed_parent_leaves_no_worker_behind(tmp_path: Path) -> None:
     proc, descendants = _start_hung_run(tmp_path)
     try:
-        workers = [p for p in descendants if "spawn_main" in " ".join(p.cmdline())]
+        workers = [p for p in descendants if "sealed_main" in " ".join(p.cmdline())]  # the default worker
         assert workers, [p.cmdline() for p in descendants]  # the adapter's worker is running
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(30)

@@ -24,7 +24,7 @@ T = 250  # frames of a default synthetic stream (10 s at 25 fps)
 
 @pytest.fixture(scope="module")
 def streams() -> list[Stream]:
-    return make_streams(SyntheticConfig(num_streams=3))
+    return make_streams(SyntheticConfig(seed=0, num_streams=3))
 
 
 def frames_of(stream: Stream) -> list[Frame]:
@@ -251,7 +251,7 @@ def test_jitter_after_delay_uses_delayed_capture_times() -> None:
 def test_jitter_rendered_keeps_each_frames_noise_and_displaces_the_signal() -> None:
     """With a sensor model, a jittered frame = signal at the displaced time + the frame's own noise: the
     noise level is the clean stream's (interpolation would shrink it), the signal is the clean signal."""
-    config = SyntheticConfig(num_streams=1, noise_std=0.5)
+    config = SyntheticConfig(seed=0, num_streams=1, noise_std=0.5)
     (stream,) = make_streams(config)
     quiet = make_streams(config.model_copy(update={"noise_std": 0.0}))[0]  # the same signal, no noise
     signal = np.stack([f.inputs["audio"] for f in quiet.frames()]).astype(np.float64)
@@ -275,7 +275,7 @@ def test_jitter_rendered_keeps_each_frames_noise_and_displaces_the_signal() -> N
 
 
 def test_jitter_capture_at_own_time_is_the_payload() -> None:
-    (stream,) = make_streams(SyntheticConfig(num_streams=1))
+    (stream,) = make_streams(SyntheticConfig(seed=0, num_streams=1))
     assert stream.capture is not None
     for i, f in enumerate(stream.frames()):
         for m in stream.modalities:

@@ -125,7 +125,7 @@ def test_an_isolated_worker_reports_the_frame_it_is_at(sealed: bool) -> None:
     config = RunConfig(
         adapter="busywait",
         adapter_options={"duration_us": 10_000},
-        data={"num_streams": 2, "duration_s": 4.0},
+        data={"num_streams": 2, "duration_s": 4.0, "seed": 0},
         engine={"warmup_frames": 5},
     )
     seen: list[tuple[str, int, int | None]] = []

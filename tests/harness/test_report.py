@@ -40,7 +40,7 @@ def _config(root: Path, run_id: str, adapter: str = "reference") -> RunConfig:
     return RunConfig.model_validate(
         {
             "adapter": adapter,
-            "data": {"num_streams": 3, "duration_s": 5.0},
+            "data": {"num_streams": 3, "duration_s": 5.0, "seed": 0},
             "engine": {"warmup_frames": 10},
             "protocol": {"bootstrap_resamples": 50},
             "output_dir": root,
@@ -343,8 +343,9 @@ def test_failures_and_execution_mode_are_shown_escaped(tmp_path: Path) -> None:
     html = write_report(["fail"], tmp_path / "r.html", results_dir=tmp_path).read_text()
     summary = _sections(html)["run0-summary"]
     assert "adapter ran in-process; on error: continue; 1 session(s)" in summary
-    assert "2 of 3 planned streams (250 frames); 1 failed" in summary
-    assert "stream syn-0002 failed at frame 4: adapter &#x27;fail-at&#x27;" in summary
+    # issue 24 item 5: the failed stream is in the figures, as answered wrongly, and the summary says so
+    assert "2 of 3 planned streams by their outputs (250 frames); 1 failed, scored as answered" in summary
+    assert "stream syn-0002 failed at frame 4 (scored as answered wrongly): adapter &#x27;fail-at" in summary
 
 
 def test_latency_axes_go_logarithmic_when_a_few_slow_frames_would_squeeze_the_typical_range() -> None:

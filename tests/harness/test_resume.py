@@ -37,10 +37,12 @@ def timing_free(result: RunResult) -> str:
     return json.dumps(metrics, sort_keys=True)
 
 
-def config(tmp_path: Path, run_id: str, streams: int = 6, resamples: int = 50) -> RunConfig:
+def config(
+    tmp_path: Path, run_id: str, streams: int = 6, resamples: int = 50, seed: int | None = 0
+) -> RunConfig:
     return RunConfig.model_validate(
         {
-            "data": {"num_streams": streams, "duration_s": 5.0},
+            "data": {"num_streams": streams, "duration_s": 5.0, "seed": seed},
             "engine": {"warmup_frames": 20},
             "protocol": {"bootstrap_resamples": resamples},
             "output_dir": tmp_path,
@@ -108,7 +110,10 @@ def test_sigterm_from_outside_then_cli_resume(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     resumed = load_result(run_dir)
     assert resumed.status == "complete" and resumed.scored.scored_streams == 40
-    whole, _, _ = execute_run(config(tmp_path, "whole40", streams=40, resamples=1000))  # the CLI's default
+    # the run drew a secret seed (no --seed): the resume rebuilt its streams, and --seed rebuilds them
+    assert resumed.seeds.dataset_seed_kind == "secret" and resumed.seeds.dataset == partial.seeds.dataset
+    secret = resumed.seeds.dataset
+    whole, _, _ = execute_run(config(tmp_path, "whole40", streams=40, resamples=1000, seed=secret))
     assert timing_free(resumed) == timing_free(whole)
 
 
@@ -157,3 +162,26 @@ def test_resume_refuses_another_environment(tmp_path: Path) -> None:
     log.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
     with pytest.raises(ValueError, match="started with environment fingerprint another-machine"):
         resume_run(run_dir)
+
+
+def test_a_resumed_run_keeps_its_secret_seed(tmp_path: Path) -> None:
+    """Issue 24: an unset seed is drawn once per run; the event log holds it, so a resume rebuilds the
+    same streams (and the seed stays secret); ``--seed`` with it rebuilds them afterwards (public)."""
+
+    def interrupt_after_one(done: int, total: int, stream_id: str) -> None:
+        if done == 1:
+            raise KeyboardInterrupt
+
+    partial, _, run_dir = execute_run(config(tmp_path, "cut", streams=3, seed=None), interrupt_after_one)
+    start = read_events(run_dir).start
+    secret = start.config["data"]["seed"]
+    assert isinstance(secret, int) and start.dataset_seed_kind == "secret"
+    assert partial.seeds.dataset == secret and partial.seeds.dataset_seed_kind == "secret"
+    resumed, _, _ = resume_run(run_dir)
+    assert resumed.status == "complete" and resumed.execution.sessions == 2
+    assert (resumed.seeds.dataset, resumed.seeds.dataset_seed_kind) == (secret, "secret")
+    assert resumed.environment.data_hash.value == start.data_hash  # the same streams
+    again, _, _ = execute_run(config(tmp_path, "again", streams=3, seed=secret))
+    assert (again.seeds.dataset, again.seeds.dataset_seed_kind) == (secret, "public")
+    assert again.environment.data_hash.value == start.data_hash
+    assert timing_free(again) == timing_free(resumed)

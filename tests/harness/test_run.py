@@ -26,7 +26,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def small(tmp_path: Path, **changes: object) -> RunConfig:
-    base: dict[str, object] = {"data": {"num_streams": 6}, "output_dir": tmp_path, "run_id": "run"}
+    base: dict[str, object] = {"data": {"num_streams": 6, "seed": 0}, "output_dir": tmp_path, "run_id": "run"}
     base.update(changes)
     return RunConfig.model_validate(base)
 
@@ -156,8 +156,10 @@ def test_readme_adapter_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (tmp_path / "my_adapter.py").write_text(blocks[0])
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "my_adapter", raising=False)
+    # the results store beside the adapter, as a user's results/, not around it: the sealed worker
+    # cannot read the store, so an adapter inside it could not be imported there
     result, recordings, _ = execute_run(
-        small(tmp_path, adapter="my_adapter:LoudnessAdapter", adapter_options={"window": 3})
+        small(tmp_path / "results", adapter="my_adapter:LoudnessAdapter", adapter_options={"window": 3})
     )
     assert result.adapter_info.name == "loudness" and len(result.adapter_info.classes) == 29
     assert all(np.allclose(r.scores.sum(axis=1), 1.0) for r in recordings)

@@ -27,7 +27,7 @@ from harness.execution.sealing import seal_frames
 from harness.runs.causality import occlude
 from protocols.perturbations import AudioDelay, Jitter, MissingModality
 
-SYNTHETIC = SyntheticConfig(num_streams=2, duration_s=5.0)
+SYNTHETIC = SyntheticConfig(seed=0, num_streams=2, duration_s=5.0)
 
 
 class Probe(StreamingAdapter):
@@ -139,7 +139,7 @@ def _ave(tmp_path: Path) -> list[Stream]:
 
 def _kinds(tmp_path: Path) -> dict[str, list[Stream]]:
     synthetic = make_streams(SYNTHETIC)
-    spoof = SpoofConfig(num_utterances=2, min_duration_s=1.0, max_duration_s=2.0)
+    spoof = SpoofConfig(seed=0, num_utterances=2, min_duration_s=1.0, max_duration_s=2.0)
     return {
         "synthetic": synthetic,
         "synthetic_spoof": make_streams(spoof),

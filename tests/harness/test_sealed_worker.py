@@ -30,7 +30,7 @@ def config(adapter: str = "reference", **options: Any) -> RunConfig:
         {
             "adapter": adapter,
             "adapter_options": options,
-            "data": {"num_streams": 2, "duration_s": 5.0},
+            "data": {"num_streams": 2, "duration_s": 5.0, "seed": 0},
             "engine": {"warmup_frames": 10},
         }
     )
@@ -126,5 +126,6 @@ def test_any_stream_the_parent_holds_runs_sealed_but_not_in_a_plain_worker() -> 
     with sealed(run) as engine:
         got = engine.run(variant)
         assert same_outputs(got, in_process(run)[variant.stream_id])
-    with IsolatedEngine(run) as plain, pytest.raises(ValueError, match="needs a sealed worker"):
+    plain_worker = IsolationConfig(sealed=False)
+    with IsolatedEngine(run, plain_worker) as plain, pytest.raises(ValueError, match="needs a sealed worker"):
         plain.run(variant)

@@ -40,7 +40,7 @@ def runs(values: np.ndarray) -> list[tuple[int, int, int]]:
 
 @pytest.fixture(scope="module")
 def many() -> list:
-    return make_streams(SyntheticConfig(num_streams=200))
+    return make_streams(SyntheticConfig(seed=0, num_streams=200))
 
 
 def test_deterministic_across_calls() -> None:
@@ -57,8 +57,8 @@ def test_deterministic_across_calls() -> None:
 
 
 def test_stream_k_independent_of_num_streams() -> None:
-    few = make_streams(SyntheticConfig(num_streams=5))
-    lots = make_streams(SyntheticConfig(num_streams=50))
+    few = make_streams(SyntheticConfig(seed=0, num_streams=5))
+    lots = make_streams(SyntheticConfig(seed=0, num_streams=50))
     assert [s.stream_id for s in few] == ["syn-0000", "syn-0001", "syn-0002", "syn-0003", "syn-0004"]
     assert np.array_equal(few[3].labels, lots[3].labels)
     assert np.array_equal(few[3].meta["visibility"], lots[3].meta["visibility"])
@@ -66,7 +66,7 @@ def test_stream_k_independent_of_num_streams() -> None:
 
 
 def test_shapes_dtypes_and_times() -> None:
-    stream = make_streams(SyntheticConfig(num_streams=1))[0]
+    stream = make_streams(SyntheticConfig(seed=0, num_streams=1))[0]
     assert stream.classes == ("background", *AVE_EVENT_CLASSES)
     assert len(stream.classes) == 29
     assert stream.labels.shape == (250, 29) and stream.labels.dtype == bool
@@ -87,6 +87,7 @@ def test_shapes_dtypes_and_times() -> None:
 
 def test_other_sizes() -> None:
     config = SyntheticConfig(
+        seed=0,
         num_streams=2,
         num_event_classes=3,
         audio_dim=8,
@@ -141,7 +142,7 @@ def test_visibility_mix(many: list) -> None:
 
 
 def test_hidden_modality_carries_background() -> None:
-    streams = make_streams(SyntheticConfig(num_streams=60))
+    streams = make_streams(SyntheticConfig(seed=0, num_streams=60))
     checked = {VIS_AUDIO_ONLY: 0, VIS_VISUAL_ONLY: 0, VIS_AUDIO_VISUAL: 0}
     for s in streams:
         vis = s.meta["visibility"]
@@ -167,7 +168,7 @@ def test_hidden_modality_carries_background() -> None:
 
 
 def test_noise_free_payloads_and_onset_ramp() -> None:
-    config = SyntheticConfig(num_streams=1, noise_std=0.0, amplitude=2.0, onset_ramp_s=0.4)
+    config = SyntheticConfig(seed=0, num_streams=1, noise_std=0.0, amplitude=2.0, onset_ramp_s=0.4)
     stream = make_streams(config)[0]
     audio = stacked(stream, "audio")
     per_frame = stream.labels.argmax(axis=1)
@@ -186,7 +187,7 @@ def test_noise_free_payloads_and_onset_ramp() -> None:
 
 
 def test_warmup_stream_is_disjoint() -> None:
-    config = SyntheticConfig(num_streams=60)
+    config = SyntheticConfig(seed=0, num_streams=60)
     warm = make_warmup_stream(config, 600)
     assert warm.stream_id == "syn-warmup"
     assert warm.num_frames >= 600 and warm.num_frames % 250 == 0
@@ -228,9 +229,9 @@ def test_config_rejects_unknown_and_bad_mix() -> None:
 
 
 def test_noise_correlation_is_an_ar1_process() -> None:
-    signal = make_streams(SyntheticConfig(num_streams=1, noise_std=1.0, amplitude=1e-9))[0]
+    signal = make_streams(SyntheticConfig(seed=0, num_streams=1, noise_std=1.0, amplitude=1e-9))[0]
     correlated = make_streams(
-        SyntheticConfig(num_streams=1, noise_std=1.0, amplitude=1e-9, noise_correlation=0.8)
+        SyntheticConfig(seed=0, num_streams=1, noise_std=1.0, amplitude=1e-9, noise_correlation=0.8)
     )[0]
     for stream, rho in ((signal, 0.0), (correlated, 0.8)):
         audio = np.stack([f.inputs["audio"] for f in stream.frames()])  # [T, D], pure noise
@@ -241,10 +242,42 @@ def test_noise_correlation_is_an_ar1_process() -> None:
 
 def test_a_short_stream_gets_shorter_default_events_and_a_set_value_is_still_checked() -> None:
     """Issue 17: `--duration 2` was refused (the default max_event_segments 5 exceeds 2 segments)."""
-    short = SyntheticConfig(duration_s=2.0, num_streams=2)
+    short = SyntheticConfig(seed=0, duration_s=2.0, num_streams=2)
     assert (short.min_event_segments, short.max_event_segments) == (2, 2)
     assert SyntheticConfig(duration_s=1.0).max_event_segments == 1
     assert SyntheticConfig.model_validate(short.model_dump()) == short  # a saved config reads back
     assert len(make_streams(short)) == 2
     with pytest.raises(ValueError, match=r"max_event_segments \(5\) exceeds"):
         SyntheticConfig(duration_s=2.0, max_event_segments=5)
+
+
+def test_an_unset_seed_builds_nothing_and_the_warmup_reveals_no_seed() -> None:
+    """Issue 24: the seed decides the test set; unset, it is drawn per run (never a silent default 0), and
+    the warm-up a model sees unscored is the same whatever the (possibly secret) seed."""
+    unset = SyntheticConfig(num_streams=2, duration_s=2.0)
+    assert unset.seed is None
+    with pytest.raises(ValueError, match="seed is unset"):
+        make_streams(unset)
+    seeded = [unset.model_copy(update={"seed": seed}) for seed in (0, 12345)]
+    assert payload_bytes(make_streams(seeded[0])[0]) != payload_bytes(make_streams(seeded[1])[0])
+    warm = [payload_bytes(make_warmup_stream(config, 60)) for config in (*seeded, unset)]
+    assert warm[0] == warm[1] == warm[2]
+
+
+def test_seeded_draws_a_secret_seed_keeps_a_given_one_and_leaves_files_alone() -> None:
+    from harness.datasets.audio_files import AudioFilesConfig
+    from harness.datasets.catalog import SECRET_SEED_BITS, given_seed_kind, seeded, withheld
+
+    unset = SyntheticConfig(num_streams=2, duration_s=2.0)
+    (first, kind), (second, _) = seeded(unset), seeded(unset)
+    assert kind == "secret" and given_seed_kind(unset) is None
+    assert isinstance(first, SyntheticConfig) and isinstance(second, SyntheticConfig)
+    assert first.seed is not None and second.seed is not None and first.seed != second.seed
+    assert 0 <= first.seed < 2**SECRET_SEED_BITS
+    assert first.model_copy(update={"seed": None}) == unset  # only the seed was fixed
+    assert seeded(unset, secret=42) == (unset.model_copy(update={"seed": 42}), "secret")
+    given = unset.model_copy(update={"seed": 0})
+    assert seeded(given) == (given, "public") and seeded(given, secret=42) == (given, "public")
+    assert given_seed_kind(given) == "public" and withheld(first) == unset
+    files = AudioFilesConfig(directory="x")
+    assert seeded(files) == (files, None) and withheld(files) == files

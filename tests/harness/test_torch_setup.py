@@ -106,12 +106,12 @@ def test_a_worker_loads_torch_only_for_a_model_that_does_and_seeds_it(tmp_path: 
     import torch
 
     (tmp_path / "torch_probe.py").write_text(ADAPTER)
-    data = SyntheticConfig(num_streams=1, duration_s=1.0)
+    data = SyntheticConfig(seed=0, num_streams=1, duration_s=1.0)
     config = RunConfig(
         adapter="torch_probe:TorchProbe", data=data, engine=EngineConfig(warmup_frames=2), torch_seed=77
     )
     command = WorkerCommand(pythonpath=[str(tmp_path), *default_pythonpath()])
-    with IsolatedEngine(config, IsolationConfig(), command=command) as engine:
+    with IsolatedEngine(config, IsolationConfig(sealed=False), command=command) as engine:
         engine.warm_up()
         name = engine.info.name
     generator = torch.Generator().manual_seed(77)

@@ -26,7 +26,7 @@ from harness.report.bundle import RunBundle, SectionSpec
 from harness.report.html import esc
 from harness.results.headline import Figure
 from harness.runs import registry
-from harness.runs.catalog import write_indexed
+from harness.runs.catalog import fix_data_seed, write_indexed
 from harness.runs.interface import Outcome, RunProtocol
 
 
@@ -59,6 +59,7 @@ class ToyProtocol(RunProtocol):
 
     def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
         assert isinstance(config, ToyConfig)
+        run, _ = fix_data_seed(run)  # a protocol fixes the data set's seed once per run (issue 24)
         streams = make_streams(run.data)[: config.streams]
         engine = Engine(build_adapter(run, streams[0]), run.engine)
         recordings = [engine.run_stream(s) for s in streams]

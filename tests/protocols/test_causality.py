@@ -24,6 +24,7 @@ from adapters.offenders import (
     PeekingAdapter,
     sequence_gradient_support,
 )
+from adapters.offenders.rounding_cache import RoundingCacheAdapter, RoundingCacheOptions
 from adapters.reference import (
     CausalReferenceAdapter,
     LookaheadOptions,
@@ -31,8 +32,10 @@ from adapters.reference import (
     default_classes,
 )
 from harness.datasets.synthetic import SyntheticConfig, make_streams
+from harness.execution.config import RunConfig
 from harness.execution.engine import Engine, EngineConfig
 from harness.runs.causality import occlude
+from harness.runs.causality_caching import caching_partners, control_share, unseen_control
 from harness.runs.causality_checks import nudge
 from protocols.causality import (
     CausalityConfig,
@@ -97,7 +100,9 @@ def _no_leak() -> Any:
 
 @pytest.fixture(scope="module")
 def streams() -> list[Stream]:
-    config = SyntheticConfig(num_streams=3, duration_s=2.0, min_event_segments=1, max_event_segments=2)
+    config = SyntheticConfig(
+        num_streams=3, duration_s=2.0, min_event_segments=1, max_event_segments=2, seed=0
+    )
     return make_streams(config)
 
 
@@ -212,6 +217,16 @@ def test_judge_caching() -> None:
     result = judge_caching(cache, 0.5, stream_id="s")
     assert not result.passed and result.first_stream == "s"
     assert result.max_difference == pytest.approx(200.0) and "p = 0.0312" in result.detail
+    assert "repeat vs unseen control" in result.detail and "one-ulp" not in result.detail
+    # the one-ulp copies are reported beside the verdict and never decide it
+    hit = [(np.full(20, 10_000), np.full(20, 10_000))] * 5  # a copy served from the cache
+    tolerant = judge_caching(cache, 0.5, stream_id="s", ulp_copies=hit)
+    assert not tolerant.passed and tolerant.max_difference == pytest.approx(200.0)
+    assert "one-ulp copies (the former control, not judged): median speed-up 1.00x" in tolerant.detail
+    assert "a cache tolerant to small input changes" in tolerant.detail
+    exact = judge_caching(cache, 0.5, ulp_copies=cache)  # an exact key misses the copies as well
+    assert not exact.passed and "tolerant" not in exact.detail and "speed-up 200.00x, repeat" in exact.detail
+    assert judge_caching(honest, 0.5, ulp_copies=cache).passed  # copies alone never fail it
 
 
 def test_the_caching_control_differs_from_the_stream_in_every_numeric_payload() -> None:
@@ -244,6 +259,99 @@ def test_the_caching_control_differs_from_the_stream_in_every_numeric_payload() 
                     expected = np.nextafter(expected, np.array(np.inf, dtype=original.dtype))
                 assert np.array_equal(got, expected), name
         assert (moved["i16"] == np.array([ulps, -3 + ulps, np.iinfo(np.int16).max - ulps])).all()
+
+
+def one_frame_stream(sid: str, payloads: dict[str, Any], num_frames: int = 1) -> Stream:
+    frames = [Frame(i, 0.04 * (i + 1), payloads) for i in range(num_frames)]
+    return Stream(
+        stream_id=sid,
+        classes=CLASSES,
+        modalities=tuple(payloads),
+        frame_times=0.04 * np.arange(1, num_frames + 1),
+        labels=np.zeros((num_frames, len(CLASSES)), dtype=bool),
+        frame_source=lambda: frames,
+    )
+
+
+def test_the_unseen_control_mixes_in_another_stream_and_keeps_the_work() -> None:
+    """Issue 24, item 4: the caching audit's control is A mixed with another stream, ``(1 - w) A + w B``:
+    A's frame indices, times, shapes, dtypes and missing modalities (the same work for an honest model),
+    values inside the range the two span (the data's domain), integers rounded and clipped; a payload
+    the partner cannot change is moved by ulps instead."""
+    a: dict[str, Any] = {
+        "f32": np.array([0.0, 1.0, -2.0], dtype=np.float32),
+        "f64": np.array([[1.0, 2.0]], dtype=np.float64),
+        "u8": np.array([0, 250, 255], dtype=np.uint8),
+        "absent": None,
+        "missing_there": np.array([5.0], dtype=np.float32),
+        "other_shape": np.array([1.0, 2.0], dtype=np.float32),
+        "flags": np.array([True, False]),
+    }
+    b: dict[str, Any] = {
+        "f32": np.array([4.0, -1.0, -2.0], dtype=np.float32),
+        "f64": np.array([[3.0, 2.0]], dtype=np.float64),
+        "u8": np.array([255, 0, 255], dtype=np.uint8),
+        "absent": np.ones(3, dtype=np.float32),
+        "missing_there": None,
+        "other_shape": np.ones(3, dtype=np.float32),
+        "flags": np.array([False, True]),
+    }
+    stream, partner = one_frame_stream("A", a), one_frame_stream("B", b)
+    control = unseen_control(stream, partner, 0.5, fallback_ulps=2)
+    (frame,) = list(control.frames())
+    (original,) = list(stream.frames())
+    assert (frame.index, frame.t) == (original.index, original.t) and control.num_frames == 1
+    assert control.stream_id != stream.stream_id and "B" in control.stream_id
+    got = frame.inputs
+    assert set(got) == set(a) and got["absent"] is None
+    for name in ("f32", "f64", "u8", "missing_there", "other_shape"):
+        assert got[name].dtype == a[name].dtype and got[name].shape == a[name].shape, name
+    np.testing.assert_array_equal(got["f32"][:2], np.array([2.0, 0.0], dtype=np.float32))
+    # an element equal in both is unchanged by the mix, the payload as a whole is not
+    assert got["f32"][2] == -2.0
+    np.testing.assert_array_equal(got["f64"], np.array([[2.0, 2.0]]))
+    np.testing.assert_array_equal(got["u8"], np.array([128, 125, 255], dtype=np.uint8))  # rint, in range
+    up = np.array(np.inf, dtype=np.float32)
+    for name in ("missing_there", "other_shape"):  # nothing to mix with: moved 2 ulps
+        np.testing.assert_array_equal(got[name], np.nextafter(np.nextafter(a[name], up), up))
+    np.testing.assert_array_equal(got["flags"], a["flags"])  # not numeric: kept
+    # a partner identical to A cannot change it: moved by ulps rather than given back
+    same = next(iter(unseen_control(stream, stream, 0.7, fallback_ulps=1).frames())).inputs
+    np.testing.assert_array_equal(same["f64"], np.nextafter(a["f64"], np.inf))
+    with pytest.raises(ValueError, match="share"):
+        unseen_control(stream, partner, 1.0)
+
+
+def test_every_round_has_its_own_unseen_control_no_rounding_cache_can_match(streams: list[Stream]) -> None:
+    """The controls of the rounds, against the stream and against each other: no frame of one shares a
+    key with a frame of another under a cache that rounds to 2 decimals (coarser than the offender's
+    default), while a one-ulp copy shares every key with the stream. Partners: the data set's other
+    streams in turn, the warm-up stream when there is none."""
+    stream, rounds = streams[0], 8
+    partners = caching_partners(_run_config(SyntheticConfig(seed=0, num_streams=3)), streams, stream, rounds)
+    assert [p.stream_id for p in partners] == [streams[1 + r % 2].stream_id for r in range(rounds)]
+    alone = caching_partners(_run_config(SyntheticConfig(seed=0, num_streams=1)), streams[:1], stream, 2)
+    assert [p.stream_id for p in alone] == ["syn-warmup"] * 2
+    shares = [control_share(r, rounds) for r in range(rounds)]
+    assert shares[0] == 0.5 and shares[-1] == 0.75 and len(set(shares)) == rounds
+    cache = RoundingCacheAdapter(RoundingCacheOptions(decimals=2))
+    keys = {"stream": [cache._key(f.inputs) for f in stream.frames()]}
+    keys["ulp"] = [cache._key(f.inputs) for f in nudge(stream, 1).frames()]
+    for r, partner in enumerate(partners):
+        control = unseen_control(stream, partner, shares[r], r + 1, rounds + r + 1)
+        keys[f"control {r}"] = [cache._key(f.inputs) for f in control.frames()]
+    assert sum(a == b for a, b in zip(keys["stream"], keys["ulp"], strict=True)) > 0.9 * stream.num_frames
+    for p in streams[1:]:
+        keys[p.stream_id] = [cache._key(f.inputs) for f in p.frames()]
+    for name, own in keys.items():
+        if name.startswith("control"):
+            others = {k for other, ks in keys.items() if other != name for k in ks}
+            assert not set(own) & others, name
+            assert len(set(own)) == len(own), name
+
+
+def _run_config(data: SyntheticConfig) -> RunConfig:
+    return RunConfig.model_validate({"adapter": "reference", "data": data.model_dump()})
 
 
 def test_judge_caching_under_noise_drift_and_too_few_rounds() -> None:
@@ -407,25 +515,34 @@ def test_gradient_flow_names_the_first_sampled_t(streams: list[Stream]) -> None:
     assert (result.first_frame, result.first_source) == (3, 4)
 
 
-def caching_audit(adapter: StreamingAdapter, streams: list[Stream]) -> CheckResult:
+def caching_audit(
+    adapter: StreamingAdapter, streams: list[Stream], rounds: int = 5
+) -> tuple[CheckResult, CheckResult]:
+    """The audit's rounds on an engine in this process (stream A once, then per round a repeat, its unseen
+    control and a one-ulp copy): the verdict on the unseen controls, and the same repeats judged on the
+    one-ulp copies (the former control)."""
     engine = Engine(adapter, EngineConfig(warmup_frames=20))
     engine.warm_up(streams[2])
     stream = streams[0]
     if isinstance(adapter, PeekingAdapter):
         PeekingAdapter.leak(stream.frames())
     first = engine.run_stream(stream)
-    rounds = []
-    for r in range(5):
+    unseen, copies = [], []
+    for r in range(rounds):
         repeat = engine.run_stream(stream)
-        control = engine.run_stream(nudge(stream, r + 1))
+        mixed = unseen_control(stream, streams[1 + r % 2], control_share(r, rounds), r + 1, rounds + r + 1)
+        control = engine.run_stream(mixed)
+        copy = engine.run_stream(nudge(stream, r + 1))
         assert compare_recordings(first, repeat).passed  # same outputs, only the timing differs
-        rounds.append((repeat.latency_ns, control.latency_ns))
-    return judge_caching(rounds, CausalityConfig().caching_ratio, stream.stream_id)
+        unseen.append((repeat.latency_ns, control.latency_ns))
+        copies.append((repeat.latency_ns, copy.latency_ns))
+    ratio = CausalityConfig().caching_ratio
+    return judge_caching(unseen, ratio, stream.stream_id), judge_caching(copies, ratio, stream.stream_id)
 
 
 @pytest.mark.parametrize("name", [n for n in ADAPTERS if n not in ("caching", "leaky-reset")])
 def test_caching_audit_passes_honest_timing(name: str, streams: list[Stream]) -> None:
-    result = caching_audit(ADAPTERS[name](), streams)
+    result, _ = caching_audit(ADAPTERS[name](), streams)
     assert result.passed, result.detail
 
 
@@ -441,7 +558,8 @@ def test_a_partial_cache_hides_from_the_median_but_not_from_the_lower_quartile(s
         before = adapter.hits
         repeat = engine.run_stream(stream)
         shares.append((adapter.hits - before) / stream.num_frames)
-        rounds.append((repeat.latency_ns, engine.run_stream(nudge(stream, r + 1)).latency_ns))
+        control = unseen_control(stream, streams[1 + r % 2], control_share(r, 8), r + 1, 9 + r)
+        rounds.append((repeat.latency_ns, engine.run_stream(control).latency_ns))
     assert all(0.25 < share < 0.5 for share in shares), shares  # a partial cache: under half the frames
     assert judge_caching(rounds, quantile=0.5).passed  # the median misses it
     quartile = judge_caching(rounds, quantile=CausalityConfig().caching_quantile)
@@ -450,9 +568,37 @@ def test_a_partial_cache_hides_from_the_median_but_not_from_the_lower_quartile(s
 
 def test_caching_audit_catches_caching_adapter(streams: list[Stream]) -> None:
     adapter = CachingAdapter(CachingOptions(classes=CLASSES))
-    result = caching_audit(adapter, streams)
+    result, former = caching_audit(adapter, streams)
     assert not result.passed and result.first_stream == streams[0].stream_id
     assert result.max_difference > 10.0, result.detail
+    assert not former.passed  # an exact key: the one-ulp copies catch it as well
+
+
+def test_a_cache_that_rounds_its_key_passes_the_one_ulp_control_and_fails_the_unseen_one(
+    streams: list[Stream],
+) -> None:
+    """Issue 24, item 4: a cache tolerant to a few ulps (its key: the payload rounded to 3 decimals) serves
+    the one-ulp copies from the cache, so the former control passed it; every unseen control is a miss,
+    so the audit catches it."""
+    adapter = RoundingCacheAdapter(RoundingCacheOptions(classes=CLASSES, miss_cost_ms=0.5))
+    hits: dict[str, list[float]] = {"ulp": [], "unseen": []}
+    stream = streams[0]
+    engine = Engine(adapter, EngineConfig(warmup_frames=0))
+    engine.run_stream(stream)
+    for r in range(3):
+        for kind, variant in (
+            ("ulp", nudge(stream, r + 1)),
+            ("unseen", unseen_control(stream, streams[1 + r % 2], control_share(r, 3), r + 1, 4 + r)),
+        ):
+            before = adapter.hits
+            engine.run_stream(variant)
+            hits[kind].append((adapter.hits - before) / stream.num_frames)
+    assert min(hits["ulp"]) > 0.9 and max(hits["unseen"]) == 0.0, hits
+    verdict, former = caching_audit(
+        RoundingCacheAdapter(RoundingCacheOptions(classes=CLASSES, miss_cost_ms=0.5)), streams
+    )
+    assert former.passed, former.detail  # the former control is fooled
+    assert not verdict.passed and verdict.max_difference > 2.0, verdict.detail
 
 
 def test_an_infinite_difference_survives_the_json_round_trip() -> None:

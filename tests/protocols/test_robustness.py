@@ -11,7 +11,10 @@ from adapters.contract import AdapterInfo, Frame, Prediction
 from harness.datasets.synthetic import SyntheticConfig, classes
 from harness.execution.config import RunConfig
 from harness.runs.robustness import execute_robustness
-from protocols.robustness import Failure, RobustnessConfig, plan
+from protocols import online
+from protocols.robustness import Failure, RobustnessConfig, plan, score
+from tests.protocols.test_online import labels_bg_then_event
+from tests.protocols.test_online_failed import failed, perfect
 
 
 def test_plan_has_the_seed_default_points() -> None:
@@ -63,8 +66,11 @@ def test_sweep_records_failures_and_drops(tmp_path: Path) -> None:
     sweep = RobustnessConfig(missing_rates_pct=(30,), audio_delays_ms=(0, 200), jitters_ms=(0,))
     result, run_dir = execute_robustness(run, sweep)
     missing = result.report.points[0]
-    assert isinstance(missing.failure, Failure) and missing.f1 is None
+    assert isinstance(missing.failure, Failure)
     assert missing.failure.stream_id == "syn-0000" and "predict() raised" in missing.failure.error
+    # the point went on with its next stream, which failed too; both count as answered wrongly
+    assert [f.stream_id for f in missing.failures] == ["syn-0000", "syn-0001"]
+    assert (missing.f1, missing.accuracy, missing.score) == (0.0, 0.0, None)
     assert [p.failure for p in result.report.points[1:]] == [None, None, None]  # the sweep went on
     assert (run_dir / "robustness.json").exists()
 
@@ -96,3 +102,23 @@ def test_cli_robustness_prints_the_table(tmp_path: Path) -> None:
     assert "Audio-Delay@500ms" in res.output and (tmp_path / "cli" / "robustness.json").exists()
     bad = CliRunner().invoke(app, ["run", "--protocol", "nope", "--no-progress"])
     assert bad.exit_code == 2 and "expected one of online, robustness, causality, detection" in bad.output
+
+
+def test_a_stream_failed_under_a_perturbation_counts_as_answered_wrongly() -> None:
+    """One stream answered perfectly, one failed: the point's F1 is the online F1 with the failed stream
+    as the complement of its labels (0.5, tests/protocols/test_online_failed.py), not 1.0 (dropped)."""
+    labels = labels_bg_then_event()
+    config = RobustnessConfig(missing_rates_pct=(30,), audio_delays_ms=(), jitters_ms=())
+    variants = plan(config)
+    outcomes = {
+        variants[0].name: ([perfect(labels), perfect(labels, "s1")], []),
+        variants[1].name: ([perfect(labels)], [failed(labels, "s1", frame=2)]),
+    }
+    report = score(outcomes, variants, config, ("background", "event"))
+    point = report.points[0]
+    assert report.clean.f1 == pytest.approx(1.0, abs=1e-8) and point.f1 == pytest.approx(0.5, abs=1e-8)
+    assert point.accuracy == 0.5 and point.abs_drop == pytest.approx(0.5, abs=1e-8)
+    assert point.failures == [Failure(stream_id="s1", frame=2, error=failed(labels).error)]
+    assert point.score is not None and [f.stream_id for f in point.score.failed] == ["s1"]
+    dropped = online.score([perfect(labels)], config.online, ("background", "event"))
+    assert dropped.f1_at(0) > point.f1

@@ -1,0 +1,227 @@
+"""Latency the model cannot fake (issue 24, item 4; DESIGN.md "Causality": "the clock that times a frame
+... lives in the parent, outside the adapter's reach").
+
+A sealed worker (:mod:`harness.execution.sealed_feed`) asks for frame ``i + 1`` only after ``predict()``
+of frame ``i`` returned and the engine took its output, and says ``DONE`` after the last frame. So the
+parent can time every frame on its own clock, which the adapter's process cannot read, stop or patch:
+from handing frame ``i`` to the pipe until the worker's next request is back (:class:`FeedStamps`). That
+round trip holds the frame's ``predict()``, the handling of its output, and the pipe itself. The pipe's
+own cost (send, decode, the engine's loop, the reply) is calibrated in the same worker before the
+model is imported: frames of the data set's shapes fed to the null adapter (:class:`PipeFloor`).
+
+:func:`judge_host_timing` compares, frame by frame, the parent's round trip with the worker's own
+``predict()`` figure: an honest worker's difference is the floor; a worker whose clock stands still,
+or that does its work after the second clock read (in the handling of a lazy returned object, or in
+a thread the engine does not wait for before asking for the next frame), shows an excess. The worker's
+figure stays the fine-grained one (the floor's noise is tens of µs); the parent's is the one it cannot
+fake. ``reset_state()`` (from the request to the first frame asked for) and the worker's start
+(interpreter, imports, construction, warm-up) are timed by the parent too, and the worker's CPU time
+over all its threads is read from ``/proc`` by the parent at each stream's edges and between streams.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from protocols.recording import StreamRecording
+
+__all__ = [
+    "FeedStamps",
+    "HostTimingRecord",
+    "PipeFloor",
+    "StartTimes",
+    "floor_of",
+    "judge_host_timing",
+    "process_cpu_ns",
+]
+
+EXCESS_QUANTILE = 25
+"""The excess judged is its lower quartile over frames: a worker that hides its work does so on every
+frame (or on most), while a busy machine's scheduling delays come and go (seen here: an honest 3 ms
+model on a loaded 2-core machine had a median excess of 0.56 ms, one sixth of its cost)."""
+EXCESS_FLOOR_SPREADS = 4.0
+"""An excess must exceed this many spreads of the floor (its p90 - p50) to be called ..."""
+EXCESS_MIN_NS = 50_000
+"""... and at least this much (50 µs: the resolution of the check; less hidden work is not called) ..."""
+EXCESS_OF_WORKER = 1.0
+"""... and the worker's own median figure: the parent must see more than twice what the worker says
+(the cheats the check is for report 5-50x below their cost)."""
+RESET_OF_FRAME = 10
+RESET_MIN_NS = 2_000_000
+"""A ``reset_state()`` is noted when it costs more than 10 frames and 2 ms (the request's own handling in
+the worker is ~0.5 ms)."""
+IDLE_CPU_MIN_NS = 50_000_000
+"""CPU between streams is noted above 50 ms (the worker's own reply and the next request's parsing are
+well below it)."""
+
+
+@dataclasses.dataclass
+class FeedStamps:
+    """The parent's clock around one fed stream: ``request_ns`` when the request was sent, ``sends[i]``
+    when frame ``i`` was handed to the pipe, ``acks[i]`` when the worker asked for frame ``i`` (so
+    ``acks[i + 1]`` is the end of frame ``i``), ``done_ns`` when it said the stream was over."""
+
+    request_ns: int
+    sends: list[int] = dataclasses.field(default_factory=list)
+    acks: list[int] = dataclasses.field(default_factory=list)
+    done_ns: int | None = None
+
+    def host_ns(self) -> np.ndarray | None:
+        """Per frame, the parent's round trip; None unless every frame was fed and the worker said DONE
+        (a prefix, a warm-up slice or a failed stream has no complete timing)."""
+        n = len(self.sends)
+        if self.done_ns is None or n == 0 or len(self.acks) != n:
+            return None
+        ends = np.asarray([*self.acks[1:], self.done_ns], dtype=np.int64)
+        return ends - np.asarray(self.sends, dtype=np.int64)
+
+    def reset_ns(self) -> int | None:
+        """From the request to the first frame asked for: the worker's ``reset_state()`` (and the request's
+        own handling, a few µs)."""
+        return self.acks[0] - self.request_ns if self.acks else None
+
+
+class PipeFloor(BaseModel):
+    """The round trip of a frame to the null adapter in the same worker, before the model was imported."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    frames: int = Field(ge=1)
+    median_ns: int
+    p10_ns: int
+    p90_ns: int
+
+
+def floor_of(host_ns: np.ndarray) -> PipeFloor:
+    values = np.asarray(host_ns, dtype=np.int64)
+    p10, p50, p90 = np.percentile(values, [10, 50, 90])
+    return PipeFloor(frames=int(values.size), median_ns=int(p50), p10_ns=int(p10), p90_ns=int(p90))
+
+
+class StartTimes(BaseModel):
+    """The worker's start as the parent timed it (seconds): process and imports until the floor's first
+    frame was asked for, the model's import and construction (calibration end until the warm-up's first
+    frame was asked for), and the warm-up (until the worker said it was ready)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    process_s: float | None
+    construction_s: float | None
+    warmup_s: float | None
+
+
+class HostTimingRecord(BaseModel):
+    """``result.json``: the parent's clock against the worker's (issue 24). Figures are over the scored
+    streams whose every frame the parent timed; ``verdict`` is ``disagree`` when the parent's round trip
+    exceeds the worker's figure plus the floor beyond the calibrated noise (a stopped clock, work after
+    the return), ``not-checked`` with the reason where there is no parent clock (in-process)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["agree", "disagree", "not-checked"]
+    reason: str | None = None
+    floor: PipeFloor | None = None
+    frames: int = 0
+    host_p50_ns: int | None = Field(None, description="the parent's round trip less the floor's median")
+    host_p95_ns: int | None = None
+    worker_p50_ns: int | None = Field(None, description="the worker's own predict() figure")
+    excess_p25_ns: int | None = Field(
+        None, description="lower quartile over frames of (round trip - worker figure - floor median)"
+    )
+    threshold_ns: int | None = Field(None, description="the excess above which the two clocks disagree")
+    reset_p50_ns: int | None = Field(None, description="reset_state() per stream, parent's clock")
+    reset_max_ns: int | None = None
+    start: StartTimes | None = None
+    worker_cpu_ns: int | None = Field(
+        None, description="the worker's CPU time over all its threads during the timed streams (/proc)"
+    )
+    worker_cpu_idle_ns: int | None = Field(
+        None, description="the worker's CPU time between streams, when it should be idle"
+    )
+    stream_wall_ns: int | None = Field(None, description="the parent's wall time of those streams")
+    notes: list[str] = Field(
+        default_factory=list, description="what a reader should know (a costly reset_state(), idle CPU)"
+    )
+
+
+def judge_host_timing(
+    recordings: Sequence[StreamRecording],
+    floor: PipeFloor | None,
+    start: StartTimes | None = None,
+    idle_cpu_ns: int | None = None,
+) -> HostTimingRecord:
+    """The verdict over the recordings' parent-timed frames (``host_ns``), against the calibrated floor."""
+    timed = [r for r in recordings if r.host_ns is not None and r.host_ns.size == r.latency_ns.size]
+    if floor is None or not timed:
+        why = "no calibrated floor" if floor is None else "no stream was timed by the parent"
+        return HostTimingRecord(verdict="not-checked", reason=why, floor=floor, start=start)
+    host = np.concatenate([r.host_ns for r in timed if r.host_ns is not None])
+    worker = np.concatenate([r.latency_ns for r in timed])
+    excess = host - worker - floor.median_ns
+    net = np.maximum(host - floor.median_ns, 0)
+    worker_p50 = int(np.median(worker))
+    spread = EXCESS_FLOOR_SPREADS * (floor.p90_ns - floor.median_ns)
+    threshold = int(max(spread, EXCESS_MIN_NS, EXCESS_OF_WORKER * worker_p50))
+    excess_q = int(np.percentile(excess, EXCESS_QUANTILE))
+    resets = [r.host_reset_ns for r in timed if r.host_reset_ns is not None]
+    cpu = [r.worker_cpu_ns for r in timed]
+    host_p50 = int(np.median(net))
+    notes = []
+    reset_p50 = int(np.median(resets)) if resets else None
+    if reset_p50 is not None and reset_p50 > max(RESET_OF_FRAME * host_p50, RESET_MIN_NS):
+        notes.append(
+            f"reset_state() takes {reset_p50 / 1e6:.3g} ms per stream on the parent's clock, "
+            f"{reset_p50 / max(host_p50, 1):.0f}x a frame: a deployment pays it per stream"
+        )
+    if idle_cpu_ns is not None and idle_cpu_ns > IDLE_CPU_MIN_NS:
+        notes.append(
+            f"the worker used {idle_cpu_ns / 1e6:.3g} ms of CPU between streams, outside every timed frame"
+        )
+    return HostTimingRecord(
+        verdict="disagree" if excess_q > threshold else "agree",
+        floor=floor,
+        frames=int(host.size),
+        host_p50_ns=host_p50,
+        host_p95_ns=int(np.percentile(net, 95)),
+        worker_p50_ns=worker_p50,
+        excess_p25_ns=excess_q,
+        threshold_ns=threshold,
+        reset_p50_ns=reset_p50,
+        reset_max_ns=max(resets) if resets else None,
+        start=start,
+        worker_cpu_ns=sum(c for c in cpu if c is not None) if all(c is not None for c in cpu) else None,
+        worker_cpu_idle_ns=idle_cpu_ns,
+        stream_wall_ns=sum(r.host_wall_ns or 0 for r in timed),
+        notes=notes,
+    )
+
+
+def process_cpu_ns(pid: int) -> int | None:
+    """CPU time of process ``pid`` over all its live threads, in ns (the sum of ``/proc/<pid>/task/*/
+    schedstat``'s first field, the scheduler's run time); None where unreadable (not Linux, or the
+    process is gone). Threads that have exited drop out of the sum: a difference over a window counts
+    the threads alive at its end."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat", "rb") as stat:
+                total += int(stat.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended while we read
+    return total
+
+
+def now_ns() -> int:
+    """The parent's clock (``perf_counter_ns``: monotonic, this process's; the worker cannot touch it)."""
+    return time.perf_counter_ns()

@@ -1,0 +1,107 @@
+"""The sealed worker (issue 24, item 2): the adapter's process knows only what the model needs.
+
+DESIGN.md "Causality": "the worker is told only what the model needs". A sealed worker gets a
+:class:`WorkerSpec` — the adapter reference and its options, the data-bound ``classes`` and
+``input_dims``, the engine's settings, the thread settings and the model's torch seed — and never the
+run configuration: no data set, no paths, no data seed, no protocol, no output directory, no stream id
+(each fed stream is named by a fresh opaque token, :func:`harness.execution.sealed_feed.stream_header`).
+Every frame, warm-up included, comes from the parent one at a time (:mod:`harness.execution.sealed_feed`).
+
+Start-up, in order, each step timed by the parent (:mod:`harness.execution.host_timing`):
+
+1. imports of the harness's engine, then the pipe's floor: ``calibration`` frames of the data set's
+   shapes (noise, not data) fed to the null adapter, before the model is imported;
+2. the model's import and construction, then its warm-up on the frames the parent serves;
+3. ``ready``, then requests (:class:`harness.execution.isolation_worker.RequestServer`).
+"""
+
+from __future__ import annotations
+
+from multiprocessing.connection import Connection
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters.contract import Adapter
+from harness.execution.adapter_errors import AdapterError
+from harness.execution.engine import EngineConfig
+from harness.execution.isolation_worker import (
+    IDLE,
+    RequestServer,
+    adapter_error,
+    bind_to_parent,
+    describe,
+    limit_memory,
+    peak_rss_bytes,
+    sealed_stream,
+    send,
+)
+from harness.instruments.threads import ThreadConfig
+
+__all__ = ["WorkerSpec", "sealed_main"]
+
+
+class WorkerSpec(BaseModel):
+    """Everything a sealed worker is told (and nothing else: the layering test names these fields)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    adapter: str = Field(description="registry name or module:Class")
+    adapter_options: dict[str, Any] = Field(default_factory=dict)
+    data_bound: dict[str, Any] = Field(description="classes and input_dims, as the data set fixes them")
+    engine: EngineConfig
+    threads: ThreadConfig
+    torch_seed: int = Field(description="the model's seed (torch), not the data's")
+    memory_limit_mb: int | None = None
+    calibration: dict[str, Any] | None = Field(
+        None, description="the header of the floor's stream (noise frames of the data's shapes)"
+    )
+    warmup: dict[str, Any] | None = Field(None, description="the warm-up stream's header (a token)")
+
+
+def sealed_main(spec_json: str, conn: Connection, slot: Any) -> None:
+    """Entry point of a sealed worker (a ``multiprocessing`` spawn child of the parent)."""
+    bind_to_parent()
+    try:
+        from adapters.registry import create_adapter
+        from harness.execution.engine import Engine
+        from harness.execution.torch_setup import configure_torch_when_imported
+
+        spec = WorkerSpec.model_validate_json(spec_json)
+        torch_configured = configure_torch_when_imported(spec.threads, spec.torch_seed)
+        classes = tuple(spec.data_bound["classes"])
+        bound = {"classes": classes, "input_dims": dict(spec.data_bound["input_dims"])}
+        if spec.calibration is not None:  # the pipe's floor, before the model exists in this process
+            plain = spec.engine.model_copy(update={"record": (), "pacing": "unpaced", "cpu_time": "off"})
+            floor = Engine(create_adapter("null", data_bound={"classes": classes}), plain)
+            floor.run_stream(sealed_stream(conn, spec.calibration, classes))
+            slot[0] = IDLE
+        warmup = sealed_stream(conn, spec.warmup, classes) if spec.warmup is not None else None
+
+        def build() -> Adapter:
+            return create_adapter(spec.adapter, spec.adapter_options, data_bound=bound)
+
+        server = RequestServer(conn, slot, build, warmup, spec.engine)
+        torch_configured()
+        note = limit_memory(spec.memory_limit_mb) if spec.memory_limit_mb is not None else None
+        frames = server.warm()
+    except AdapterError as exc:
+        send(conn, adapter_error(exc))
+        return
+    except Exception as exc:
+        send(conn, {"kind": "failed", **describe(exc)})
+        return
+    send(
+        conn,
+        {
+            "kind": "ready",
+            "peak_rss_bytes": peak_rss_bytes(),
+            "info": server.adapter.info.model_dump(mode="json"),
+            "stream_ids": [],
+            "warmup_frames": frames,
+            "warmup_stream_id": None,
+            "memory_limit_note": note,
+        },
+    )
+    server.serve(lambda request: sealed_stream(conn, request["stream"], classes))
+
