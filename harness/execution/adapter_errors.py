@@ -8,7 +8,7 @@ them without a traceback.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "AdapterCallError",
@@ -28,6 +28,12 @@ class AdapterError(Exception):
         self.stream_id = stream_id
         self.frame = frame
         self.problem = problem
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Rebuilt from its fields, not its message, when unpickled: a run in a sweep's worker process
+        (harness/sweep/executors.py) raises it across a process pool, whose parent would otherwise fail
+        to unpickle it and report the pool broken ("worker process lost")."""
+        return (type(self), (self.adapter, self.stream_id, self.frame, self.problem), self.__dict__)
 
 
 class AdapterOutputError(AdapterError, ValueError):

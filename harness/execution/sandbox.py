@@ -309,8 +309,8 @@ def adapter_code(adapter: str) -> tuple[list[str], list[str]]:
     """Where the worker will import an adapter's top-level module from, found without running any of it
     (no package ``__init__`` is executed here): ``(paths to read, directories to add to sys.path)``. As
     :func:`adapters.registry.resolve` looks: ``sys.path`` first, then the current directory (which a
-    console script's ``sys.path`` lacks; it is then the one directory to add). A registry name's module
-    is in the ``adapters`` package, readable anyway."""
+    console script's ``sys.path`` lacks; it is then the one directory to add). A registry name is its
+    ``module:Class``."""
     from adapters.registry import REGISTRY
 
     target = REGISTRY.get(adapter, adapter)

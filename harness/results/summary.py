@@ -113,7 +113,7 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"{res.flops_per_frame:,}" if res.flops_per_frame is not None else f"null ({safe(res.flops_reason)})"
     )
     rss = f"{res.memory.peak_rss_bytes / 2**20:.0f} MiB"
-    if result.execution.mode == "isolated":  # the adapter's memory is its worker's (issue 18)
+    if result.execution.mode != "in-process":  # the adapter's memory is its worker's (issue 18)
         worker = res.worker_peak_rss_bytes
         shown = (
             f"{worker / 2**20:.0f} MiB"

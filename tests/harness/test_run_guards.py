@@ -1,6 +1,6 @@
 """Issue 18, "What a misbehaving model still costs": what a run refuses before it starts and how it
 reports what it cannot do. A run id is a name (never a path out of the store); options that apply to
-``--isolate`` only are refused without it; ``--on-error stop`` ends with exit code 1."""
+an isolated run only are refused with ``--in-process``; ``--on-error stop`` ends with exit code 1."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def test_a_config_file_run_id_is_checked_too(tmp_path: Path) -> None:
     "option", [["--frame-timeout", "5"], ["--stream-timeout", "60"], ["--memory-limit-mb", "512"]]
 )
 def test_isolation_limits_without_isolate_are_refused(tmp_path: Path, option: list[str]) -> None:
-    res = CliRunner().invoke(app, ["run", "--output-dir", str(tmp_path), *option, *SMALL])
+    # isolation is the default (issue 24): the limits are refused when the run is typed --in-process
+    res = CliRunner().invoke(app, ["run", "--output-dir", str(tmp_path), "--in-process", *option, *SMALL])
     assert res.exit_code == 2, res.output
-    assert option[0] in res.output and "--isolate" in res.output
+    assert option[0] in res.output and "--in-process" in res.output
     assert not any(tmp_path.iterdir())  # refused before anything ran

@@ -24,6 +24,7 @@ from adapters.contract import Frame, Prediction
 from adapters.offenders.file_reader import FileReaderAdapter, FileReaderOptions
 from harness.execution.sandbox import (
     SandboxPolicy,
+    adapter_code,
     discard,
     enter_sandbox,
     landlock_abi,
@@ -335,6 +336,28 @@ def test_a_model_file_inside_a_denied_path_is_refused(world: dict[str, Path]) ->
         policy_for(
             denied=[world["data"]], extra_read=[world["data"] / "labels.csv"], write_dir=str(world["outside"])
         )
+
+
+def test_an_adapter_module_found_only_in_the_current_directory_is_readable_and_importable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's my_adapter.py run from its directory by the console script, whose sys.path lacks the
+    current directory (the registry looks there too): the module is the one file of that directory the
+    worker may read, and the directory is put on its sys.path before it is confined. Located, not run."""
+    (tmp_path / "cwd_only_adapter.py").write_text("raise SystemExit('executed')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    found = adapter_code("cwd_only_adapter:Model")
+    assert found == ([str(tmp_path / "cwd_only_adapter.py")], [str(tmp_path)])
+    assert adapter_code("reference") == ([str(ROOT / "adapters")], [])  # a registry name: its package
+    policy = policy_for(
+        denied=[tmp_path / "results"],
+        extra_read=found[0],
+        write_dir=str(tmp_path / "w"),
+    )
+    assert str(tmp_path / "cwd_only_adapter.py") in policy.read_paths
+    with pytest.raises(ValueError, match="must be readable but lies inside the denied"):  # in the store
+        policy_for(denied=[tmp_path], extra_read=found[0])
 
 
 def _event_score(model: FileReaderAdapter, frame: Frame) -> float:

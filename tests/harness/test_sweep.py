@@ -273,6 +273,8 @@ def test_a_failed_attempt_is_retried_and_a_run_failing_every_attempt_is_recorded
         protocols={"online": {}},
     )
     tree["sweep"]["baseline"] = None
+    # in process: the once-failing adapter's marker file is outside what a sealed worker's sandbox may write
+    tree["run"] = {**tree["run"], "isolate": False}
     sweep = SweepFile.model_validate(tree)
     outcome = run_sweep(sweep, LocalExecutor(retries=2))
     once, never = outcome.records
@@ -305,6 +307,9 @@ def test_a_worker_killed_mid_run_is_retried_in_a_fresh_process(tmp_path: Path) -
         protocols={"online": {}},
     )
     tree["sweep"]["baseline"] = None
+    # the adapter in process: its os._exit must end the sweep's worker process (in a sealed worker it would
+    # end that worker only, a crashed stream of a run that goes on; and its sandbox refuses the marker)
+    tree["run"] = {**tree["run"], "isolate": False}
     outcome = run_sweep(SweepFile.model_validate(tree), LocalExecutor(retries=1, isolate=True))
     (record,) = outcome.records
     assert marker.exists() and record.status == "done"
@@ -397,7 +402,7 @@ def test_a_misspelt_adapter_or_option_fails_before_anything_runs(tmp_path: Path)
 
 
 def test_cli_sweep_runs_each_run_in_its_own_process_so_a_crash_costs_that_run_only(tmp_path: Path) -> None:
-    """Issue 18: an adapter that ends its process (``os._exit``) in a plain (not --isolate) run: by default
+    """Issue 18: an adapter that ends its process (``os._exit``) in a plain (in-process) run: by default
     the sweep loses that run only; the runs after it are attempted and stored, the failure is reported."""
     import signal
     import subprocess
@@ -415,6 +420,8 @@ def test_cli_sweep_runs_each_run_in_its_own_process_so_a_crash_costs_that_run_on
         protocols={"online": {}},
     )
     tree["sweep"].update(baseline=None, retries=0)
+    # a plain run is an in-process one since issue 24 (a sealed worker's death would not end the sweep's)
+    tree["run"] = {**tree["run"], "isolate": False}
     path = tmp_path / "sweep.json"
     path.write_text(json.dumps(tree))
     root = Path(__file__).resolve().parents[2]
@@ -436,6 +443,20 @@ def test_cli_sweep_runs_each_run_in_its_own_process_so_a_crash_costs_that_run_on
     assert "worker process lost" in err
     runs = {h.adapter for h in list_runs(results)}
     assert runs == {"null", "reference"}
+
+
+def test_an_adapter_error_crosses_the_sweeps_process_pool_as_itself() -> None:
+    """A sealed run that fails in an isolated sweep worker raises an AdapterError there (the adapter's
+    own worker died, say); unpicklable, it reached the driver as a broken pool ("worker process lost")."""
+    import pickle
+
+    from harness.execution.adapter_errors import AdapterCrashError, AdapterTimeoutError
+
+    crash = AdapterCrashError("faulty", "syn-warmup", 3, "the worker process died", 13, None)
+    timeout = AdapterTimeoutError("faulty", "syn-0001", 7, "no answer", "stream", 2.5)
+    for error in (crash, timeout):
+        again = pickle.loads(pickle.dumps(error))
+        assert type(again) is type(error) and str(again) == str(error) and vars(again) == vars(error)
 
 
 def _run_row(label: str, repeat: int, mean_ms: float | None, f1: float, status: str = "done") -> Any:

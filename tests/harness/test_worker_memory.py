@@ -1,6 +1,7 @@
 """Issue 18: under ``--isolate`` the adapter's memory is its worker's. The run reports the worker's peak
-RSS beside the harness's (``resources.worker_peak_rss_bytes``), in ``result.json`` and the summary; in
-process that field is null with the reason."""
+RSS beside the harness's (``resources.worker_peak_rss_bytes``), in ``result.json`` and the summary (the
+sealed worker, the default since issue 24, is such a worker); in process (``--in-process``) that field is
+null with the reason."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def test_an_isolated_run_reports_the_workers_peak_beside_the_harnesss(tmp_path: 
 
 
 def test_in_process_the_worker_peak_is_null_with_the_reason(tmp_path: Path) -> None:
-    res = CliRunner().invoke(app, [*ARGS, "--output-dir", str(tmp_path), "--run-id", "local"])
+    res = CliRunner().invoke(app, [*ARGS, "--in-process", "--output-dir", str(tmp_path), "--run-id", "local"])
     assert res.exit_code == 0, res.output
     resources = load_result(tmp_path / "local").resources
     assert resources.worker_peak_rss_bytes is None
