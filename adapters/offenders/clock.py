@@ -82,7 +82,7 @@ class StoppedClockAdapter(_ClockOffender):
 class _LazyPrediction(Prediction):
     """A :class:`Prediction` whose scores (and the work behind them) exist only once read."""
 
-    def __init__(self, compute: Any) -> None:  # noqa: D107 - no dataclass __init__: nothing is computed
+    def __init__(self, compute: Any) -> None:  # not the dataclass __init__: nothing is computed yet
         object.__setattr__(self, "_compute", compute)
         object.__setattr__(self, "refers_to", None)
         object.__setattr__(self, "features", None)

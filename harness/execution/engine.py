@@ -16,6 +16,7 @@ vectorised, still naming the frame (``benchmarks/test_engine_overhead.py`` measu
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
@@ -315,6 +316,8 @@ class Engine:
         ``(None, reason)`` when nothing was counted (not a torch model, or only operations the counter
         does not know: it counts matrix products and convolutions).
         """
+        if "torch" not in sys.modules:  # a worker imports torch only for a model that does
+            return None, "the adapter does not use torch: torch's flop counter cannot count it"
         try:
             from torch.utils.flop_counter import FlopCounterMode
         except ImportError as exc:  # pragma: no cover - torch is a core dependency

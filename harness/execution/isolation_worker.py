@@ -9,6 +9,7 @@ the bytes of ``numpy.savez(to_arrays([recording]))`` — nothing is pickled.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import io
 import json
 import multiprocessing
@@ -34,6 +35,7 @@ __all__ = [
     "ORPHANED",
     "RESETTING",
     "RequestServer",
+    "Start",
     "adapter_error",
     "bind_to_parent",
     "describe",
@@ -41,6 +43,7 @@ __all__ = [
     "peak_rss_bytes",
     "sealed_stream",
     "send",
+    "serve",
     "worker_main",
 ]
 
@@ -219,9 +222,43 @@ def worker_main(
         def build() -> Adapter:
             return build_adapter(config, sample)
 
-        server = RequestServer(conn, slot, build, warmup, config.engine)
-        torch_configured()
-        note = limit_memory(memory_limit_mb) if memory_limit_mb is not None else None  # once built
+    except Exception as exc:
+        send(conn, {"kind": "failed", **describe(exc)})
+        return
+    start = Start(build, warmup, config.engine, torch_configured, memory_limit_mb)
+    listed = {
+        "stream_ids": list(streams),
+        "stream_frames": {stream_id: s.num_frames for stream_id, s in streams.items()},
+        "warmup_stream_id": warmup.stream_id if warmup is not None else None,
+    }
+    serve(conn, slot, start, listed, lambda request: streams[request["stream_id"]])
+
+
+@dataclasses.dataclass
+class Start:
+    """What a worker builds and warms up before it says ``ready`` (isolated and sealed workers alike)."""
+
+    build: Callable[[], Adapter]
+    warmup: Stream | None
+    engine: Any  # EngineConfig (imported by the caller, after the worker's own start)
+    torch_configured: Callable[[], None]
+    memory_limit_mb: int | None
+
+
+def serve(
+    conn: Connection,
+    slot: Any,
+    start: Start,
+    listed: dict[str, Any],
+    stream_for: Callable[[dict[str, Any]], Stream],
+) -> None:
+    """Build and warm the adapter up, say ``ready`` (with ``listed``: what the worker holds, if anything),
+    then answer requests until ``close``; an error before ``ready`` is the start's reply."""
+    try:
+        server = RequestServer(conn, slot, start.build, start.warmup, start.engine)
+        start.torch_configured()
+        limit = start.memory_limit_mb
+        note = limit_memory(limit) if limit is not None else None  # once built
         frames = server.warm()
     except AdapterError as exc:
         send(conn, adapter_error(exc))
@@ -229,20 +266,10 @@ def worker_main(
     except Exception as exc:
         send(conn, {"kind": "failed", **describe(exc)})
         return
-    send(
-        conn,
-        {
-            "kind": "ready",
-            "peak_rss_bytes": peak_rss_bytes(),
-            "info": server.adapter.info.model_dump(mode="json"),
-            "stream_ids": list(streams),
-            "stream_frames": {stream_id: s.num_frames for stream_id, s in streams.items()},
-            "warmup_frames": frames,
-            "warmup_stream_id": warmup.stream_id if warmup is not None else None,
-            "memory_limit_note": note,
-        },
-    )
-    server.serve(lambda request: streams[request["stream_id"]])
+    info = server.adapter.info.model_dump(mode="json")
+    ready = {"kind": "ready", "peak_rss_bytes": peak_rss_bytes(), "info": info, "warmup_frames": frames}
+    send(conn, {**ready, "stream_ids": [], "warmup_stream_id": None, **listed, "memory_limit_note": note})
+    server.serve(stream_for)
 
 
 class RequestServer:

@@ -23,18 +23,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.contract import Adapter
-from harness.execution.adapter_errors import AdapterError
 from harness.execution.engine import EngineConfig
 from harness.execution.isolation_worker import (
     IDLE,
-    RequestServer,
-    adapter_error,
+    Start,
     bind_to_parent,
     describe,
-    limit_memory,
-    peak_rss_bytes,
     sealed_stream,
     send,
+    serve,
 )
 from harness.instruments.threads import ThreadConfig
 
@@ -60,7 +57,8 @@ class WorkerSpec(BaseModel):
 
 
 def sealed_main(spec_json: str, conn: Connection, slot: Any) -> None:
-    """Entry point of a sealed worker (a ``multiprocessing`` spawn child of the parent)."""
+    """Entry point of a sealed worker (a plain child: harness/execution/worker_process.py
+    ``start_sealed_worker``, after its bootstrap entered the sandbox)."""
     bind_to_parent()
     try:
         from adapters.registry import create_adapter
@@ -81,27 +79,9 @@ def sealed_main(spec_json: str, conn: Connection, slot: Any) -> None:
         def build() -> Adapter:
             return create_adapter(spec.adapter, spec.adapter_options, data_bound=bound)
 
-        server = RequestServer(conn, slot, build, warmup, spec.engine)
-        torch_configured()
-        note = limit_memory(spec.memory_limit_mb) if spec.memory_limit_mb is not None else None
-        frames = server.warm()
-    except AdapterError as exc:
-        send(conn, adapter_error(exc))
-        return
     except Exception as exc:
         send(conn, {"kind": "failed", **describe(exc)})
         return
-    send(
-        conn,
-        {
-            "kind": "ready",
-            "peak_rss_bytes": peak_rss_bytes(),
-            "info": server.adapter.info.model_dump(mode="json"),
-            "stream_ids": [],
-            "warmup_frames": frames,
-            "warmup_stream_id": None,
-            "memory_limit_note": note,
-        },
-    )
-    server.serve(lambda request: sealed_stream(conn, request["stream"], classes))
+    start = Start(build, warmup, spec.engine, torch_configured, spec.memory_limit_mb)
+    serve(conn, slot, start, {}, lambda request: sealed_stream(conn, request["stream"], classes))
 

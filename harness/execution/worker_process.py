@@ -78,6 +78,10 @@ conn.send_bytes(json.dumps({"kind": "sandbox", **record.model_dump(mode="json")}
 spec = conn.recv_bytes().decode()
 from harness.execution.sealed_worker import sealed_main
 sealed_main(spec, conn, slot)
+import os
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)  # nothing left to keep (results went through the pipe): skip the interpreter's teardown
 """
 
 WORKER_ENVIRONMENT = frozenset(
