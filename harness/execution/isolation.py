@@ -1,9 +1,19 @@
-"""``--isolate``: the adapter runs in a worker process, so a hang or a crash costs one stream, not the run.
+"""The adapter runs in a worker process, so a hang or a crash costs one stream, not the run.
 
-The worker (harness/execution/isolation_worker.py; a ``multiprocessing`` "spawn" child, so it inherits no
-state of the parent) rebuilds the streams and the adapter from the :class:`~harness.runner.RunConfig` (streams
-hold closures and are never sent), applies the thread settings and the torch seed as ``execute_run``
-does, warms the adapter up and then serves one request per stream. It runs
+Two kinds of worker (issue 24):
+
+- *sealed* (the default): a plain child (harness/execution/worker_process.py ``start_sealed_worker``)
+  that enters its OS sandbox first (harness/execution/sandbox.py), is told a
+  :class:`~harness.execution.sealed_worker.WorkerSpec` only, and gets every frame from this process one
+  at a time under an opaque token per stream (harness/execution/frame_server.py), each frame timed on
+  this process's clock too (harness/execution/host_timing.py; the pipe's floor calibrated before the
+  model is imported);
+- *isolated* (``--no-sealed``, and ``ab``'s sides with a :class:`WorkerCommand`): a child
+  (harness/execution/isolation_worker.py; a ``multiprocessing`` "spawn" child, or a checkout's own
+  interpreter) that rebuilds the streams and the adapter from the :class:`~harness.runner.RunConfig`.
+
+Either applies the thread settings and the torch seed as ``execute_run`` does, warms the adapter up and
+then serves one request per stream. It runs
 :class:`harness.engine.Engine` itself, so every latency is taken inside the worker, at the same boundary
 as in-process; a recording travels back as the bytes of
 ``numpy.savez(to_arrays([recording]))``, loaded with ``allow_pickle=False`` (no pickle of results).
@@ -41,8 +51,6 @@ import dataclasses
 import io
 import json
 import multiprocessing
-import secrets
-import signal
 import time
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -52,20 +60,16 @@ from typing import Any, Literal, NoReturn
 import numpy as np
 
 from adapters.contract import AdapterInfo, Stream
-from harness.execution.adapter_errors import (
-    AdapterCallError,
-    AdapterCrashError,
-    AdapterError,
-    AdapterOutputError,
-    AdapterTimeoutError,
-)
+from harness.execution.adapter_errors import AdapterCrashError, AdapterError, AdapterTimeoutError
 from harness.execution.config import IsolationConfig, RunConfig
 from harness.execution.engine import PROGRESS_INTERVAL_S, FrameProgress
-from harness.execution.host_timing import FeedStamps, PipeFloor, StartTimes, floor_of, now_ns, process_cpu_ns
-from harness.execution.isolation_worker import IDLE, RESETTING, worker_main
+from harness.execution.frame_server import FrameServer, PastTheEnd
+from harness.execution.host_timing import PipeFloor, StartTimes, now_ns, process_cpu_ns
+from harness.execution.isolation_worker import IDLE, worker_main
 from harness.execution.sandbox import SandboxPolicy, SandboxRecord, discard, sandbox_policy
-from harness.execution.sealed_feed import DONE, NEXT, calibration_stream, encode_frame, stream_header
+from harness.execution.sealed_feed import DONE, NEXT
 from harness.execution.sealed_worker import WorkerSpec
+from harness.execution.worker_errors import WorkerError, crash_error, reply_error, timeout_error
 from harness.execution.worker_process import (
     ChildProcess,
     SharedSlot,
@@ -78,23 +82,6 @@ from protocols.recording import StreamRecording, StreamRole, from_arrays
 __all__ = ["IsolatedEngine", "WorkerError"]
 
 _WARMUP_ID = "syn-warmup"  # harness.datasets.synthetic.make_warmup_stream's id, for errors before "ready"
-
-
-class WorkerError(RuntimeError):
-    """The worker failed outside the adapter's frames (bad configuration, unknown stream, a harness bug);
-    carries the worker's exception type and traceback text."""
-
-    def __init__(self, message: str, kind: str = "", remote_traceback: str = "") -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.remote_traceback = remote_traceback
-
-
-class _RemoteTraceback(Exception):
-    """The worker's traceback, attached as the cause of an error re-raised in the parent."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
 
 
 class IsolatedEngine:
@@ -132,10 +119,8 @@ class IsolatedEngine:
         self.memory_limit_note: str | None = None
         self.starts = 0  # workers started so far (1 + restarts)
         self._data: dict[str, Stream] | None = None  # sealed: the data set, held in this process only
-        self._feeds: list[tuple[list[bytes], FeedStamps]] = []  # sealed: the streams being fed, in order
-        self._served = 0
+        self._frames = FrameServer()  # sealed: the streams being fed, timed, under opaque tokens
         self._warmup: Stream | None = None
-        self._tokens: dict[str, str] = {}  # sealed: the opaque token of each fed stream -> its stream id
         self.floor: PipeFloor | None = None  # sealed: the pipe's round trip, calibrated per worker
         self.start_times: StartTimes | None = None
         self.idle_cpu_ns = 0  # sealed: the worker's CPU time between streams, summed
@@ -202,10 +187,10 @@ class IsolatedEngine:
         cpu_before = process_cpu_ns(pid) if pid is not None else None
         if cpu_before is not None and self._idle_from is not None:
             self.idle_cpu_ns += max(cpu_before - self._idle_from, 0)
-        stamps = self._serve(stream)
+        stamps = self._frames.queue(stream)
         message = {
             "kind": "run",
-            "stream": self._header(stream, stamps),
+            "stream": self._frames.header(stream),
             "role": role,
             "untimed": untimed,
             "resets": resets,
@@ -234,7 +219,7 @@ class IsolatedEngine:
         (state the instances share through module or class globals survives; instance state does not)."""
         self._ensure_worker()
         if self._warmup is not None:
-            self._serve(self._warmup)
+            self._frames.queue(self._warmup)
         header = self._request({"kind": "rebuild"}, _WARMUP_ID)
         if header["kind"] != "rebuilt":
             self._raise_reply(header)
@@ -246,7 +231,8 @@ class IsolatedEngine:
         if self.sealed:
             self._ensure_worker()
             stream = self._stream(stream_id)
-            message["stream"] = self._header(stream, self._serve(stream))
+            self._frames.queue(stream)
+            message["stream"] = self._frames.header(stream)
             del message["stream_id"]
         header = self._request(message, stream_id)
         if header["kind"] != "flops":
@@ -295,23 +281,6 @@ class IsolatedEngine:
             raise KeyError(f"unknown stream {stream_id!r}; the data set has {list(self._data)[:5]}...")
         return self._data[stream_id]
 
-    def _header(self, stream: Stream, stamps: FeedStamps) -> dict[str, Any]:
-        """The stream's header under a fresh opaque token (the worker never learns a stream id)."""
-        token = secrets.token_hex(8)
-        self._tokens = {token: stream.stream_id}
-        return stream_header(token, stream.frame_times, stream.t0, stream.segment_length_s)
-
-    def _serve(self, stream: Stream, then: bool = False) -> FeedStamps:
-        """Sealed mode: encode the stream's frames here (before its first frame is fed); the worker gets
-        them one at a time, as it asks (:meth:`_await`), each handed over and acknowledged on this
-        process's clock. ``then``: after the streams already queued (the start's floor, then warm-up)."""
-        stamps = FeedStamps(request_ns=now_ns())
-        frames = [encode_frame(frame) for frame in stream.frames()]
-        if not then:
-            self._feeds, self._served = [], 0
-        self._feeds.append((frames, stamps))
-        return stamps
-
     def _sealed_args(self) -> str:
         """Sealed mode: build the data set in this process; the worker gets a :class:`WorkerSpec` (the
         adapter, its options and data-bound options, engine and thread settings), the header of the
@@ -324,15 +293,7 @@ class IsolatedEngine:
             n = self.run_config.engine.warmup_frames
             self._warmup = make_warmup_stream(self.run_config.data, n) if n else None
         sample = next(iter(self._data.values()))
-        self._feeds, self._served = [], 0
-        calibration = calibration_stream(sample)
-        self._calibration = self._serve(calibration, then=True)
-        warmup = None
-        if self._warmup is not None:
-            self._warmup_stamps: FeedStamps | None = self._serve(self._warmup, then=True)
-            warmup = stream_header(secrets.token_hex(8), self._warmup.frame_times, self._warmup.t0, None)
-        else:
-            self._warmup_stamps = None
+        calibration, warmup = self._frames.start(sample, self._warmup)
         config = self.run_config
         spec = WorkerSpec(
             adapter=config.adapter,
@@ -342,9 +303,7 @@ class IsolatedEngine:
             threads=config.threads,
             torch_seed=config.torch_seed,
             memory_limit_mb=self.isolation.memory_limit_mb,
-            calibration=stream_header(
-                secrets.token_hex(8), calibration.frame_times, calibration.t0, None
-            ),
+            calibration=calibration,
             warmup=warmup,
         )
         return spec.model_dump_json()
@@ -407,17 +366,9 @@ class IsolatedEngine:
 
     def _note_start(self, started: int, ready: int) -> None:
         """Sealed mode: the floor from the calibration stream, the start's phases on this clock."""
-        host = self._calibration.host_ns()
-        if host is not None and host.size:
-            self.floor = floor_of(host)
-        calibrated = self._calibration.done_ns
-        warm = self._warmup_stamps.acks[0] if self._warmup_stamps and self._warmup_stamps.acks else None
-        first = self._calibration.acks[0] if self._calibration.acks else None
-        self.start_times = StartTimes(
-            process_s=(first - started) / 1e9 if first is not None else None,
-            construction_s=(warm - calibrated) / 1e9 if warm is not None and calibrated is not None else None,
-            warmup_s=(ready - warm) / 1e9 if warm is not None else None,
-        )
+        floor, self.start_times = self._frames.start_figures(started, ready)
+        if floor is not None:
+            self.floor = floor
         pid = self.worker_pid
         self._idle_from = process_cpu_ns(pid) if pid is not None else None
 
@@ -466,7 +417,7 @@ class IsolatedEngine:
                     self._feed_next(stream_id)  # sealed: the worker asks for its next frame
                     continue
                 if message == DONE:
-                    self._feed_done()
+                    self._frames.done()  # the worker took the last frame's output
                     continue
                 return dict(json.loads(message))
             now = time.monotonic()
@@ -483,33 +434,17 @@ class IsolatedEngine:
                 raise self._timed_out(stream_id, scope, limit_s, current)
 
     def _feed_next(self, stream_id: str) -> None:
-        """Sealed mode: send the worker the next frame of the stream being fed, on this process's clock
-        (the request is the end of the frame before it)."""
-        asked = now_ns()
+        """Sealed mode: send the worker the next frame of the stream being fed (timed on this clock)."""
         assert self._conn is not None
-        if not self._feeds:
-            self.close()
-            raise WorkerError(f"stream {stream_id!r}: the worker asked for a frame past the stream's end")
-        frames, stamps = self._feeds[0]
-        if self._served >= len(frames):  # a prefix (warm-up slice, flops) ended without DONE: the next one
-            self._feeds.pop(0)
-            self._served = 0
-            self._feed_next(stream_id)
-            return
-        stamps.acks.append(asked)
-        stamps.sends.append(now_ns())
         try:
-            self._conn.send_bytes(frames[self._served])
+            frame = self._frames.next_frame()
+        except PastTheEnd as exc:
+            self.close()
+            raise WorkerError(f"stream {stream_id!r}: {exc}") from None
+        try:
+            self._conn.send_bytes(frame)
         except OSError:
             raise self._crashed(stream_id) from None
-        self._served += 1
-
-    def _feed_done(self) -> None:
-        """Sealed mode: the worker took the last frame's output; the next queued stream is fed next."""
-        if self._feeds:
-            _, stamps = self._feeds.pop(0)
-            stamps.done_ns = now_ns()
-        self._served = 0
 
     def _recv(self, stream_id: str) -> bytes:
         assert self._conn is not None
@@ -524,22 +459,7 @@ class IsolatedEngine:
         assert self._process is not None
         _end(self._process)
         self.close()
-        frame = max(slot, 0)
-        if scope == "frame":
-            where = "reset_state()" if slot == RESETTING else f"predict() of frame {frame}"
-            problem = f"{where} did not return within the per-frame timeout of {limit_s:g} s"
-        elif scope == "stream":
-            problem = f"the stream did not finish within the per-stream timeout of {limit_s:g} s"
-        else:
-            problem = f"the worker did not start and warm up within the start timeout of {limit_s:g} s"
-        return AdapterTimeoutError(
-            self._adapter_name(),
-            stream_id,
-            frame,
-            problem + "; the worker was ended",
-            scope=scope,
-            timeout_s=limit_s,
-        )
+        return timeout_error(self._adapter_name(), stream_id, scope, limit_s, slot)
 
     def _crashed(self, stream_id: str) -> AdapterCrashError:
         process = self._process
@@ -547,48 +467,15 @@ class IsolatedEngine:
         process.join(5.0)
         if process.is_alive():  # the pipe broke but the process lingers: end it
             _end(process)
-        code = process.exitcode
         self.close()
-        slot = int(self._progress[0])
-        name = None
-        if code is not None and code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-        how = f"killed by {name}" if name else f"exited with status {code}"
-        where = {IDLE: "before the stream's first frame", RESETTING: "in reset_state() before frame 0"}.get(
-            slot, f"during frame {slot}"
-        )
-        return AdapterCrashError(
-            self._adapter_name(),
-            stream_id,
-            max(slot, 0),
-            f"the worker process died ({how}) {where}",
-            exitcode=code,
-            signal=name,
-        )
+        return crash_error(self._adapter_name(), stream_id, process.exitcode, int(self._progress[0]))
 
     def _raise_reply(self, header: dict[str, Any]) -> NoReturn:
         """Re-raise an error the worker reported (the parent's exception types, the worker's traceback)."""
-        cause = _RemoteTraceback(header.get("traceback", ""))
-        kind = header.get("kind")
-        if kind == "adapter_error":
-            cls = {"AdapterCallError": AdapterCallError, "AdapterOutputError": AdapterOutputError}.get(
-                header["type"], AdapterError
-            )
-            if header.get("restart"):  # MemoryError: the worker's memory is in an unknown state
-                self.close()
-            frame = int(header["frame"])
-            stream_id = self._tokens.get(header["stream_id"], header["stream_id"])
-            problem = str(header["problem"]).replace(header["stream_id"], stream_id)
-            raise cls(header["adapter"], stream_id, frame, problem) from cause
-        self.close()
-        raise WorkerError(
-            f"isolated worker failed: {header.get('type')}: {header.get('message')}",
-            kind=str(header.get("type", "")),
-            remote_traceback=str(header.get("traceback", "")),
-        ) from cause
+        error = reply_error(header, self._frames.stream_id)
+        if not isinstance(error, AdapterError) or header.get("restart"):  # a MemoryError: the worker's
+            self.close()  # memory is in an unknown state; a harness error: it is gone
+        raise error
 
 
 def _end(process: BaseProcess | ChildProcess) -> None:

@@ -58,8 +58,10 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sweep = RobustnessConfig(
         online=config.protocol, missing_rates_pct=(50,), audio_delays_ms=(0, 200), jitters_ms=(0, 20)
     )
-    execute_robustness(config, sweep)
-    execute_causality(config, CausalityConfig(cuts=(0.5,), occluders=("zeros",)))
+    # the pictures of these two are what is tested here, not their execution: in process (faster; the
+    # default sealed worker: test_sealed_worker.py, test_host_timing.py, test_session_audit_run.py)
+    execute_robustness(config.model_copy(update={"isolate": False}), sweep)
+    execute_causality(config, CausalityConfig(cuts=(0.5,), occluders=("zeros",), sealed=False))
     execute_run(_config(root, "look", "reference-lookahead"))
     return root
 

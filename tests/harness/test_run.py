@@ -183,8 +183,11 @@ def test_readme_adapter_example_runs_verbatim_in_a_fresh_directory(tmp_path: Pat
 
 
 def test_baseline_gives_speedup_and_flops_normalised_latency(tmp_path: Path) -> None:
-    base, _, base_dir = execute_run(small(tmp_path, run_id="base", data={"num_streams": 2}))
-    head, _, _ = execute_run(small(tmp_path, run_id="head", data={"num_streams": 2}, baseline=base_dir))
+    # in process (the normalisation is tested, not the worker; the suite stays fast)
+    base, _, base_dir = execute_run(small(tmp_path, run_id="base", data={"num_streams": 2}, isolate=False))
+    head, _, _ = execute_run(
+        small(tmp_path, run_id="head", data={"num_streams": 2}, baseline=base_dir, isolate=False)
+    )
     norm = head.normalisation
     assert norm is not None and norm.reason is None and norm.baseline_run == "base"
     mean, base_mean = head.metrics.overall.speed.latency.mean_ms, base.metrics.overall.speed.latency.mean_ms
