@@ -76,7 +76,7 @@ def test_isolated_latency_against_in_process(streams) -> None:  # type: ignore[n
     local = Engine(build_adapter(CONFIG, streams[0]), CONFIG.engine)
     local.warm_up(streams[-1])
     inside, isolated = [], []
-    with IsolatedEngine(CONFIG, IsolationConfig()) as engine:
+    with IsolatedEngine(CONFIG, IsolationConfig(sealed=False)) as engine:
         engine.warm_up()
         for _ in range(ROUNDS):
             for stream in streams:
@@ -103,7 +103,7 @@ def test_sealed_worker_cost_per_frame(streams) -> None:  # type: ignore[no-untyp
     recorded: dict[str, list[np.ndarray]] = {"in-process": [], "isolated": [], "sealed": []}
     wall: dict[str, list[float]] = {name: [] for name in recorded}
     with (
-        IsolatedEngine(CONFIG, IsolationConfig()) as plain,
+        IsolatedEngine(CONFIG, IsolationConfig(sealed=False)) as plain,
         IsolatedEngine(CONFIG, IsolationConfig(sealed=True)) as sealed,
     ):
         plain.warm_up()
