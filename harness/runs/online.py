@@ -75,14 +75,17 @@ class OnlineProtocol(RunProtocol):
 
     def print_result(self, console: Console, outcome: Outcome) -> int:
         """The summary; exit 130 if the run was interrupted (Ctrl-C, SIGTERM), 1 if the adapter failed
-        anywhere (``--on-error stop`` included: the run ended at a failure, not at the user's word)."""
+        anywhere (``--on-error stop`` included: the run ended at a failure, not at the user's word), if
+        the session's own audit failed, or if the parent's clock disagrees with the worker's (issue 24)."""
         result = outcome.result
         assert isinstance(result, RunResult)
         print_summary(console, result)
         if result.status == "incomplete" and (result.incomplete_reason or "").startswith("interrupted"):
             return 130
         audit_failed = result.session_audit is not None and result.session_audit.passed is False
-        return 1 if result.failures or result.status == "incomplete" or audit_failed else 0
+        clocks_disagree = result.host_timing is not None and result.host_timing.verdict == "disagree"
+        failed = result.failures or result.status == "incomplete" or audit_failed or clocks_disagree
+        return 1 if failed else 0
 
     def closing_note(self, outcome: Outcome) -> str | None:
         result = outcome.result

@@ -127,3 +127,15 @@ def test_the_sealed_worker_holds_no_stream_id_seed_path_or_test_name(tmp_path: o
     recording = recordings[0]
     assert recording.stream_id == "syn-0000"  # the parent maps the opaque token back
     assert recording.host_ns is not None and recording.host_ns.size == recording.num_frames
+
+
+def test_the_cli_exits_1_and_says_why_when_the_clocks_disagree(tmp_path: object) -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    args = ["run", "--adapter", "offender-stopped-clock", "--streams", "2", "--duration", "2"]
+    args += ["--warmup-frames", "10", "--output-dir", str(tmp_path), "--no-progress"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 1, res.output
+    assert "the parent's clock disagrees with the worker's" in res.output
