@@ -6,32 +6,25 @@ per-frame arrays; :func:`resume_run` finishes an interrupted run from its event 
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
 
-import numpy as np
 from pydantic import ValidationError
 
-from adapters.contract import AdapterInfo, Stream
-from adapters.registry import resolve
+from adapters.contract import Stream
 from harness.datasets.catalog import (
-    check_sample_streams,
     given_seed_kind,
     make_streams,
     make_warmup_stream,
     seeded,
 )
 from harness.execution.config import RunConfig, run_id_for
-from harness.execution.engine import Engine, clock_info
+from harness.execution.engine import clock_info
 from harness.execution.event_log import (
     EVENTS_FILE,
     EventLog,
     EventLogError,
-    FailureEvent,
     RunLock,
     RunLog,
     SessionEvent,
@@ -41,22 +34,15 @@ from harness.execution.event_log import (
 )
 from harness.execution.executor import (
     EngineExecutor,
-    InProcess,
     NothingScoredError,
     ProgressHook,
     RunInterrupted,
     RunStopped,
-    StreamRunner,
     defer_signals,
     failed_streams,
     interrupt_on_sigterm,
 )
-from harness.execution.host_timing import HostTimingRecord, judge_host_timing
-from harness.execution.isolation import IsolatedEngine
-from harness.execution.sandbox import SandboxRecord
-from harness.execution.setup import build_adapter
 from harness.instruments.data_hash import hash_streams
-from harness.instruments.interference import cpu_frequency_khz
 from harness.instruments.manifest import EnvironmentManifest, collect_manifest, fingerprint
 from harness.instruments.memory import MemoryProbe, MemoryReport
 from harness.instruments.power import EnergyReport, PowerMeter
@@ -79,14 +65,19 @@ from harness.results.files import (
     write_run,
 )
 from harness.results.normalisation import normalise
-from harness.results.quality import MeasurementQuality, judge_quality
 from harness.runs.catalog import index_written
-from harness.runs.session_audit import SessionAuditor
+from harness.runs.session_subject import (
+    Subject,
+    adapter_memory,
+    measurement_quality,
+    open_subject,
+    session_auditor,
+    with_verdicts,
+)
 from protocols import online
 from protocols.base import Plan
-from protocols.online_speed import measured_latency
 from protocols.recording import StreamRecording
-from protocols.session_audit import SessionAuditConfig, SessionAuditResult
+from protocols.session_audit import SessionAuditResult
 
 __all__ = ["execute_run", "finished_run", "resume_run"]
 
@@ -178,7 +169,7 @@ def _execute(
         torch=config.torch_seed,
         split=config.protocol.split_seed,
     )
-    with _subject(config, streams, warmup) as subject:
+    with open_subject(config, streams, warmup) as subject:
         manifest = collect_manifest(
             seeds.model_dump(exclude={"dataset_seed_kind"}),
             hash_streams(streams),
@@ -190,73 +181,12 @@ def _execute(
         )
 
 
-@dataclasses.dataclass
-class _Subject:
-    """The adapter under test as the session sees it, in this process or in an isolated worker."""
-
-    runner: StreamRunner
-    info: AdapterInfo
-    module: str  # the adapter class's module (its git commit goes into the manifest)
-    mode: Literal["in-process", "isolated", "sealed"]
-    count_flops: Callable[[], tuple[int | None, str | None]]
-    warmup_stream_id: str | None
-    worker_peak_rss: Callable[[], int | None] = lambda: None
-    host_timing: Callable[[Sequence[StreamRecording]], HostTimingRecord] = lambda _: HostTimingRecord(
-        verdict="not-checked", reason="in-process (--in-process): the model shares the harness's clock"
-    )
-    run_variant: Callable[[Stream], StreamRecording] | None = None  # sealed: any stream this process holds
-    sandbox: Callable[[], SandboxRecord | None] = lambda: None
-
-
-@contextlib.contextmanager
-def _subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | None) -> Iterator[_Subject]:
-    first = streams[0]
-    if config.isolate:  # built, warmed up and timed in a worker process only; never in this one
-        with IsolatedEngine(config, config.isolation) as isolated:
-            info = isolated.info
-            if tuple(info.classes) != tuple(first.classes):
-                raise ValueError(
-                    f"adapter {config.adapter!r} declares {len(info.classes)} classes, the data set has "
-                    f"{len(first.classes)}; they must match in name and order"
-                )
-            check_sample_streams(info, [first])
-            yield _Subject(
-                runner=isolated,
-                info=info,
-                module=resolve(config.adapter).__module__,
-                mode="sealed" if config.isolation.sealed else "isolated",
-                count_flops=lambda: isolated.count_flops(first.stream_id),
-                warmup_stream_id=warmup.stream_id if warmup is not None else None,
-                worker_peak_rss=lambda: isolated.peak_rss_bytes,
-                host_timing=lambda recordings: judge_host_timing(
-                    recordings, isolated.floor, isolated.start_times, isolated.idle_cpu_ns
-                )
-                if isolated.sealed
-                else HostTimingRecord(
-                    verdict="not-checked", reason="an isolated worker holds the data; not timed per frame"
-                ),
-                run_variant=isolated.run if isolated.sealed else None,
-                sandbox=lambda: isolated.sandbox,
-            )
-        return
-    adapter = build_adapter(config, first)
-    engine = Engine(adapter, config.engine)
-    yield _Subject(
-        runner=InProcess(engine, {s.stream_id: s for s in streams}, warmup),
-        info=adapter.info,
-        module=type(adapter).__module__,
-        mode="in-process",
-        count_flops=lambda: engine.count_flops(first),
-        warmup_stream_id=warmup.stream_id if warmup is not None else None,
-    )
-
-
 def _session(
     config: RunConfig,
     run_dir: Path,
     previous: RunLog | None,
     progress: ProgressHook | None,
-    subject: _Subject,
+    subject: Subject,
     run_plan: Plan,
     seeds: SeedRecord,
     manifest: EnvironmentManifest,
@@ -308,7 +238,7 @@ def _session(
                     isolated=subject.mode != "in-process",
                 )
             )
-            auditor = _auditor(config.protocol.audit, subject, streams, run_plan, done, failed)
+            auditor = session_auditor(config.protocol.audit, subject, streams, run_plan, done, failed)
             executor = EngineExecutor(
                 subject.runner,
                 progress,
@@ -333,7 +263,7 @@ def _session(
                 gpu_meter.close()
                 cpu_meter.close()
         recordings = executor.ordered(run_plan)
-        memory, worker_peak, worker_reason = _adapter_memory(subject, memory)
+        memory, worker_peak, worker_reason = adapter_memory(subject, memory)
         flops, flops_reason = subject.count_flops() if stopped is None else (None, f"not counted: {stopped}")
         if not any(r.role == "test" for r in recordings):
             if stopped is not None and stopped.startswith("interrupted"):  # nothing to score yet
@@ -341,7 +271,7 @@ def _session(
             raise NothingScoredError(run_dir, executor.failures, stopped)
         wrong = failed_streams(executor.failures, streams)  # scored as answered wrongly, never dropped
         metrics = online.score(recordings, config.protocol, subject.info.classes, wrong)
-        quality = _measurement_quality(recordings, subject.info.device)
+        quality = measurement_quality(recordings, subject.info.device)
         host_timing = subject.host_timing(recordings)
         audit = (
             auditor.judge(recordings, {f.stream_id: f.message for f in executor.failures})
@@ -402,7 +332,7 @@ def _session(
             ),
             failures=[FailureRecord(**f.model_dump(exclude={"kind"})) for f in executor.failures],
             metrics=metrics,
-            measurement_quality=_with_verdicts(quality, host_timing, audit),
+            measurement_quality=with_verdicts(quality, host_timing, audit),
             session_audit=audit,
             host_timing=host_timing,
         )
@@ -446,76 +376,9 @@ def _measured(
     return memory, gpu_energy, cpu_energy, frames, stopped
 
 
-def _adapter_memory(subject: _Subject, memory: MemoryReport) -> tuple[MemoryReport, int | None, str]:
-    """(the harness's memory report, the worker's peak RSS, why it is what it is). Under ``--isolate``
-    the adapter's memory is the worker's, which the harness's probe cannot see: the worker reports its
-    own peak with every reply (issue 18)."""
-    if subject.mode == "in-process":
-        return memory, None, "the adapter ran in this process: its memory is memory.peak_rss_bytes"
-    harness_only = memory.model_copy(
-        update={
-            "peak_rss_method": f"{memory.peak_rss_method}; of the harness process only: the adapter ran "
-            "in an isolated worker (resources.worker_peak_rss_bytes)"
-        }
-    )
-    peak = subject.worker_peak_rss()
-    if peak is None:
-        return harness_only, None, "no worker reported its peak (getrusage unavailable, or none finished)"
-    how = "getrusage(RUSAGE_SELF).ru_maxrss in the worker: its peak since it started, imports included"
-    return harness_only, peak, how + "; the largest over the run's workers, read after each stream"
-
-
 def _rtf1_reason(config: RunConfig, gpu_energy: EnergyReport) -> str | None:
     if config.engine.pacing != "paced":
         return "needs a paced run (--pacing paced): unpaced frames do not arrive in real time"
     return None if gpu_energy.mean_power_w is not None else gpu_energy.reason or "no power measured"
 
 
-def _measurement_quality(recordings: Sequence[StreamRecording], device: str) -> MeasurementQuality:
-    """The run's measurement-quality verdict (harness/results/quality.py) from its recordings."""
-    counts = [r.context_switches.get("involuntary") for r in recordings]
-    latency = [measured_latency(r) for r in recordings]
-    return judge_quality(
-        np.concatenate(latency) if latency else np.zeros(0, dtype=np.int64),
-        streams=len(recordings),
-        involuntary_switches=None if None in counts else sum(c or 0 for c in counts),
-        clock_resolution_ns=clock_info(device).resolution_ns,
-        cpu_frequency=cpu_frequency_khz(),
-    )
-
-
-def _with_verdicts(
-    quality: MeasurementQuality, host: HostTimingRecord, audit: SessionAuditResult
-) -> MeasurementQuality:
-    """INVALID when the parent's clock disagrees with the worker's (issue 24): the worker's latency
-    figures then measure what the model let its own clock say; and when the session's own audit failed:
-    the model answered a copy of a scored stream differently."""
-    if audit.passed is False:
-        first = next(c for c in audit.checks if not c.passed)
-        reason = f"the session's audit failed: {first.name} of {first.first_stream}: {first.detail}"
-        quality = quality.model_copy(update={"verdict": "INVALID", "reasons": [*quality.reasons, reason]})
-    if host.verdict != "disagree":
-        return quality
-    excess, threshold = (host.excess_p25_ns or 0) / 1e3, (host.threshold_ns or 0) / 1e3
-    reason = (
-        f"the parent's clock disagrees with the worker's: lower-quartile excess {excess:.0f} µs per frame "
-        f"over the pipe's floor (threshold {threshold:.0f} µs)"
-    )
-    return quality.model_copy(update={"verdict": "INVALID", "reasons": [*quality.reasons, reason]})
-
-
-def _auditor(
-    config: SessionAuditConfig,
-    subject: _Subject,
-    streams: Sequence[Stream],
-    run_plan: Plan,
-    done: Sequence[StreamRecording],
-    failed: Sequence[FailureEvent],
-) -> SessionAuditor | None:
-    """The session's own audit (issue 24 item 6) over the streams this session runs; sealed runs only
-    (in process a variant would not look like a scored stream to a model that walks the call stack)."""
-    if subject.run_variant is None:
-        return None
-    finished = {r.stream_id for r in done} | {f.stream_id for f in failed}
-    todo = [s.stream_id for s in run_plan.streams if s.stream_id not in finished]
-    return SessionAuditor(subject.run_variant, {s.stream_id: s for s in streams}, todo, config)

@@ -1,0 +1,172 @@
+"""The adapter under test as an online session holds it (harness/runs/session.py): in this process or
+in a worker (sealed by default), with what the session reads off it at the end — its memory, its
+host-side timing verdict, its sandbox — and the session's own audit (issue 24), and the run's
+measurement-quality verdict with those verdicts folded in."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from typing import Literal
+
+import numpy as np
+
+from adapters.contract import AdapterInfo, Stream
+from adapters.registry import resolve
+from harness.datasets.catalog import check_sample_streams
+from harness.execution.config import RunConfig
+from harness.execution.engine import Engine, clock_info
+from harness.execution.event_log import FailureEvent
+from harness.execution.executor import InProcess, StreamRunner
+from harness.execution.host_timing import HostTimingRecord, judge_host_timing
+from harness.execution.isolation import IsolatedEngine
+from harness.execution.sandbox import SandboxRecord
+from harness.execution.setup import build_adapter
+from harness.instruments.interference import cpu_frequency_khz
+from harness.instruments.memory import MemoryReport
+from harness.results.quality import MeasurementQuality, judge_quality
+from harness.runs.session_audit import SessionAuditor
+from protocols.base import Plan
+from protocols.online_speed import measured_latency
+from protocols.recording import StreamRecording
+from protocols.session_audit import SessionAuditConfig, SessionAuditResult
+
+__all__ = [
+    "Subject",
+    "adapter_memory",
+    "measurement_quality",
+    "open_subject",
+    "session_auditor",
+    "with_verdicts",
+]
+
+
+@dataclasses.dataclass
+class Subject:
+    """The adapter under test as the session sees it, in this process or in an isolated worker."""
+
+    runner: StreamRunner
+    info: AdapterInfo
+    module: str  # the adapter class's module (its git commit goes into the manifest)
+    mode: Literal["in-process", "isolated", "sealed"]
+    count_flops: Callable[[], tuple[int | None, str | None]]
+    warmup_stream_id: str | None
+    worker_peak_rss: Callable[[], int | None] = lambda: None
+    host_timing: Callable[[Sequence[StreamRecording]], HostTimingRecord] = lambda _: HostTimingRecord(
+        verdict="not-checked", reason="in-process (--in-process): the model shares the harness's clock"
+    )
+    run_variant: Callable[[Stream], StreamRecording] | None = None  # sealed: any stream this process holds
+    sandbox: Callable[[], SandboxRecord | None] = lambda: None
+
+
+@contextlib.contextmanager
+def open_subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | None) -> Iterator[Subject]:
+    first = streams[0]
+    if config.isolate:  # built, warmed up and timed in a worker process only; never in this one
+        with IsolatedEngine(config, config.isolation) as isolated:
+            info = isolated.info
+            if tuple(info.classes) != tuple(first.classes):
+                raise ValueError(
+                    f"adapter {config.adapter!r} declares {len(info.classes)} classes, the data set has "
+                    f"{len(first.classes)}; they must match in name and order"
+                )
+            check_sample_streams(info, [first])
+            yield Subject(
+                runner=isolated,
+                info=info,
+                module=resolve(config.adapter).__module__,
+                mode="sealed" if config.isolation.sealed else "isolated",
+                count_flops=lambda: isolated.count_flops(first.stream_id),
+                warmup_stream_id=warmup.stream_id if warmup is not None else None,
+                worker_peak_rss=lambda: isolated.peak_rss_bytes,
+                host_timing=lambda recordings: judge_host_timing(
+                    recordings, isolated.floor, isolated.start_times, isolated.idle_cpu_ns
+                )
+                if isolated.sealed
+                else HostTimingRecord(
+                    verdict="not-checked", reason="an isolated worker holds the data; not timed per frame"
+                ),
+                run_variant=isolated.run if isolated.sealed else None,
+                sandbox=lambda: isolated.sandbox,
+            )
+        return
+    adapter = build_adapter(config, first)
+    engine = Engine(adapter, config.engine)
+    yield Subject(
+        runner=InProcess(engine, {s.stream_id: s for s in streams}, warmup),
+        info=adapter.info,
+        module=type(adapter).__module__,
+        mode="in-process",
+        count_flops=lambda: engine.count_flops(first),
+        warmup_stream_id=warmup.stream_id if warmup is not None else None,
+    )
+
+
+def adapter_memory(subject: Subject, memory: MemoryReport) -> tuple[MemoryReport, int | None, str]:
+    """(the harness's memory report, the worker's peak RSS, why it is what it is). Under ``--isolate``
+    the adapter's memory is the worker's, which the harness's probe cannot see: the worker reports its
+    own peak with every reply (issue 18)."""
+    if subject.mode == "in-process":
+        return memory, None, "the adapter ran in this process: its memory is memory.peak_rss_bytes"
+    harness_only = memory.model_copy(
+        update={
+            "peak_rss_method": f"{memory.peak_rss_method}; of the harness process only: the adapter ran "
+            "in an isolated worker (resources.worker_peak_rss_bytes)"
+        }
+    )
+    peak = subject.worker_peak_rss()
+    if peak is None:
+        return harness_only, None, "no worker reported its peak (getrusage unavailable, or none finished)"
+    how = "getrusage(RUSAGE_SELF).ru_maxrss in the worker: its peak since it started, imports included"
+    return harness_only, peak, how + "; the largest over the run's workers, read after each stream"
+
+
+def measurement_quality(recordings: Sequence[StreamRecording], device: str) -> MeasurementQuality:
+    """The run's measurement-quality verdict (harness/results/quality.py) from its recordings."""
+    counts = [r.context_switches.get("involuntary") for r in recordings]
+    latency = [measured_latency(r) for r in recordings]
+    return judge_quality(
+        np.concatenate(latency) if latency else np.zeros(0, dtype=np.int64),
+        streams=len(recordings),
+        involuntary_switches=None if None in counts else sum(c or 0 for c in counts),
+        clock_resolution_ns=clock_info(device).resolution_ns,
+        cpu_frequency=cpu_frequency_khz(),
+    )
+
+
+def with_verdicts(
+    quality: MeasurementQuality, host: HostTimingRecord, audit: SessionAuditResult
+) -> MeasurementQuality:
+    """INVALID when the parent's clock disagrees with the worker's (issue 24): the worker's latency
+    figures then measure what the model let its own clock say; and when the session's own audit failed:
+    the model answered a copy of a scored stream differently."""
+    if audit.passed is False:
+        first = next(c for c in audit.checks if not c.passed)
+        reason = f"the session's audit failed: {first.name} of {first.first_stream}: {first.detail}"
+        quality = quality.model_copy(update={"verdict": "INVALID", "reasons": [*quality.reasons, reason]})
+    if host.verdict != "disagree":
+        return quality
+    excess, threshold = (host.excess_p25_ns or 0) / 1e3, (host.threshold_ns or 0) / 1e3
+    reason = (
+        f"the parent's clock disagrees with the worker's: lower-quartile excess {excess:.0f} µs per frame "
+        f"over the pipe's floor (threshold {threshold:.0f} µs)"
+    )
+    return quality.model_copy(update={"verdict": "INVALID", "reasons": [*quality.reasons, reason]})
+
+
+def session_auditor(
+    config: SessionAuditConfig,
+    subject: Subject,
+    streams: Sequence[Stream],
+    run_plan: Plan,
+    done: Sequence[StreamRecording],
+    failed: Sequence[FailureEvent],
+) -> SessionAuditor | None:
+    """The session's own audit (issue 24 item 6) over the streams this session runs; sealed runs only
+    (in process a variant would not look like a scored stream to a model that walks the call stack)."""
+    if subject.run_variant is None:
+        return None
+    finished = {r.stream_id for r in done} | {f.stream_id for f in failed}
+    todo = [s.stream_id for s in run_plan.streams if s.stream_id not in finished]
+    return SessionAuditor(subject.run_variant, {s.stream_id: s for s in streams}, todo, config)
