@@ -8,7 +8,8 @@ stream under a fresh opaque token. Two kinds:
 
 - ``replay``: a scored stream fed again, unchanged. Its predictions must equal the scored run's (a model
   that behaves one way when it thinks it is scored and another when audited is caught by the pair);
-- ``occlusion``: a scored stream whose frames after a hidden cut are replaced by noise. The predictions
+- ``occlusion``: a scored stream whose frames after a hidden cut are another stream's (noise where no
+  other stream is as long), so the copy looks like data. The predictions
   emitted at frames ``<= cut`` must equal the scored run's (a model whose outputs depend on the future,
   or on which stream it believes it is in beyond what it has seen, is caught).
 
@@ -58,7 +59,7 @@ class AuditVariant(BaseModel):
 
     source: str
     kind: Literal["replay", "occlusion"]
-    cut: int | None = Field(None, description="occlusion: frames after it are noise")
+    cut: int | None = Field(None, description="occlusion: frames after it are another stream's")
     before: int = Field(ge=0)
 
 

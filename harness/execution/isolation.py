@@ -60,7 +60,12 @@ from typing import Any, Literal, NoReturn
 import numpy as np
 
 from adapters.contract import AdapterInfo, Stream
-from harness.execution.adapter_errors import AdapterCrashError, AdapterError, AdapterTimeoutError
+from harness.execution.adapter_errors import (
+    AdapterCrashError,
+    AdapterError,
+    AdapterOutputError,
+    AdapterTimeoutError,
+)
 from harness.execution.config import IsolationConfig, RunConfig
 from harness.execution.engine import PROGRESS_INTERVAL_S, FrameProgress
 from harness.execution.frame_server import FrameServer, PastTheEnd
@@ -165,9 +170,13 @@ class IsolatedEngine:
         self._following = (progress, self._stream_frames.get(stream_id)) if progress is not None else None
         try:
             header = self._request({"kind": "run", "stream_id": stream_id, "role": role}, stream_id)
+            return self._recording(header, stream_id)
+        except AdapterError as exc:  # filed under the stream this process asked for
+            if exc.stream_id == stream_id:
+                raise
+            raise type(exc)(exc.adapter, stream_id, exc.frame, exc.problem) from exc.__cause__
         finally:
             self._following = None
-        return self._recording(header, stream_id)
 
     def run(
         self,
@@ -188,25 +197,30 @@ class IsolatedEngine:
         if cpu_before is not None and self._idle_from is not None:
             self.idle_cpu_ns += max(cpu_before - self._idle_from, 0)
         stamps = self._frames.queue(stream)
-        message = {
-            "kind": "run",
-            "stream": self._frames.header(stream),
-            "role": role,
-            "untimed": untimed,
-            "resets": resets,
-        }
+        # no role: the worker cannot tell a validation stream (or an audit copy of one) from a test stream
+        message = {"kind": "run", "stream": self._frames.header(stream), "untimed": untimed, "resets": resets}
         self._following = (progress, stream.num_frames) if progress is not None else None
         stamps.request_ns = now_ns()
-        try:
-            recording = self._recording(self._request(message, stream.stream_id), stream.stream_id)
+        try:  # no restart in between: a worker that died since is this stream's crash
+            header = self._request(message, stream.stream_id, restart=False)
+            recording = self._recording(header, stream.stream_id)
+        except AdapterError as exc:  # filed under the stream this process asked for, whatever the worker said
+            if exc.stream_id == stream.stream_id:
+                raise
+            raise type(exc)(exc.adapter, stream.stream_id, exc.frame, exc.problem) from exc.__cause__
         finally:
             self._following = None
         wall = now_ns() - stamps.request_ns
         cpu_after = process_cpu_ns(pid) if pid is not None else None
         self._idle_from = cpu_after
-        return dataclasses.replace(  # labels and the stream's id never reach the worker
+        check_shape(recording, stream, self._adapter_name())
+        return dataclasses.replace(  # what decides a score is this process's own, not the worker's word
             recording,
             stream_id=stream.stream_id,
+            role=role,
+            t0_ns=round(stream.t0 * 1e9),
+            segment_length_ns=round(stream.segment_length_s * 1e9) if stream.segment_length_s else None,
+            frame_times_ns=np.round(stream.frame_times * 1e9).astype(np.int64),
             labels=stream.labels,
             host_ns=stamps.host_ns(),
             host_reset_ns=stamps.reset_ns(),
@@ -378,9 +392,11 @@ class IsolatedEngine:
         if isinstance(peak, int) and (self.peak_rss_bytes is None or peak > self.peak_rss_bytes):
             self.peak_rss_bytes = peak
 
-    def _request(self, message: dict[str, Any], stream_id: str) -> dict[str, Any]:
-        """Send a request about one stream (starting a worker if needed); the reply's header."""
-        self._ensure_worker()
+    def _request(self, message: dict[str, Any], stream_id: str, restart: bool = True) -> dict[str, Any]:
+        """Send a request about one stream (starting a worker if needed, unless ``restart`` is false: a
+        sealed stream queued for this worker); the reply's header."""
+        if restart or self._process is None:
+            self._ensure_worker()
         if "stream_id" in message and stream_id not in self.stream_ids:
             raise KeyError(f"unknown stream {stream_id!r}; the data set has {list(self.stream_ids)[:5]}...")
         assert self._conn is not None
@@ -485,3 +501,23 @@ def _end(process: BaseProcess | ChildProcess) -> None:
     if process.is_alive():
         process.kill()
         process.join(5.0)
+
+
+def check_shape(recording: StreamRecording, stream: Stream, adapter: str) -> None:
+    """A sealed worker's recording must fit the stream this process fed: one latency per frame, and
+    predictions emitted in order at frames of the stream, labelling frames at or after 0. (Where each
+    prediction was emitted is still the worker's word: issue 24's remaining hole, see the README.)"""
+    n = stream.num_frames
+    emitted, refers = recording.emitted_at, recording.refers_to
+    problems = []
+    if recording.latency_ns.size != n:
+        problems.append(f"{recording.latency_ns.size} latencies for {n} frames")
+    if emitted.size != refers.size or emitted.size != recording.scores.shape[0]:
+        problems.append("emitted_at, refers_to and scores differ in length")
+    if emitted.size and (emitted.min() < 0 or emitted.max() >= n or (np.diff(emitted) < 0).any()):
+        problems.append("predictions emitted out of order or outside the stream")
+    if refers.size and refers.min() < 0:
+        problems.append("a prediction labels a frame before the stream")
+    if problems:
+        problem = "the worker's recording: " + "; ".join(problems)
+        raise AdapterOutputError(adapter, stream.stream_id, max(n - 1, 0), problem)

@@ -323,7 +323,7 @@ class RequestServer:
                     self.engine.adapter.reset_state()
                 try:
                     recording = self.engine.run_stream(
-                        stream, request["role"], untimed=bool(request.get("untimed"))
+                        stream, request.get("role", "test"), untimed=bool(request.get("untimed"))
                     )
                 finally:
                     slot[0] = IDLE  # out of predict(): serialising the stream is not a frame's time

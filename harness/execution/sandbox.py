@@ -294,10 +294,11 @@ def enter_sandbox(policy: SandboxPolicy, mode: SandboxMode = "auto") -> SandboxR
 def sandbox_policy(config: Any) -> SandboxPolicy:
     """The sealed worker's policy for a run (``config``: a :class:`harness.execution.config.RunConfig`).
     Denied: every path the data set's configuration names (its roots, label and manifest files), the
-    results store (``output_dir``) and a baseline run. Readable besides the defaults: the adapter's own
-    module (:func:`adapter_code`) and every adapter option that names an existing file or directory
-    (weights, TorchScript / ONNX files)."""
-    denied = [config.output_dir, *_paths_in(config.data.model_dump(mode="json"))]
+    results store (``output_dir``, and the default ``results/`` here too) and a baseline run. Readable
+    besides the defaults: the adapter's own module (:func:`adapter_code`) and every adapter option that
+    names an existing file or directory (weights, TorchScript / ONNX files)."""
+    # the run's store, and the default one wherever this run writes (earlier runs' recordings and labels)
+    denied = [config.output_dir, Path("results"), *_paths_in(config.data.model_dump(mode="json"))]
     if config.baseline is not None:
         denied.append(config.baseline)
     code, import_paths = adapter_code(config.adapter)

@@ -52,11 +52,20 @@ class SessionAuditor:
 
     def _feed(self, variant: AuditVariant) -> StreamRecording | str:
         source = self._streams[variant.source]
-        stream = source if variant.cut is None else occlude(source, variant.cut, "noise", seed=self.seed)
+        stream = source if variant.cut is None else self._occluded(source, variant.cut)
         try:
             return self._run(stream)
         except AdapterError as exc:
             return f"frame {exc.frame}: {exc.problem}"
+
+    def _occluded(self, source: Stream, cut: int) -> Stream:
+        """``source`` with another stream's frames after ``cut`` (real data, so the copy does not give
+        itself away by its content); noise where no other stream is as long."""
+        donors = [s for s in self._streams.values() if s is not source and s.num_frames >= source.num_frames]
+        if not donors:
+            return occlude(source, cut, "noise", seed=self.seed)
+        donor = donors[(self.seed + cut) % len(donors)]
+        return occlude(source, cut, "other_stream", donor=donor)
 
     def judge(self, recordings: Sequence[StreamRecording], failed: Mapping[str, str]) -> SessionAuditResult:
         scored = {r.stream_id: r for r in recordings}

@@ -147,9 +147,9 @@ def with_verdicts(
         quality = quality.model_copy(update={"verdict": "INVALID", "reasons": [*quality.reasons, reason]})
     if host.verdict != "disagree":
         return quality
-    excess, threshold = (host.excess_p25_ns or 0) / 1e3, (host.threshold_ns or 0) / 1e3
+    excess, threshold = (host.excess_p50_ns or 0) / 1e3, (host.threshold_ns or 0) / 1e3
     reason = (
-        f"the parent's clock disagrees with the worker's: lower-quartile excess {excess:.0f} µs per frame "
+        f"the parent's clock disagrees with the worker's: median excess {excess:.0f} µs per frame "
         f"over the pipe's floor (threshold {threshold:.0f} µs)"
     )
     return quality.model_copy(update={"verdict": "INVALID", "reasons": [*quality.reasons, reason]})

@@ -55,7 +55,7 @@ def test_honest_worker_agrees_and_a_stopped_clock_or_late_work_disagrees() -> No
     assert honest.verdict == "agree"
     assert abs((honest.host_p50_ns or 0) - np.median(work)) < 30_000  # the floor is subtracted
     stopped = judge_host_timing([_recording(np.ones(500), work + pipe)], FLOOR)
-    assert stopped.verdict == "disagree" and (stopped.excess_p25_ns or 0) > 1_900_000
+    assert stopped.verdict == "disagree" and (stopped.excess_p50_ns or 0) > 1_900_000
     # a tiny honest model: the excess is the pipe's noise, below the floor-based threshold
     tiny = judge_host_timing([_recording(np.full(500, 300), 300 + pipe)], FLOOR)
     assert tiny.verdict == "agree"
@@ -139,3 +139,17 @@ def test_the_cli_exits_1_and_says_why_when_the_clocks_disagree(tmp_path: object)
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 1, res.output
     assert "the parent's clock disagrees with the worker's" in res.output
+
+
+def test_a_worker_lying_on_most_frames_or_halving_its_cost_is_called() -> None:
+    """The threshold is the parent's own figure, not the worker's: a worker reporting 0.1 ms on 70 % of
+    10 ms frames, or 45 % of its cost on every frame, is called (review of issue 24)."""
+    pipe = np.full(1000, FLOOR.median_ns)
+    work = np.full(1000, 10_000_000)
+    said = work.copy()
+    said[:700] = 100_000
+    assert judge_host_timing([_recording(said, work + pipe)], FLOOR).verdict == "disagree"
+    halved = judge_host_timing([_recording((work * 0.45).astype(np.int64), work + pipe)], FLOOR)
+    assert halved.verdict == "disagree"
+    honest = judge_host_timing([_recording(work, work + pipe + 2_000_000)], FLOOR)  # 2 ms of scheduling
+    assert honest.verdict == "agree"
