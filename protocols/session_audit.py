@@ -104,28 +104,32 @@ def plan_session_audit(
 
 def judge_session_audit(
     scored: Mapping[str, StreamRecording],
-    failed: Mapping[str, str],
+    failed: Mapping[str, tuple[int | None, str]],
     audited: Sequence[tuple[AuditVariant, StreamRecording | str]],
     config: SessionAuditConfig,
     seed: int,
 ) -> SessionAuditResult:
     """One check per variant against its scored stream (``scored``: recordings by stream id; ``failed``:
-    the error of each scored stream that failed; ``audited``: each variant with its recording, or its
-    error). A variant and its source must agree: both answered and equal (in full, or up to the cut),
-    or both failed (a replay of a failed stream that answers is a finding, and so is the reverse)."""
+    the frame (None: before the first) and error of each scored stream that failed; ``audited``: each
+    variant with its recording, or its error). A variant and its source must agree: both answered and
+    equal (in full, or up to the cut), or both failed (a replay of a failed stream that answers is a
+    finding, and so is the reverse; an occluded copy may answer only where the source failed after
+    the cut, on frames the copy does not share)."""
     checks = []
     for variant, outcome in audited:
         name = f"session_{variant.kind}" + (f"@{variant.cut}" if variant.cut is not None else "")
         source = scored.get(variant.source)
         if source is None:
-            error = failed.get(variant.source)
-            if error is None:
+            failure = failed.get(variant.source)
+            if failure is None:
                 continue  # its source was not run in this session (an interrupted run)
+            frame, error = failure
             answered = not isinstance(outcome, str)
+            after_cut = variant.cut is not None and frame is not None and frame > variant.cut
             checks.append(
                 CheckResult(
                     name=name,
-                    passed=not answered or variant.kind == "occlusion",
+                    passed=not answered or after_cut,
                     first_stream=variant.source,
                     detail=f"the scored stream failed ({error}); its audit variant "
                     + ("answered: the model behaves differently when audited" if answered else "failed too"),

@@ -274,7 +274,7 @@ def _session(
         quality = measurement_quality(recordings, subject.info.device)
         host_timing = subject.host_timing(recordings)
         audit = (
-            auditor.judge(recordings, {f.stream_id: f.message for f in executor.failures})
+            auditor.judge(recordings, {f.stream_id: (f.frame, f.message) for f in executor.failures})
             if auditor is not None
             else SessionAuditResult(skipped=f"not audited in session: the adapter ran {subject.mode}")
         )

@@ -67,6 +67,8 @@ class SessionAuditor:
         donor = donors[(self.seed + cut) % len(donors)]
         return occlude(source, cut, "other_stream", donor=donor)
 
-    def judge(self, recordings: Sequence[StreamRecording], failed: Mapping[str, str]) -> SessionAuditResult:
+    def judge(
+        self, recordings: Sequence[StreamRecording], failed: Mapping[str, tuple[int | None, str]]
+    ) -> SessionAuditResult:
         scored = {r.stream_id: r for r in recordings}
         return judge_session_audit(scored, failed, self.outcomes, self.config, self.seed)

@@ -65,10 +65,17 @@ def test_failures_are_paired_a_copy_that_answers_what_the_scored_run_failed_is_a
     scores = np.full((5, 2), 0.5)
     config = SessionAuditConfig()
     replay = AuditVariant(source="a", kind="replay", before=0)
-    answered = judge_session_audit({}, {"a": "frame 2: raised"}, [(replay, _recording(scores))], config, 1)
+    failed = {"a": (2, "frame 2: raised")}
+    answered = judge_session_audit({}, failed, [(replay, _recording(scores))], config, 1)
     assert answered.passed is False and "differently when audited" in answered.checks[0].detail
-    both = judge_session_audit({}, {"a": "frame 2: raised"}, [(replay, "frame 2: raised")], config, 1)
+    both = judge_session_audit({}, failed, [(replay, "frame 2: raised")], config, 1)
     assert both.passed is True
+    # an occluded copy may answer where the source failed after its cut (frames it does not share) ...
+    cut1 = AuditVariant(source="a", kind="occlusion", cut=1, before=0)
+    assert judge_session_audit({}, failed, [(cut1, _recording(scores))], config, 1).passed is True
+    # ... not where the source failed on the prefix they share
+    cut3 = AuditVariant(source="a", kind="occlusion", cut=3, before=0)
+    assert judge_session_audit({}, failed, [(cut3, _recording(scores))], config, 1).passed is False
     copy_failed = judge_session_audit({"a": _recording(scores)}, {}, [(replay, "frame 0: raised")], config, 1)
     assert copy_failed.passed is False
     nothing = judge_session_audit({}, {}, [(replay, _recording(scores))], config, 1)
