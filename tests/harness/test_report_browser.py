@@ -36,7 +36,8 @@ from harness.sweep.spec import SweepFile
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 DRIVERS = ("chromedriver", "chromium-driver")
 WIDTH = 1300
-SMALL = {"data": {"num_streams": 3, "duration_s": 4.0}, "engine": {"warmup_frames": 5}}
+# in process: the pages are what is tested here, not the worker (the sealed default's pages: test_report.py)
+SMALL = {"data": {"num_streams": 3, "duration_s": 4.0}, "engine": {"warmup_frames": 5}, "isolate": False}
 PLOTS = "svg.plot, img, canvas"
 """How a report embeds its plots: inline ``<svg class="plot">`` (any ``img`` or ``canvas`` is checked too)."""
 
