@@ -34,6 +34,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adapters.contract import Frame, Stream
+from harness.datasets.synthetic import required_seed
 
 __all__ = [
     "CLASSES",
@@ -217,12 +218,7 @@ def _voice(rng: np.random.Generator, n: int, sr: int) -> np.ndarray:
 
 
 def _seed(config: SpoofConfig) -> int:
-    if config.seed is None:
-        raise ValueError(
-            "the synthetic spoof data set's seed is unset: a run draws a secret one "
-            "(harness.datasets.catalog.seeded); give one to build utterances outside a run"
-        )
-    return config.seed
+    return required_seed(config.seed, "synthetic spoof")
 
 
 def _is_real(config: SpoofConfig) -> np.ndarray:

@@ -199,13 +199,19 @@ class SyntheticConfig(BaseModel):
         return self.frames_per_segment * self.num_segments
 
 
-def _seed(config: SyntheticConfig) -> int:
-    if config.seed is None:
+def required_seed(seed: int | None, what: str) -> int:
+    """A generated data set's seed, which a run draws (secret) before it builds anything; a clear error
+    where it is unset (shared by the synthetic and spoof sets)."""
+    if seed is None:
         raise ValueError(
-            "the synthetic data set's seed is unset: a run draws a secret one "
-            "(harness.datasets.catalog.seeded); give one to build streams outside a run"
+            f"the {what} data set's seed is unset: a run draws a secret one "
+            "(harness.datasets.catalog.seeded); give one to build it outside a run"
         )
-    return config.seed
+    return seed
+
+
+def _seed(config: SyntheticConfig) -> int:
+    return required_seed(config.seed, "synthetic")
 
 
 def classes(config: SyntheticConfig) -> tuple[str, ...]:

@@ -171,10 +171,8 @@ class IsolatedEngine:
         try:
             header = self._request({"kind": "run", "stream_id": stream_id, "role": role}, stream_id)
             return self._recording(header, stream_id)
-        except AdapterError as exc:  # filed under the stream this process asked for
-            if exc.stream_id == stream_id:
-                raise
-            raise type(exc)(exc.adapter, stream_id, exc.frame, exc.problem) from exc.__cause__
+        except AdapterError as exc:
+            raise _asked_for(exc, stream_id) from exc.__cause__
         finally:
             self._following = None
 
@@ -204,10 +202,8 @@ class IsolatedEngine:
         try:  # no restart in between: a worker that died since is this stream's crash
             header = self._request(message, stream.stream_id, restart=False)
             recording = self._recording(header, stream.stream_id)
-        except AdapterError as exc:  # filed under the stream this process asked for, whatever the worker said
-            if exc.stream_id == stream.stream_id:
-                raise
-            raise type(exc)(exc.adapter, stream.stream_id, exc.frame, exc.problem) from exc.__cause__
+        except AdapterError as exc:
+            raise _asked_for(exc, stream.stream_id) from exc.__cause__
         finally:
             self._following = None
         wall = now_ns() - stamps.request_ns
@@ -521,3 +517,8 @@ def check_shape(recording: StreamRecording, stream: Stream, adapter: str) -> Non
     if problems:
         problem = "the worker's recording: " + "; ".join(problems)
         raise AdapterOutputError(adapter, stream.stream_id, max(n - 1, 0), problem)
+
+
+def _asked_for(exc: AdapterError, stream_id: str) -> AdapterError:
+    """``exc`` filed under the stream this process asked for, whatever stream the worker named."""
+    return exc if exc.stream_id == stream_id else type(exc)(exc.adapter, stream_id, exc.frame, exc.problem)

@@ -18,7 +18,9 @@ from harness.execution.isolation import IsolatedEngine
 from protocols.recording import StreamRecording
 
 
-def _recording(worker_ns: np.ndarray, host_ns: np.ndarray | None, reset_ns: int = 100_000) -> StreamRecording:
+def _recording(
+    worker_ns: np.ndarray, host_ns: np.ndarray | None, reset_ns: int = 100_000, cpu_ns: int | None = None
+) -> StreamRecording:
     n = worker_ns.size
     return StreamRecording(
         stream_id="s",
@@ -33,7 +35,7 @@ def _recording(worker_ns: np.ndarray, host_ns: np.ndarray | None, reset_ns: int 
         scores=np.zeros((n, 2), dtype=np.float32),
         host_ns=None if host_ns is None else host_ns.astype(np.int64),
         host_reset_ns=reset_ns,
-        worker_cpu_ns=1,
+        worker_cpu_ns=cpu_ns,
     )
 
 
@@ -153,3 +155,15 @@ def test_a_worker_lying_on_most_frames_or_halving_its_cost_is_called() -> None:
     assert halved.verdict == "disagree"
     honest = judge_host_timing([_recording(work, work + pipe + 2_000_000)], FLOOR)  # 2 ms of scheduling
     assert honest.verdict == "agree"
+
+
+def test_a_busy_machine_delaying_the_parent_is_not_called_without_hidden_cpu_time() -> None:
+    """Two CPU hogs delay every pipe hand-over: the round trip of an honest 3 ms model grows to ~9 ms.
+    The worker's CPU time (read by the parent from /proc) shows no work its clock missed: agree. A
+    stopped clock's CPU time is its work: still called."""
+    work = np.full(500, 3_000_000)
+    delayed = work + FLOOR.median_ns + 6_000_000
+    honest = judge_host_timing([_recording(work, delayed, cpu_ns=int(work.sum() * 0.9))], FLOOR)
+    assert honest.verdict == "agree"
+    stopped = judge_host_timing([_recording(np.ones(500), delayed, cpu_ns=int(work.sum()))], FLOOR)
+    assert stopped.verdict == "disagree"
