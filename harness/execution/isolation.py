@@ -52,6 +52,7 @@ import io
 import json
 import multiprocessing
 import time
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import TracebackType
@@ -72,7 +73,7 @@ from harness.execution.frame_server import FrameServer, PastTheEnd
 from harness.execution.host_timing import PipeFloor, StartTimes, now_ns, process_cpu_ns
 from harness.execution.isolation_worker import IDLE, worker_main
 from harness.execution.sandbox import SandboxPolicy, SandboxRecord, discard, sandbox_policy
-from harness.execution.sealed_feed import DONE, NEXT
+from harness.execution.sealed_feed import DONE, NEXT, Extra, StreamsToFeed
 from harness.execution.sealed_worker import WorkerSpec
 from harness.execution.worker_errors import WorkerError, crash_error, reply_error, timeout_error
 from harness.execution.worker_process import (
@@ -105,6 +106,7 @@ class IsolatedEngine:
         run_config: RunConfig,
         isolation: IsolationConfig | None = None,
         command: WorkerCommand | None = None,
+        feed: StreamsToFeed | None = None,
     ) -> None:
         self.run_config = run_config
         self.isolation = isolation or IsolationConfig()
@@ -126,6 +128,9 @@ class IsolatedEngine:
         self._data: dict[str, Stream] | None = None  # sealed: the data set, held in this process only
         self._frames = FrameServer()  # sealed: the streams being fed, timed, under opaque tokens
         self._warmup: Stream | None = None
+        if feed is not None:  # a protocol's own streams in place of the run's data set
+            self._data = {s.stream_id: s for s in feed.streams}
+            self._warmup = feed.warmup
         self.floor: PipeFloor | None = None  # sealed: the pipe's round trip, calibrated per worker
         self.start_times: StartTimes | None = None
         self.idle_cpu_ns = 0  # sealed: the worker's CPU time between streams, summed
@@ -183,10 +188,12 @@ class IsolatedEngine:
         untimed: bool = False,
         resets: int = 1,
         progress: FrameProgress | None = None,
+        record: Sequence[Extra] | None = None,
     ) -> StreamRecording:
         """Sealed mode: run any stream this process holds (an occluded or nudged variant, too), fed to the
         worker frame by frame; ``untimed``: the engine's loop with no clock read; ``resets``:
-        the ``reset_state()`` calls before the stream, the engine's own included."""
+        the ``reset_state()`` calls before the stream, the engine's own included; ``record``: the
+        prediction fields to record for this stream (``None``: ``EngineConfig.record``)."""
         if not self.sealed:
             raise ValueError("running a stream the worker does not hold needs a sealed worker (sealed=True)")
         self._ensure_worker()
@@ -197,6 +204,8 @@ class IsolatedEngine:
         stamps = self._frames.queue(stream)
         # no role: the worker cannot tell a validation stream (or an audit copy of one) from a test stream
         message = {"kind": "run", "stream": self._frames.header(stream), "untimed": untimed, "resets": resets}
+        if record is not None:
+            message["record"] = list(record)
         self._following = (progress, stream.num_frames) if progress is not None else None
         stamps.request_ns = now_ns()
         try:  # no restart in between: a worker that died since is this stream's crash

@@ -319,6 +319,12 @@ class RequestServer:
                     slot[0] = IDLE
                     send(conn, {"kind": "flops", "flops": flops, "reason": reason})
                     continue
+                record = request.get("record")  # the parent's choice for this stream, else the config's
+                self.engine.config = (
+                    self.engine_config
+                    if record is None
+                    else self.engine_config.model_copy(update={"record": tuple(record)})
+                )
                 for _ in range(int(request.get("resets", 1)) - 1):
                     self.engine.adapter.reset_state()
                 try:

@@ -26,10 +26,11 @@ from adapters.registry import resolve
 from harness.execution.config import RunConfig
 from harness.execution.engine import Engine
 from harness.execution.isolation import IsolatedEngine
+from harness.execution.sealed_feed import Extra, StreamsToFeed
 from harness.execution.setup import build_adapter, check_built
 from protocols.recording import StreamRecording, StreamRole
 
-__all__ = ["ExecutionMode", "ModelRunner", "execution_mode", "open_runner"]
+__all__ = ["ExecutionMode", "ModelRunner", "execution_mode", "open_runner", "recorded"]
 
 ExecutionMode = Literal["in-process", "isolated", "sealed"]
 
@@ -42,7 +43,7 @@ def execution_mode(config: RunConfig) -> ExecutionMode:
 @dataclasses.dataclass
 class ModelRunner:
     """``run_stream(stream, role)``: the stream's recording (its state reset first); ``warmup_frames``:
-    the frames the adapter was warmed up on."""
+    the frames the adapter was warmed up on; ``record``: the prediction fields recorded."""
 
     run_stream: Callable[[Stream, StreamRole], StreamRecording]
     info: AdapterInfo
@@ -50,28 +51,52 @@ class ModelRunner:
     mode: ExecutionMode
     warmup_frames: int
     worker: IsolatedEngine | None = None
+    record: tuple[Extra, ...] = ()
+
+
+def recorded(config: RunConfig, declared: tuple[Extra, ...], info: AdapterInfo) -> tuple[Extra, ...]:
+    """``EngineConfig.record``, and the fields of ``declared`` the adapter declares as capabilities."""
+    extra = tuple(name for name in declared if name in info.capabilities and name not in config.engine.record)
+    return (*config.engine.record, *extra)
 
 
 @contextlib.contextmanager
-def open_runner(config: RunConfig, sample: Stream, warmup: Stream | None) -> Iterator[ModelRunner]:
+def open_runner(
+    config: RunConfig,
+    sample: Stream,
+    warmup: Stream | None,
+    *,
+    own_streams: bool = False,
+    record_declared: tuple[Extra, ...] = (),
+) -> Iterator[ModelRunner]:
     """The adapter of ``config``, built and warmed up (on ``warmup`` in process; a sealed worker warms up
-    on its own copy of the run's warm-up stream), checked against ``sample``'s classes and framing."""
+    on its own copy of the run's warm-up stream), checked against ``sample``'s classes and framing.
+
+    ``own_streams``: the protocol feeds streams it builds, not the run's data set; ``sample`` and
+    ``warmup`` are its own (the sealed worker's data-bound options and warm-up come from them).
+    ``record_declared``: prediction fields to record besides ``EngineConfig.record`` when the adapter
+    declares them (``"weights"`` for the hysteresis protocol, seed 001)."""
     if execution_mode(config) == "sealed":
-        with IsolatedEngine(config, config.isolation) as worker:
+        feed = StreamsToFeed([sample], warmup) if own_streams else None
+        with IsolatedEngine(config, config.isolation, feed=feed) as worker:
             worker.warm_up()
             check_built(config, worker.info, sample)
+            record = recorded(config, record_declared, worker.info)
 
             def run_sealed(stream: Stream, role: StreamRole = "test") -> StreamRecording:
-                return worker.run(stream, role)
+                return worker.run(stream, role, record=record)
 
             module = resolve(config.adapter).__module__
-            yield ModelRunner(run_sealed, worker.info, module, "sealed", worker.warmup_frames_run, worker)
+            yield ModelRunner(
+                run_sealed, worker.info, module, "sealed", worker.warmup_frames_run, worker, record
+            )
         return
     adapter = build_adapter(config, sample)
-    engine = Engine(adapter, config.engine)
+    record = recorded(config, record_declared, adapter.info)
+    engine = Engine(adapter, config.engine.model_copy(update={"record": record}))
     frames = engine.warm_up(warmup) if warmup is not None else 0
 
     def run_here(stream: Stream, role: StreamRole = "test") -> StreamRecording:
         return engine.run_stream(stream, role)
 
-    yield ModelRunner(run_here, adapter.info, type(adapter).__module__, "in-process", frames)
+    yield ModelRunner(run_here, adapter.info, type(adapter).__module__, "in-process", frames, record=record)

@@ -17,9 +17,10 @@ The worker rebuilds each payload as an array that owns its memory and is read-on
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -30,7 +31,9 @@ __all__ = [
     "CALIBRATION_FRAMES",
     "DONE",
     "NEXT",
+    "Extra",
     "ParentFeed",
+    "StreamsToFeed",
     "calibration_stream",
     "decode_frame",
     "encode_frame",
@@ -42,6 +45,20 @@ NEXT = b"N"
 DONE = b"D"
 """The worker's word that the last frame's ``predict()`` returned and its output was taken: the end of
 the last frame on the parent's clock (harness/execution/host_timing.py)."""
+
+
+Extra = Literal["features", "weights"]
+"""A prediction field the engine can record besides the scores (``EngineConfig.record``)."""
+
+
+@dataclass(frozen=True)
+class StreamsToFeed:
+    """A protocol's own streams, fed in place of the run's data set (the hysteresis protocol's A→B→A
+    streams): ``streams[0]`` is the sample the worker's data-bound options come from; ``warmup`` the
+    warm-up stream (``None``: no warm-up)."""
+
+    streams: Sequence[Stream]
+    warmup: Stream | None
 
 
 def encode_frame(frame: Frame) -> bytes:
@@ -122,9 +139,7 @@ def calibration_stream(sample: Stream, frames: int = CALIBRATION_FRAMES) -> Stre
     model is imported. Noise, not data: nothing of the data set reaches the worker this way."""
     first = next(iter(sample.frames()))
     rng = np.random.default_rng()
-    layout = {
-        name: None if value is None else np.asarray(value) for name, value in first.inputs.items()
-    }
+    layout = {name: None if value is None else np.asarray(value) for name, value in first.inputs.items()}
 
     def payload(value: np.ndarray | None) -> np.ndarray | None:
         if value is None:

@@ -1,11 +1,13 @@
 """Runs the router hysteresis protocol (seed 001): its planned streams through the engine, then its score.
 
 The streams come from the protocol's own plan, rendered by ``harness/datasets/domains.py`` (not from
-``RunConfig.data``). The run's adapter is built once; each experiment arm wraps it
-(``adapters/router.py``: weight aggregation, hard label) and gets its own engine, warmed up once on an
-unscored A/B stream; the engine resets the adapter before every stream. The engine records
-``Prediction.weights`` when the adapter declares the capability ``"weights"``; otherwise the protocol
-scores its class probabilities (``StreamRecording.scores``).
+``RunConfig.data``) and fed frame by frame to the run's adapter, sealed in a worker by default
+(``harness/execution/model_runner.py``; ``--in-process`` to debug), warmed up once on an unscored A/B
+stream and reset before every stream. The engine records ``Prediction.weights`` when the adapter declares
+the capability ``"weights"``; otherwise the protocol scores its class probabilities
+(``StreamRecording.scores``). An experiment arm that wraps the adapter (``adapters/router.py``: weight
+aggregation, hard label) is replayed here over the adapter's recording
+(``harness/runs/hysteresis_arms.py``): the wrappers are the harness's code, not the model's.
 """
 
 from __future__ import annotations
@@ -18,18 +20,18 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from adapters.contract import Adapter, AdapterInfo, Stream
-from adapters.router import AggregatedRouter, HardLabelRouter
+from adapters.contract import AdapterInfo, Stream
 from harness.datasets.domains import DomainSource, aba_stream, control_stream, mix_stream, warmup_stream
 from harness.execution.config import RunConfig, run_id_for
-from harness.execution.engine import Engine
 from harness.execution.executor import ProgressHook
-from harness.execution.setup import build_adapter, environment_for
+from harness.execution.model_runner import open_runner
+from harness.execution.setup import environment_for
 from harness.io.config_file import load_protocol_config as load_shared_protocol_config
 from harness.io.safe_text import safe
 from harness.results.files import EnvironmentRecord
 from harness.results.headline import Figure
 from harness.runs.catalog import write_indexed
+from harness.runs.hysteresis_arms import replay_arm
 from harness.runs.interface import Outcome, RunProtocol
 from protocols import hysteresis
 from protocols.hysteresis_experiments import TITLES
@@ -77,21 +79,12 @@ def build_stream(source: DomainSource, entry: hysteresis.PlannedStream) -> Strea
     return mix_stream(source, sid, entry.len_a, entry.len_mid, entry.a_share, repeat=r)
 
 
-def wrap(adapter: Adapter, arm: hysteresis.Arm, config: hysteresis.HysteresisConfig) -> Adapter:
-    """The adapter an experiment arm runs: the run's adapter, or a router wrapper around it."""
-    if arm in ("none", "mean", "tail_exp"):
-        return AggregatedRouter(adapter, arm, config.window, config.tail_decay)
-    if arm == "hard":
-        return HardLabelRouter(adapter, "scores")
-    if arm == "hard_state":
-        return HardLabelRouter(adapter, "weights")
-    return adapter
-
-
 def execute_hysteresis(
     config: RunConfig, sweep: hysteresis.HysteresisConfig, progress: ProgressHook | None = None
 ) -> tuple[HysteresisResult, Path]:
-    """Run every planned stream, score, write ``<output_dir>/<run_id>/hysteresis.json``."""
+    """Run every planned stream through the run's adapter (sealed by default), replay each arm's router
+    wrapper over its recording here (harness/runs/hysteresis_arms.py), score, write
+    ``<output_dir>/<run_id>/hysteresis.json``."""
     import torch
 
     if config.engine.pacing != "unpaced":
@@ -99,38 +92,30 @@ def execute_hysteresis(
     torch.manual_seed(config.torch_seed)
     source = domain_source(sweep.streams)
     planned = hysteresis.plan(sweep)
-    base = build_adapter(config, build_stream(source, planned[0]))
-    source_kind: Literal["weights", "scores"] = "weights" if "weights" in base.info.capabilities else "scores"
+    sample = build_stream(source, planned[0])
     warmup = warmup_stream(source, config.engine.warmup_frames) if config.engine.warmup_frames else None
-    engines: dict[str, Engine] = {}
     recordings: dict[str, StreamRecording] = {}
-    for done, entry in enumerate(planned, start=1):
-        engine = engines.get(entry.arm)
-        if engine is None:
-            adapter = wrap(base, entry.arm, sweep)
-            weights = "weights" in adapter.info.capabilities
-            record: tuple[Literal["weights"], ...] = ("weights",) if weights else ()
-            engine = engines[entry.arm] = Engine(adapter, config.engine.model_copy(update={"record": record}))
-            if warmup is not None:
-                engine.warm_up(warmup)
-        recordings[entry.stream_id] = engine.run_stream(build_stream(source, entry))
-        if progress is not None:
-            progress(done, len(planned), entry.stream_id)
+    with open_runner(config, sample, warmup, own_streams=True, record_declared=("weights",)) as runner:
+        for done, entry in enumerate(planned, start=1):
+            recording = runner.run_stream(build_stream(source, entry), "test")
+            recordings[entry.stream_id] = replay_arm(recording, runner.info, entry.arm, sweep)
+            if progress is not None:
+                progress(done, len(planned), entry.stream_id)
+    source_kind: Literal["weights", "scores"] = "weights" if "weights" in runner.record else "scores"
     report = hysteresis.score(sweep, planned, recordings, weights_source=source_kind)
     run_id = config.run_id or run_id_for(config.adapter, hysteresis.NAME)
-    sample = [build_stream(source, planned[0])]
-    environment, fingerprint = environment_for(config, sample, type(base).__module__)
+    environment, fingerprint = environment_for(config, [sample], runner.module)
     result = HysteresisResult(
         run_id=run_id,
         environment=environment,
         fingerprint=fingerprint,
         created_at=datetime.now(timezone.utc),
         adapter=config.adapter,
-        adapter_info=base.info,
+        adapter_info=runner.info,
         config=sweep,
         run=config,
         report=report,
-        execution_mode="in-process",  # not sealed yet (issue 24: the next step)
+        execution_mode=runner.mode,
     )
     return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
 
@@ -242,6 +227,7 @@ class HysteresisProtocol(RunProtocol):
     result_model = HysteresisResult
     config_model = hysteresis.HysteresisConfig
     config_file = True
+    run_options = frozenset({"isolate", "sealed"})  # sealed by default (execution/model_runner.py)
 
     def check_options(self, config: RunConfig, given: frozenset[str]) -> None:
         """Its streams are built by the protocol itself (A→B→A, control, mix): data options are refused."""
