@@ -44,6 +44,7 @@ REGISTRY: dict[str, str] = {
     "offender-late-work": "adapters.offenders.clock:LateWorkAdapter",
     "offender-reset-work": "adapters.offenders.clock:ResetWorkAdapter",
     "offender-first-sight": "adapters.offenders.first_sight:FirstSightAdapter",  # honest on a second sight
+    "offender-memory-hider": "adapters.offenders.memory:MemoryHiderAdapter",  # under-reports its memory
     "offender-stack-peeking": "adapters.sneaky:StackPeekingAdapter",
     "offender-global-leak": "adapters.sneaky:GlobalLeakAdapter",
     "offender-call-stack": "adapters.sneaky:CallStackAdapter",

@@ -83,6 +83,7 @@ from harness.execution.worker_process import (
     start_sealed_worker,
     start_worker,
 )
+from harness.instruments.memory import process_peak_rss_bytes
 from protocols.recording import StreamRecording, StreamRole, from_arrays
 
 __all__ = ["IsolatedEngine", "WorkerError"]
@@ -392,8 +393,13 @@ class IsolatedEngine:
         self._idle_from = process_cpu_ns(pid) if pid is not None else None
 
     def _note_peak(self, header: dict[str, Any]) -> None:
-        """Keep the largest peak RSS a worker reported (each reports its own peak since it started)."""
-        peak = header.get("peak_rss_bytes")
+        """Keep the largest peak RSS of the workers: read by this process from the worker's ``/proc``
+        entry (its high-water mark since it started), the worker's own report only where that cannot
+        be read (not Linux): a model can rewrite what its process says, not what the kernel says."""
+        pid = self.worker_pid
+        peak = process_peak_rss_bytes(pid) if pid is not None else None
+        if peak is None:
+            peak = header.get("peak_rss_bytes")
         if isinstance(peak, int) and (self.peak_rss_bytes is None or peak > self.peak_rss_bytes):
             self.peak_rss_bytes = peak
 

@@ -28,7 +28,7 @@ from typing import Literal
 import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["MemoryProbe", "MemoryReport"]
+__all__ = ["MemoryProbe", "MemoryReport", "process_peak_rss_bytes"]
 
 
 class MemoryReport(BaseModel):
@@ -85,16 +85,7 @@ class MemoryProbe:
         return self._read_hwm() is not None
 
     def _read_hwm(self) -> int | None:
-        try:
-            status = (self.proc_root / "self" / "status").read_text()
-        except OSError:
-            return None
-        for line in status.splitlines():
-            if line.startswith("VmHWM:"):
-                parts = line.split()
-                if len(parts) >= 2 and parts[1].isdigit():
-                    return int(parts[1]) * 1024
-        return None
+        return _read_hwm(self.proc_root / "self" / "status")
 
     def start(self) -> None:
         """Record the RSS, reset the high-water marks (RSS where permitted, torch's CUDA peak)."""
@@ -153,3 +144,24 @@ class MemoryProbe:
             cuda_device=device,
             cuda_reason=self._cuda_reason,
         )
+
+
+def _read_hwm(status_file: Path) -> int | None:
+    """``VmHWM`` of a ``/proc/<pid>/status`` file, in bytes; None where unreadable."""
+    try:
+        status = status_file.read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                return int(parts[1]) * 1024
+    return None
+
+
+def process_peak_rss_bytes(pid: int, proc_root: Path = Path("/proc")) -> int | None:
+    """Another process's peak resident set since it started (or since it last reset its mark), read by
+    this process from ``/proc/<pid>/status`` (``VmHWM``; Linux): a worker's memory on the parent's
+    word, not the worker's. None where unreadable (not Linux, or the process is gone)."""
+    return _read_hwm(proc_root / str(pid) / "status")

@@ -97,8 +97,9 @@ def execute_hysteresis(
     recordings: dict[str, StreamRecording] = {}
     with open_runner(config, sample, warmup, own_streams=True, record_declared=("weights",)) as runner:
         for done, entry in enumerate(planned, start=1):
-            recording = runner.run_stream(build_stream(source, entry), "test")
-            recordings[entry.stream_id] = replay_arm(recording, runner.info, entry.arm, sweep)
+            stream = build_stream(source, entry)
+            recording = runner.run_stream(stream, "test")
+            recordings[entry.stream_id] = replay_arm(recording, stream, runner.info, entry.arm, sweep)
             if progress is not None:
                 progress(done, len(planned), entry.stream_id)
     source_kind: Literal["weights", "scores"] = "weights" if "weights" in runner.record else "scores"

@@ -5,8 +5,9 @@ An arm is a router wrapper (``adapters/router.py``: window aggregation, hard lab
 adapter. Each wrapper is a causal function of the wrapped adapter's last prediction per frame and of its
 own history, so running the model alone (sealed, in a worker: issue 24, item 1) and replaying its
 recorded predictions through the wrapper here gives the weights the wrapped model would have emitted,
-with the same wrapper code: :func:`replay_arm` feeds the wrapper a stand-in adapter
-(:class:`RecordedModel`) that answers each frame with the predictions the model returned at that frame.
+with the same wrapper code: :func:`replay_arm` runs the wrapper, on an engine of this process, around a
+stand-in adapter (:class:`RecordedModel`) that answers each frame with the predictions the model returned
+at that frame.
 The arm's recording keeps the model's latencies (the protocol scores weights, not time).
 """
 
@@ -16,8 +17,9 @@ import dataclasses
 
 import numpy as np
 
-from adapters.contract import Adapter, AdapterInfo, Frame, Prediction
+from adapters.contract import Adapter, AdapterInfo, Frame, Prediction, Stream
 from adapters.router import AggregatedRouter, HardLabelRouter
+from harness.execution.engine import Engine, EngineConfig
 from protocols import hysteresis
 from protocols.recording import StreamRecording
 
@@ -71,30 +73,26 @@ class RecordedModel:
 
 
 def replay_arm(
-    recording: StreamRecording, info: AdapterInfo, arm: hysteresis.Arm, config: hysteresis.HysteresisConfig
+    recording: StreamRecording,
+    stream: Stream,
+    info: AdapterInfo,
+    arm: hysteresis.Arm,
+    config: hysteresis.HysteresisConfig,
 ) -> StreamRecording:
-    """``recording`` (the model's, on one stream) as the arm's wrapper around the model would have emitted
-    it: its weights, scores and emission frames; the model's own when the arm wraps nothing."""
+    """``recording`` (the model's, on ``stream``) as the arm's wrapper around the model would have emitted
+    it: the wrapper, around a :class:`RecordedModel`, fed ``stream`` by an engine of this process (which
+    decides emission frames and checks outputs as for any adapter); the model's latencies are kept. The
+    model's own recording when the arm wraps nothing."""
     if not needs_wrapper(arm):
         return recording
     wrapper = wrap(RecordedModel(info, recording), arm, config)
-    wrapper.reset_state()
-    emitted: list[int] = []
-    refers: list[int] = []
-    scores: list[np.ndarray] = []
-    weights: list[np.ndarray] = []
-    for t in range(recording.num_frames):
-        out = wrapper.predict(Frame(index=t, t=float(recording.frame_times_ns[t]) / 1e9, inputs={}))
-        for pred in out if isinstance(out, list) else ([] if out is None else [out]):
-            emitted.append(t)
-            refers.append(t if pred.refers_to is None else int(pred.refers_to))
-            scores.append(np.asarray(pred.scores, dtype=np.float32))
-            weights.append(np.asarray(pred.weights, dtype=np.float64))
-    classes = recording.scores.shape[1] if recording.scores.ndim == 2 else 0
+    replayed = Engine(wrapper, EngineConfig(warmup_frames=0, record=("weights",))).run_stream(
+        stream, recording.role
+    )
     return dataclasses.replace(
         recording,
-        emitted_at=np.asarray(emitted, dtype=np.int64),
-        refers_to=np.asarray(refers, dtype=np.int64),
-        scores=np.stack(scores) if scores else np.zeros((0, classes), dtype=np.float32),
-        weights=np.stack(weights) if weights else np.zeros((0, classes), dtype=np.float64),
+        emitted_at=replayed.emitted_at,
+        refers_to=replayed.refers_to,
+        scores=replayed.scores,
+        weights=replayed.weights,
     )

@@ -105,8 +105,8 @@ def open_subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | 
 
 def adapter_memory(subject: Subject, memory: MemoryReport) -> tuple[MemoryReport, int | None, str]:
     """(the harness's memory report, the worker's peak RSS, why it is what it is). Under ``--isolate``
-    the adapter's memory is the worker's, which the harness's probe cannot see: the worker reports its
-    own peak with every reply (issue 18)."""
+    the adapter's memory is the worker's, which the harness's probe cannot see: this process reads the
+    worker's high-water mark from /proc after every reply (issue 18; issue 24: not the worker's word)."""
     if subject.mode == "in-process":
         return memory, None, "the adapter ran in this process: its memory is memory.peak_rss_bytes"
     harness_only = memory.model_copy(
@@ -118,7 +118,11 @@ def adapter_memory(subject: Subject, memory: MemoryReport) -> tuple[MemoryReport
     peak = subject.worker_peak_rss()
     if peak is None:
         return harness_only, None, "no worker reported its peak (getrusage unavailable, or none finished)"
-    how = "getrusage(RUSAGE_SELF).ru_maxrss in the worker: its peak since it started, imports included"
+    how = (
+        "the worker's high-water mark (VmHWM of /proc/<pid>/status, read by the harness, not reported by "
+        "the worker; its own getrusage report only where /proc is unreadable): its peak since it started, "
+        "imports included"
+    )
     return harness_only, peak, how + "; the largest over the run's workers, read after each stream"
 
 

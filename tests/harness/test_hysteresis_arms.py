@@ -52,7 +52,7 @@ def test_replay_emits_what_the_wrapped_model_emits(
     base = model(options)
     own = ("weights",) if emit_weights else ()
     recording = record(base, own).run_stream(stream)
-    replayed = replay_arm(recording, base.info, arm, config)
+    replayed = replay_arm(recording, stream, base.info, arm, config)
     live = record(wrap(model(options), arm, config), ("weights",)).run_stream(stream)
     np.testing.assert_array_equal(replayed.emitted_at, live.emitted_at)
     np.testing.assert_array_equal(replayed.refers_to, live.refers_to)
@@ -66,7 +66,7 @@ def test_an_arm_that_wraps_nothing_is_the_model_s_recording() -> None:
     stream = aba_stream(DomainSource(), "s", 6, 6)
     base = SoftRouterAdapter()
     recording = record(base, ("weights",)).run_stream(stream)
-    assert replay_arm(recording, base.info, "soft", HysteresisConfig()) is recording
+    assert replay_arm(recording, stream, base.info, "soft", HysteresisConfig()) is recording
 
 
 def test_sealed_run_scores_what_the_in_process_run_scores(tmp_path: Path) -> None:
