@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocols.base import Executor, Plan, PlannedStream
 from protocols.metrics import (
+    MacroClasses,
     apply_thresholds,
     apply_top_k,
     class_counts,
@@ -80,6 +81,12 @@ class OnlineConfig(BaseModel):
         None, gt=0, description="segment length for segment-level scoring; default: the stream's"
     )
     exclude_classes: tuple[str, ...] = Field((), description="classes left out of every metric")
+    macro_classes: MacroClasses = Field(
+        "all",
+        description="classes in every macro F1 mean: 'all' (seed 004 §6.2.1, the default), 'non_empty', or "
+        "'sed_eval' (sed_eval's class-wise average: classes both present and predicted); "
+        "protocols/metrics/events.py MacroClasses",
+    )
     split_seed: int = Field(0, description="seed of the validation/test split (per_class rule only)")
     pacing_policy: PacingPolicy = Field(
         "queue", description="replay policy of the computation-aware clock: queue, or drop-to-newest"
@@ -367,7 +374,7 @@ def _figures(tally: Tally, config: OnlineConfig) -> AccuracyFigures:
                 CurvePoint(
                     delta_ms=d,
                     f1_micro=f1_from_counts(tally.counts[(unit, mode, d)], "micro"),
-                    f1_macro=f1_from_counts(tally.counts[(unit, mode, d)], "macro"),
+                    f1_macro=f1_from_counts(tally.counts[(unit, mode, d)], "macro", config.macro_classes),
                     accuracy=tally.correct[(unit, mode, d)] / n,
                     answered=tally.answered[(unit, mode, d)] / n,
                 )
@@ -380,6 +387,8 @@ def _figures(tally: Tally, config: OnlineConfig) -> AccuracyFigures:
         num_segments=tally.units["segment"],
         curves=curves,
         segment_f1_micro=f1_from_counts(tally.counts[("segment", "offline", ANY_DELAY)], "micro"),
-        segment_f1_macro=f1_from_counts(tally.counts[("segment", "offline", ANY_DELAY)], "macro"),
+        segment_f1_macro=f1_from_counts(
+            tally.counts[("segment", "offline", ANY_DELAY)], "macro", config.macro_classes
+        ),
         frame_accuracy=tally.correct[("frame", "offline", ANY_DELAY)] / tally.units["frame"],
     )

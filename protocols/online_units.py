@@ -30,7 +30,7 @@ from typing import Literal
 
 import numpy as np
 
-from protocols.metrics import ClassCounts, class_counts, segment_labels
+from protocols.metrics import ClassCounts, class_counts, segment_labels, window_bound_ns
 from protocols.recording import FailedStream, StreamRecording
 
 __all__ = ["ANY_DELAY", "MODES", "Key", "Mode", "Tally", "failed_tally", "segments", "windows"]
@@ -65,9 +65,12 @@ class Tally:
 
 def windows(unit: str, deltas_ms: Sequence[float]) -> list[tuple[str, Mode, float, int | None]]:
     """(key name, mode, Δt in ms, window in ns or None) of every figure of a unit: each mode at each Δt,
-    and for frames and segments the offline view (any delay)."""
+    and for frames and segments the offline view (any delay). The window is the largest recorded delay
+    that counts, :func:`~protocols.metrics.delay.window_bound_ns` (Δt): Δt plus the 1 ns rounding
+    tolerance of protocols/metrics/delay.py, so that a delay of whole frames at 24, 29.97, 30 or 60 fps
+    (not a whole number of ns) is not lost to rounding."""
     found: list[tuple[str, Mode, float, int | None]] = [
-        (mode, mode, d, round(d * 1e6)) for mode in MODES for d in deltas_ms
+        (mode, mode, d, window_bound_ns(d)) for mode in MODES for d in deltas_ms
     ]
     if unit in ("frame", "segment"):
         found.append(("offline", "strict", ANY_DELAY, None))

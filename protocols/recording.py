@@ -2,8 +2,9 @@
 
 The engine fills one :class:`StreamRecording` per stream; protocols compute metrics from it without
 calling a model, so a saved run can be re-scored (``../shared/DESIGN.md``, "Layout").
-Times are integers in nanoseconds on the stream clock (``frame_times_ns``) so that delay windows such
-as ``0 <= delay <= 200 ms`` are compared exactly, never through float rounding.
+Times are integers in nanoseconds on the stream clock (``frame_times_ns``, each the nearest ns to the
+true time) so that delay windows such as ``0 <= delay <= 200 ms`` are compared on integers, never through
+float arithmetic, with the 1 ns rounding tolerance of protocols/metrics/delay.py.
 """
 
 from __future__ import annotations

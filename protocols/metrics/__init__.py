@@ -16,7 +16,7 @@ One vocabulary for users and protocols; each function's docstring cites its defi
 from protocols.metrics.bootstrap import Interval, bootstrap_micro_f1, bootstrap_ratio, spread
 from protocols.metrics.calibration import ReliabilityBins, brier, ece, mce, reliability_bins
 from protocols.metrics.decision import apply_thresholds, apply_top_k, tune_class_thresholds
-from protocols.metrics.delay import DelayMode, gather_decisions, select_in_window
+from protocols.metrics.delay import DelayMode, gather_decisions, select_in_window, window_bound_ns
 from protocols.metrics.detection import (
     DetectionMetrics,
     EERMethod,
@@ -40,6 +40,7 @@ from protocols.metrics.events import (
     EPS,
     Average,
     ClassCounts,
+    MacroClasses,
     PrecisionRecallF1,
     class_counts,
     exact_match_accuracy,
@@ -104,6 +105,7 @@ __all__ = [
     "Interval",
     "LatencySummary",
     "LifetimeConvention",
+    "MacroClasses",
     "OperatingPoints",
     "PercentileMethod",
     "PrecisionRecallF1",
@@ -170,4 +172,5 @@ __all__ = [
     "topk_to_active",
     "tune_class_thresholds",
     "weight_entropy",
+    "window_bound_ns",
 ]

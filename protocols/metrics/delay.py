@@ -9,10 +9,31 @@ it and lies inside the window counts; a unit with no such prediction predicts no
 - Early-ok: ``|delay| <= Δt``.
 
 Both bounds are inclusive: a prediction with ``delay == Δt`` counts.
+
+**How a delay is compared with Δt (the rounding rule).** Stream-clock times are recorded as integer
+nanoseconds, each the nearest integer to the true time (``round(t * 1e9)`` in the harness), so a
+recorded delay — the difference of two such times, plus measured latencies that are integers already
+— is within 1 ns of the true delay. Frame periods such as 1/30 s are not whole nanoseconds: at 30 fps a
+true delay of one frame is recorded as 33,333,333 or 33,333,334 ns. Hence the rule, a documented
+tolerance of :data:`ROUNDING_SLACK_NS` = 1 ns on the upper bound:
+
+    a recorded delay ``d`` (ns) is inside the window Δt (ms) when ``d <= Δt·10⁶ + 1``, i.e.
+    ``d <= window_bound_ns(Δt) = ⌊Δt·10⁶⌋ + 1``; Strict also needs ``d >= 0`` and Early-ok
+    ``d >= -window_bound_ns(Δt)``.
+
+Δt is taken as the decimal number its float prints as (``repr``: ``100.0`` is exactly 10⁸ ns, and
+``1000 / 30`` is 33.333333333333336 ms) and converted to ns once, exactly, in :func:`window_bound_ns`.
+What the rule guarantees: no prediction whose true delay lies inside the window is lost (``D <= Δt``
+gives ``d <= D + 1 <= Δt + 1``), and a counted prediction's true delay is below Δt + 2 ns — a margin
+below the resolution of every clock the harness reads and about 10⁻⁷ of a frame period. The lower
+bound of Strict needs no slack: rounding is monotone, so a true delay ``>= 0`` is never recorded
+negative (and a prediction of the unit's own frame has delay exactly 0).
 """
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
@@ -21,6 +42,30 @@ import numpy.typing as npt
 from protocols.metrics.checks import BoolArray, IntArray, check_int, check_int_vector, check_multi_hot
 
 DelayMode = Literal["strict", "early_ok"]
+
+ROUNDING_SLACK_NS = 1
+"""Tolerance of the window's upper bound: the largest error of a recorded delay, the difference of two
+stream-clock times each rounded to the nearest ns (module docstring, "the rounding rule")."""
+
+_NS_PER_MS = 1_000_000
+
+
+def window_bound_ns(delta_ms: float) -> int:
+    """The largest recorded delay (integer ns) inside a window of ``delta_ms`` ms: ``⌊Δt·10⁶⌋ + 1``.
+
+    The rounding rule of this module's docstring (a 1 ns tolerance, :data:`ROUNDING_SLACK_NS`) for the
+    Acc@Δt / F1@Δt windows of seed 004 §6.2.2 (1): pass the result as ``window_ns`` to
+    :func:`select_in_window`. Δt is read as the decimal its float prints as and scaled exactly (no float
+    product), e.g. ``window_bound_ns(1000 / 30) == 33_333_334`` (one frame at 30 fps, recorded as
+    33,333,333 or 33,333,334 ns, counts), ``window_bound_ns(100) == 100_000_001``,
+    ``window_bound_ns(0) == 1``. ``delta_ms`` must be finite and ``>= 0``.
+    """
+    if isinstance(delta_ms, bool) or not isinstance(delta_ms, (int, float, np.integer, np.floating)):
+        raise ValueError(f"delta_ms must be a number of milliseconds, got {delta_ms!r}")
+    value = float(delta_ms)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"delta_ms must be finite and >= 0, got {delta_ms!r}")
+    return math.floor(Fraction(repr(value)) * _NS_PER_MS) + ROUNDING_SLACK_NS
 
 
 def select_in_window(
@@ -41,6 +86,9 @@ def select_in_window(
     - ``mode="early_ok"``: ``-window_ns <= delay <= window_ns``;
     - ``window_ns=None`` (either mode): always — no delay limit, the latest prediction of each unit
       whatever its delay (the offline view, including early labels).
+
+    The comparison is exact on integers; ``window_ns`` is the largest delay that counts. For a Δt in
+    ms pass :func:`window_bound_ns` (Δt), which adds the module's 1 ns rounding tolerance.
 
     "Latest" is the largest emission index ``p``, not the largest delay. Returns int64 ``[num_units]``.
     """

@@ -2,7 +2,9 @@
 
 Definitions follow seed 004 (``seeds/004_45b65944d7246517.txt``) §6.2.1: F1 is built on per-class
 TP/FP/FN with the seed's ``1e-9`` epsilons, micro-averaged by default (TP/FP/FN accumulated over all
-classes and segments first), macro-averaged on request (mean of per-class F1).
+classes and segments first), macro-averaged on request (mean of per-class F1). Which classes enter the
+macro mean is :data:`MacroClasses`: all of them (the seed's, the default), the non-empty ones
+(scikit-learn with ``labels=`` restricted), or those sed_eval averages over (its class-wise average).
 
 Pure numpy: no I/O, no global state. Public functions validate their arguments and raise ``ValueError``
 naming the offending argument; the private helpers trust their inputs.
@@ -31,11 +33,32 @@ EPS = 1e-9
 
 Average = Literal["micro", "macro"]
 
+MacroClasses = Literal["all", "non_empty", "sed_eval"]
+"""Which classes a macro average runs over (:func:`precision_recall_f1_from_counts`):
+
+- ``"all"`` (default): every class, as seed 004 §6.2.1 (1) defines Macro-F1 (``mean_c F1_c`` over the
+  ``C`` classes); a class never present and never predicted scores 0 inside the mean.
+- ``"non_empty"``: the classes present in the reference or predicted at least once.
+- ``"sed_eval"``: the convention of sed_eval's class-wise average (``SegmentBasedMetrics``,
+  ``results_class_wise_average_metrics``): there a class's precision is undefined (NaN) when it is never
+  predicted and its recall when it is never present, its F1 is NaN when either is, and the averages are
+  ``nanmean`` over classes. So F1 is averaged over the classes both present and predicted, precision over
+  the predicted ones, recall over the present ones. A class that is present but never predicted — a
+  class the model misses entirely — is left out of the F1 mean, so this figure is never below
+  ``"all"``'s and can be far above it.
+"""
+
 
 def _check_average(average: object) -> Average:
     if average not in ("micro", "macro"):
         raise ValueError(f"average must be 'micro' or 'macro', got {average!r}")
     return average
+
+
+def _check_macro_classes(macro_classes: object) -> MacroClasses:
+    if macro_classes not in ("all", "non_empty", "sed_eval"):
+        raise ValueError(f"macro_classes must be 'all', 'non_empty' or 'sed_eval', got {macro_classes!r}")
+    return macro_classes
 
 
 # --------------------------------------------------------------------------------------------------
@@ -131,6 +154,7 @@ class PrecisionRecallF1:
     f1: float
     average: Average
     num_classes_averaged: int
+    """Classes in the mean of ``f1`` (the precision and recall means of ``"sed_eval"`` may use others)."""
 
 
 def _prf(tp: FloatArray, fp: FloatArray, fn: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -142,70 +166,86 @@ def _prf(tp: FloatArray, fp: FloatArray, fn: FloatArray) -> tuple[FloatArray, Fl
 
 
 def precision_recall_f1_from_counts(
-    counts: ClassCounts, average: Average = "micro", exclude_empty_classes: bool = False
+    counts: ClassCounts, average: Average = "micro", macro_classes: MacroClasses = "all"
 ) -> PrecisionRecallF1:
     """Precision, recall and F1 from per-class counts — seed 004 §6.2.1 (1).
 
     - ``average="micro"`` (the seed's default): TP, FP, FN summed over all classes (and segments, and
       streams if the counts were added), then ``P = TP/(TP+FP+1e-9)``, ``R = TP/(TP+FN+1e-9)``,
-      ``F1 = 2PR/(P+R+1e-9)``. ``exclude_empty_classes`` has no effect (empty classes add nothing).
+      ``F1 = 2PR/(P+R+1e-9)``. ``macro_classes`` has no effect.
     - ``average="macro"``: the same formulas per class, then the mean over classes of P, R and F1
-      (so the macro F1 is the mean of per-class F1, not the F1 of the macro P and R). By default the
-      mean runs over all ``C`` classes, as the seed defines it: a class with neither references nor
-      predictions scores F1 = 0. With ``exclude_empty_classes=True`` such classes are left out of the
-      mean; if every class is empty the result is 0.0.
+      (so the macro F1 is the mean of per-class F1, not the F1 of the macro P and R). The classes in the
+      mean are chosen by ``macro_classes`` (:data:`MacroClasses`): ``"all"`` (default, the seed's
+      definition: a class with neither references nor predictions scores F1 = 0), ``"non_empty"``, or
+      ``"sed_eval"`` (F1 over the classes both present and predicted, P over the predicted ones, R over
+      the present ones). A mean over no class is 0.0 (sed_eval reports NaN there); ``num_classes_averaged``
+      is then 0.
 
-    Conventions compared with scikit-learn: ``f1_score(..., zero_division=z)`` has no epsilons
-    (results differ by O(1e-9)) and gives an empty class (no reference, no prediction, F1 = 0/0) the
-    value ``z`` *inside* the mean. ``zero_division=0`` therefore matches the default here, while
-    ``exclude_empty_classes=True`` matches sklearn with ``labels=`` restricted to the non-empty
-    classes; ``zero_division=1`` (count empty classes as perfect) has no equivalent here.
+    Conventions compared with the libraries (the per-class formulas keep the seed's ``1e-9``
+    epsilons in every mode; the libraries have none, so results differ by O(1e-9)):
+
+    - scikit-learn's ``f1_score(..., zero_division=z)`` gives an empty class (no reference, no
+      prediction, F1 = 0/0) the value ``z`` *inside* the mean. ``zero_division=0`` matches ``"all"``,
+      ``"non_empty"`` matches sklearn with ``labels=`` restricted to the non-empty classes;
+      ``zero_division=1`` (count empty classes as perfect) has no equivalent here.
+    - sed_eval's segment-based class-wise average (``f_measure``, ``precision``, ``recall`` of
+      ``results_class_wise_average_metrics()``) is ``"sed_eval"``, given the same per-segment activity.
     """
     if not isinstance(counts, ClassCounts):
         raise ValueError(f"counts must be a ClassCounts, got {type(counts).__name__}")
     avg = _check_average(average)
-    if not isinstance(exclude_empty_classes, (bool, np.bool_)):
-        raise ValueError(f"exclude_empty_classes must be a bool, got {exclude_empty_classes!r}")
+    which = _check_macro_classes(macro_classes)
     tp = counts.tp.astype(np.float64)
     fp = counts.fp.astype(np.float64)
     fn = counts.fn.astype(np.float64)
     if avg == "micro":
         p, r, f = _prf(tp.sum(keepdims=True), fp.sum(keepdims=True), fn.sum(keepdims=True))
         return PrecisionRecallF1(float(p[0]), float(r[0]), float(f[0]), "micro", counts.num_classes)
-    keep = np.ones(counts.num_classes, dtype=np.bool_)
-    if exclude_empty_classes:
-        keep = (counts.support > 0) | (counts.tp + counts.fp > 0)
-    n_kept = int(np.count_nonzero(keep))
-    if n_kept == 0:
-        return PrecisionRecallF1(0.0, 0.0, 0.0, "macro", 0)
-    p, r, f = _prf(tp[keep], fp[keep], fn[keep])
-    return PrecisionRecallF1(float(p.mean()), float(r.mean()), float(f.mean()), "macro", n_kept)
+    predicted = counts.tp + counts.fp > 0
+    present = counts.support > 0
+    if which == "all":
+        in_p = in_r = in_f = np.ones(counts.num_classes, dtype=np.bool_)
+    elif which == "non_empty":
+        in_p = in_r = in_f = predicted | present
+    else:  # sed_eval: P undefined for a class never predicted, R for one never present, F1 for either
+        in_p, in_r, in_f = predicted, present, predicted & present
+    p, r, f = _prf(tp, fp, fn)
+    return PrecisionRecallF1(
+        _mean_over(p, in_p), _mean_over(r, in_r), _mean_over(f, in_f), "macro", int(np.count_nonzero(in_f))
+    )
+
+
+def _mean_over(values: FloatArray, keep: BoolArray) -> float:
+    """Mean of ``values[keep]``; 0.0 when ``keep`` selects nothing."""
+    return float(values[keep].mean()) if keep.any() else 0.0
 
 
 def f1_from_counts(
-    counts: ClassCounts, average: Average = "micro", exclude_empty_classes: bool = False
+    counts: ClassCounts, average: Average = "micro", macro_classes: MacroClasses = "all"
 ) -> float:
     """F1 from per-class counts — seed 004 §6.2.1 (1), micro by default, macro on request.
 
-    See :func:`precision_recall_f1_from_counts` for both averages, the ``exclude_empty_classes``
-    option and how they relate to scikit-learn's ``zero_division``.
+    See :func:`precision_recall_f1_from_counts` for both averages, the ``macro_classes`` option
+    (:data:`MacroClasses`: the seed's, scikit-learn's and sed_eval's choice of classes) and how they
+    relate to those libraries.
     """
-    return precision_recall_f1_from_counts(counts, average, exclude_empty_classes).f1
+    return precision_recall_f1_from_counts(counts, average, macro_classes).f1
 
 
 def segment_f1(
     gt: npt.ArrayLike,
     pred: npt.ArrayLike,
     average: Average = "micro",
-    exclude_empty_classes: bool = False,
+    macro_classes: MacroClasses = "all",
 ) -> float:
     """Segment-level F1 of multi-hot ``pred`` against ``gt`` (``[S, C]``) — seed 004 §6.2.1 (1).
 
-    ``f1_from_counts(class_counts(gt, pred), average, exclude_empty_classes)``; micro by default (the
-    seed's default), macro = mean of per-class F1 over all classes unless ``exclude_empty_classes``.
+    ``f1_from_counts(class_counts(gt, pred), average, macro_classes)``; micro by default (the seed's
+    default), macro = mean of per-class F1 over all classes (the seed's) unless ``macro_classes`` says
+    otherwise — ``"sed_eval"`` gives sed_eval's segment-based class-wise F1 (:data:`MacroClasses`).
     Use :func:`segment_labels` to turn frame labels into segment labels.
     """
-    return f1_from_counts(class_counts(gt, pred), average, exclude_empty_classes)
+    return f1_from_counts(class_counts(gt, pred), average, macro_classes)
 
 
 # --------------------------------------------------------------------------------------------------

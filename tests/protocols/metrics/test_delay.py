@@ -7,10 +7,13 @@ import pytest
 
 from protocols.metrics import (
     apply_thresholds,
+    class_counts,
     exact_match_accuracy,
+    f1_from_counts,
     gather_decisions,
     segment_f1,
     select_in_window,
+    window_bound_ns,
 )
 
 MS = 1_000_000
@@ -109,6 +112,96 @@ def test_end_to_end_f1_at_delta_t() -> None:
     assert exact_match_accuracy(gt, strict) == pytest.approx(2 / 3)
     assert segment_f1(gt, early) == pytest.approx(1.0, abs=1e-8)
     assert exact_match_accuracy(gt, early) == 1.0
+
+
+# --- the rounding rule: Δt against delays recorded in whole ns (issue 25 item 1) --------------------
+
+
+def harness_frame_times_ns(fps: float, num_frames: int) -> np.ndarray:
+    """Frame k (k = 1..N) ends at k / fps s, recorded as the harness does (harness/execution/executor.py:
+    ``np.round(stream.frame_times * 1e9)``, frame_times built as ``arange(1, N + 1) / fps``)."""
+    return np.round(np.arange(1, num_frames + 1, dtype=np.float64) / fps * 1e9).astype(np.int64)
+
+
+@pytest.mark.parametrize(
+    ("delta_ms", "bound"),
+    [
+        (0, 1),
+        (50, 50_000_001),
+        (100.0, 100_000_001),
+        (1000 / 30, 33_333_334),  # 33,333,333.33 ns -> floor + 1
+        (2000 / 30, 66_666_667),
+        (1000 / 24, 41_666_667),
+        (1001 / 30, 33_366_667),  # one frame at 29.97 fps
+        (1000 / 60, 16_666_667),
+        (4.35, 4_350_001),  # read as the decimal 4.35, not the binary 4.34999...
+        (1e-6, 2),  # 1 ns
+        (np.float64(200), 200_000_001),
+    ],
+)
+def test_window_bound_ns_is_floor_plus_one_ns(delta_ms: float, bound: int) -> None:
+    assert window_bound_ns(delta_ms) == bound
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), "5", True, None])
+def test_window_bound_ns_validation(bad: object) -> None:
+    with pytest.raises(ValueError, match="delta_ms"):
+        window_bound_ns(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fps", "lag", "delta_ms"),
+    [
+        # Δt = lag frame periods, written as a user would; hand values: lag / fps in ms
+        (24.0, 1, 1000 / 24),  # 41.67 ms: delays 41,666,666 / 41,666,667 ns
+        (24.0, 2, 2000 / 24),  # 83.33 ms: delays 83,333,333 / 83,333,334 ns
+        (24.0, 12, 500),  # a default Δt point: 12 frames = 500 ms exactly
+        (25.0, 1, 40),  # whole ns: 40,000,000
+        (25.0, 5, 200),  # a default Δt point
+        (30000 / 1001, 1, 1001 / 30),  # 29.97 fps: 33.37 ms, delays 33,366,666 / 33,366,667 ns
+        (30000 / 1001, 2, 2002 / 30),  # 66.73 ms, delays 66,733,333 / 66,733,334 ns
+        (30000 / 1001, 3, 100.1),
+        (30.0, 1, 1000 / 30),  # the issue's case: delays 33,333,333 / 33,333,334 ns
+        (30.0, 2, 2000 / 30),  # delays 66,666,666 / 66,666,667 ns
+        (30.0, 3, 100),  # a default Δt point
+        (60.0, 1, 1000 / 60),
+        (60.0, 2, 2000 / 60),  # delays 33,333,333 / 33,333,334 ns
+        (60.0, 3, 50),  # a default Δt point
+    ],
+)
+def test_whole_frame_delays_count_at_every_frame_rate(fps: float, lag: int, delta_ms: float) -> None:
+    # a model that labels every frame exactly `lag` frames late: frame i at frame i + lag; the last `lag`
+    # frames are never labelled. Every labelled frame counts at Δt = lag periods, none 1 µs below it.
+    n = 120
+    times = harness_frame_times_ns(fps, n)
+    refers = np.arange(n - lag)
+    delays = times[refers + lag] - times[refers]
+    chosen = select_in_window(refers, delays, n, window_bound_ns(delta_ms), "strict")
+    np.testing.assert_array_equal(chosen, [*range(n - lag), *[-1] * lag])
+    early = select_in_window(refers, delays, n, window_bound_ns(delta_ms), "early_ok")
+    np.testing.assert_array_equal(early, chosen)
+    below = select_in_window(refers, delays, n, window_bound_ns(delta_ms - 0.001), "strict")
+    assert (below == -1).all()
+
+
+def test_one_frame_late_at_30_fps_worked_example() -> None:
+    # issue 25 item 1: 30 frames at 30 fps, one class present on every frame, a model right on every
+    # frame but one frame late; Δt = one period = 1000/30 ms.
+    n = 30
+    times = harness_frame_times_ns(30.0, n)
+    refers = np.arange(n - 1)
+    delays = times[refers + 1] - times[refers]
+    # the recorded one-frame delays: 10 of the 29 are 33,333,334 ns, the others 33,333,333 ns
+    assert sorted(set(delays.tolist())) == [33_333_333, 33_333_334]
+    assert int(np.count_nonzero(delays == 33_333_334)) == 10
+    chosen = select_in_window(refers, delays, n, window_bound_ns(1000 / 30), "strict")
+    gt = np.ones((n, 1), dtype=bool)
+    pred = gather_decisions(chosen, np.ones((n - 1, 1), dtype=bool), 1)
+    # hand values: 29 frames answered and right, frame 29 unanswered -> TP 29, FP 0, FN 1
+    assert (chosen >= 0).sum() / n == pytest.approx(29 / 30)  # 0.967 (was 19/30 = 0.633)
+    p, r = 29 / (29 + 1e-9), 29 / (30 + 1e-9)
+    assert f1_from_counts(class_counts(gt, pred)) == pytest.approx(2 * p * r / (p + r + 1e-9), abs=1e-12)
+    assert f1_from_counts(class_counts(gt, pred)) == pytest.approx(58 / 59, abs=1e-8)  # 0.983 (was 0.776)
 
 
 @pytest.mark.parametrize(

@@ -98,12 +98,12 @@ PRED_EMPTY = np.array([[1, 0, 0], [1, 1, 0]], dtype=bool)
 
 def test_macro_exclude_empty_classes() -> None:
     with_empty = segment_f1(GT_EMPTY, PRED_EMPTY, "macro")
-    without = segment_f1(GT_EMPTY, PRED_EMPTY, "macro", exclude_empty_classes=True)
+    without = segment_f1(GT_EMPTY, PRED_EMPTY, "macro", macro_classes="non_empty")
     assert with_empty == pytest.approx(5 / 9, abs=1e-8)  # (2/3 + 1 + 0) / 3
     assert without == pytest.approx(5 / 6, abs=1e-8)  # (2/3 + 1) / 2
     assert (
         precision_recall_f1_from_counts(
-            class_counts(GT_EMPTY, PRED_EMPTY), "macro", True
+            class_counts(GT_EMPTY, PRED_EMPTY), "macro", "non_empty"
         ).num_classes_averaged
         == 2
     )
@@ -117,12 +117,119 @@ def test_macro_exclude_empty_classes() -> None:
     # sklearn's zero_division=1 counts the empty class as perfect: neither of ours
     assert f1_score(GT_EMPTY, PRED_EMPTY, average="macro", zero_division=1) == pytest.approx(8 / 9)
     # micro is unaffected by empty classes
-    assert segment_f1(GT_EMPTY, PRED_EMPTY, exclude_empty_classes=True) == segment_f1(GT_EMPTY, PRED_EMPTY)
+    for which in ("non_empty", "sed_eval"):
+        assert segment_f1(GT_EMPTY, PRED_EMPTY, macro_classes=which) == segment_f1(GT_EMPTY, PRED_EMPTY)
 
 
 def test_macro_all_classes_empty_is_zero() -> None:
     z = np.zeros((3, 2), dtype=bool)
-    assert segment_f1(z, z, "macro", exclude_empty_classes=True) == 0.0
+    assert segment_f1(z, z, "macro", macro_classes="non_empty") == 0.0
+    # sed_eval reports NaN here (a mean over no class); streambench 0.0, told apart by the class count
+    prf = precision_recall_f1_from_counts(class_counts(z, z), "macro", "sed_eval")
+    assert (prf.precision, prf.recall, prf.f1, prf.num_classes_averaged) == (0.0, 0.0, 0.0, 0)
+
+
+# --- sed_eval's class-wise average (issue 25 item 2) ----------------------------------------------
+
+
+def sed_eval_class_wise_average(gt: np.ndarray, pred: np.ndarray) -> tuple[float, float, float]:
+    """(F1, precision, recall) of sed_eval's segment-based class-wise average, by its documented
+    definition (sed_eval 0.2.1, ``sed_eval.metric`` and ``SegmentBasedMetrics.
+    results_class_wise_average_metrics``): per class ``P = Ntp / Nsys`` (NaN when ``Nsys == 0``),
+    ``R = Ntp / Nref`` (NaN when ``Nref == 0``), ``F = 0`` when ``P == R == 0`` else ``2PR / (P + R)``
+    (NaN when P or R is); then ``nanmean`` over the classes, each figure separately. No epsilons."""
+    f, p, r = [], [], []
+    for c in range(gt.shape[1]):
+        n_tp = int(np.sum(gt[:, c] & pred[:, c]))
+        n_sys, n_ref = int(pred[:, c].sum()), int(gt[:, c].sum())
+        prec = n_tp / n_sys if n_sys else np.nan
+        rec = n_tp / n_ref if n_ref else np.nan
+        p.append(prec)
+        r.append(rec)
+        f.append(0.0 if prec == 0 and rec == 0 else 2 * prec * rec / (prec + rec))
+    return float(np.nanmean(f)), float(np.nanmean(p)), float(np.nanmean(r))
+
+
+# Eight segments, six classes, one of each kind sed_eval treats differently:
+#   c0 present and predicted: TP 3 FP 1 FN 1 -> P 3/4, R 3/4, F1 3/4
+#   c1 present and predicted: TP 2 FP 0 FN 2 -> P 1,   R 1/2, F1 2/3
+#   c2 present, never predicted: FN 3         -> P NaN, R 0,  F1 NaN (sed_eval) / 0 (seed)
+#   c3 predicted, never present: FP 2         -> P 0,  R NaN, F1 NaN (sed_eval) / 0 (seed)
+#   c4 never present, never predicted         -> all NaN (sed_eval) / F1 0 (seed)
+#   c5 present and predicted, all wrong: TP 0 FP 1 FN 1 -> P 0, R 0, F1 0 (both)
+# sed_eval: F1 = (3/4 + 2/3 + 0) / 3 = 17/36 over c0 c1 c5; P = (3/4 + 1 + 0 + 0) / 4 = 7/16 over
+# c0 c1 c3 c5; R = (3/4 + 1/2 + 0 + 0) / 4 = 5/16 over c0 c1 c2 c5.
+# Seed ("all"): F1 = (3/4 + 2/3) / 6 = 17/72; "non_empty" (all but c4): 17/60.
+#                    c0 c1 c2 c3 c4 c5
+GT_SED = np.array(
+    [
+        [1, 0, 1, 0, 0, 0],
+        [1, 0, 0, 0, 0, 0],
+        [1, 0, 1, 0, 0, 0],
+        [1, 0, 0, 0, 0, 0],
+        [0, 1, 1, 0, 0, 0],
+        [0, 1, 0, 0, 0, 0],
+        [0, 1, 0, 0, 0, 0],
+        [0, 1, 0, 0, 0, 1],
+    ],
+    dtype=bool,
+)
+PRED_SED = np.array(
+    [
+        [1, 0, 0, 0, 0, 0],
+        [1, 0, 0, 0, 0, 0],
+        [1, 0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0],
+        [1, 1, 0, 0, 0, 0],
+        [0, 1, 0, 0, 0, 0],
+        [0, 0, 0, 1, 0, 1],
+        [0, 0, 0, 1, 0, 0],
+    ],
+    dtype=bool,
+)
+
+
+def test_sed_eval_convention_hand_case() -> None:
+    counts = class_counts(GT_SED, PRED_SED)
+    np.testing.assert_array_equal(counts.tp, [3, 2, 0, 0, 0, 0])
+    np.testing.assert_array_equal(counts.fp, [1, 0, 0, 2, 0, 1])
+    np.testing.assert_array_equal(counts.fn, [1, 2, 3, 0, 0, 1])
+    sed = precision_recall_f1_from_counts(counts, "macro", "sed_eval")
+    assert sed.f1 == pytest.approx(17 / 36, abs=1e-8)
+    assert sed.precision == pytest.approx(7 / 16, abs=1e-8)
+    assert sed.recall == pytest.approx(5 / 16, abs=1e-8)
+    assert sed.num_classes_averaged == 3
+    # the seed's macro (the default) and the non-empty classes: the same per-class F1, other means
+    assert segment_f1(GT_SED, PRED_SED, "macro") == pytest.approx(17 / 72, abs=1e-8)
+    assert segment_f1(GT_SED, PRED_SED, "macro", "non_empty") == pytest.approx(17 / 60, abs=1e-8)
+    assert segment_f1(GT_SED, PRED_SED, "macro", "sed_eval") == sed.f1
+
+
+def test_sed_eval_convention_equals_its_definition() -> None:
+    # the hand case, then random cases with classes of every kind (the reference is computed here from
+    # sed_eval's definition: the sed_eval package does not import in this environment; these figures
+    # were also checked once against sed_eval 0.2.1 itself, SegmentBasedMetrics at time_resolution 1 s
+    # with one 1 s event per active (segment, class))
+    cases = [(GT_SED, PRED_SED)]
+    rng = np.random.default_rng(25)
+    for _ in range(20):
+        gt = rng.random((30, 7)) < rng.random(7) * 0.5
+        pred = rng.random((30, 7)) < rng.random(7) * 0.5
+        gt[:, 0], pred[:, 1], gt[:, 2], pred[:, 2] = False, False, False, False
+        cases.append((gt, pred))
+    for gt, pred in cases:
+        f1, precision, recall = sed_eval_class_wise_average(gt, pred)
+        ours = precision_recall_f1_from_counts(class_counts(gt, pred), "macro", "sed_eval")
+        assert ours.f1 == pytest.approx(f1, abs=1e-7)
+        assert ours.precision == pytest.approx(precision, abs=1e-7)
+        assert ours.recall == pytest.approx(recall, abs=1e-7)
+        # never below the seed's figure: sed_eval leaves out only classes whose F1 is 0 there
+        assert ours.f1 >= segment_f1(gt, pred, "macro") - 1e-15
+
+
+def test_invalid_macro_classes() -> None:
+    with pytest.raises(ValueError, match="macro_classes"):
+        segment_f1(GT, PRED, "macro", "present")  # type: ignore[arg-type]
 
 
 def test_counts_add_across_streams() -> None:
