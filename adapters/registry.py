@@ -44,7 +44,12 @@ REGISTRY: dict[str, str] = {
     "offender-late-work": "adapters.offenders.clock:LateWorkAdapter",
     "offender-reset-work": "adapters.offenders.clock:ResetWorkAdapter",
     "offender-first-sight": "adapters.offenders.first_sight:FirstSightAdapter",  # honest on a second sight
+    "offender-helper-process": "adapters.offenders.processes:HelperProcessAdapter",  # leaves processes
+    "offender-forker": "adapters.offenders.processes:ForkingAdapter",  # (issue 25)
+    "offender-printer": "adapters.offenders.noisy:PrintingAdapter",  # prints to stdout
+    "offender-lingering-thread": "adapters.offenders.noisy:LingeringThreadAdapter",  # a non-daemon thread
     "offender-memory-hider": "adapters.offenders.memory:MemoryHiderAdapter",  # under-reports its memory
+    "offender-backdater": "adapters.offenders.backdater:BackdatingAdapter",  # claims zero delay
     "offender-stack-peeking": "adapters.sneaky:StackPeekingAdapter",
     "offender-global-leak": "adapters.sneaky:GlobalLeakAdapter",
     "offender-call-stack": "adapters.sneaky:CallStackAdapter",

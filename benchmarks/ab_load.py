@@ -2,8 +2,8 @@
 
 ``benchmarks/test_ab_under_load.py`` runs the comparisons through the CLI (``streambench ab --json``),
 ``benchmarks/test_ab_pytest_under_load.py`` through the pytest fixture ``streambench_ab``; both run the same
-cases with the same settings and print the same table (the README's "The A/B gate under load"). Not a test
-module (no ``test_`` prefix): pytest does not collect it.
+cases with the same settings and print the same table (docs/performance.md, "The A/B gate under load").
+Not a test module (no ``test_`` prefix): pytest does not collect it.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ __all__ = ["hog"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# What a CI user writes (the README's "Latency regression tests in your own CI"), with this benchmark's
+# What a CI user writes (docs/ci.md, "Latency regression tests in your own CI"), with this benchmark's
 # settings; the warm-up is the fixture's (50 frames, as the CLI route's --warmup-frames 50).
 GATE_TEST = """
 def test_latency_gate(streambench_ab):

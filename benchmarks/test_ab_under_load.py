@@ -14,7 +14,7 @@ products, so its time grows when the core is taken from it), ``AB_REPEATS`` comp
 
 Every comparison gates ``p50:+5%`` with sequential stopping (12 pairs, then 6 more per look up to 30; fresh
 worker processes every pair). The
-table it prints is the README's ("The A/B gate under load"). ``AB_REPEATS`` and ``AB_BLOCKS`` size it;
+table it prints is docs/performance.md's ("The A/B gate under load"). ``AB_REPEATS``, ``AB_BLOCKS`` size it;
 ``AB_BURSTS=1`` adds bursts of load that come and go on any core (a runner whose other jobs start and stop).
 The same cases through the pytest fixture: ``benchmarks/test_ab_pytest_under_load.py``; what both share
 (hog, cases, settings, table) is ``benchmarks/ab_load.py``.

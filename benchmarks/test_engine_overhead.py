@@ -1,6 +1,6 @@
 """What the harness adds per frame: the engine with the ``null`` adapter against a bare Python loop.
 
-Opt-in (not collected by ``pytest`` alone); the figure of the README and of issue 16 (item 7)::
+Opt-in (not collected by ``pytest`` alone); the figure of docs/performance.md and of issue 16 (item 7)::
 
     python -m pytest -q -p no:cacheprovider benchmarks/test_engine_overhead.py -s -k overhead
 

@@ -21,7 +21,7 @@ from harness.datasets.synthetic import SyntheticConfig, make_streams
 from harness.execution.config import IsolationConfig, RunConfig
 from harness.execution.engine import Engine, EngineConfig
 from harness.execution.isolation import IsolatedEngine
-from harness.execution.isolation_worker import _Progress
+from harness.execution.isolation_worker import WorkerAdapter
 from harness.execution.setup import build_adapter
 
 pytestmark = pytest.mark.benchmark
@@ -48,7 +48,7 @@ def test_progress_proxy_cost_in_process(benchmark, streams) -> None:  # type: ig
     adapter = build_adapter(CONFIG, streams[0])
     assert isinstance(adapter, NullAdapter)
     plain = Engine(adapter, EngineConfig(warmup_frames=0))
-    proxied = Engine(_Progress(adapter, RawArray("q", 1)), EngineConfig(warmup_frames=0))
+    proxied = Engine(WorkerAdapter(adapter, RawArray("q", 1)), EngineConfig(warmup_frames=0))
     frames = list(streams[0].frames())
     n = len(frames)
     plain_ns, proxied_ns = [], []

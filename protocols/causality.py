@@ -133,18 +133,27 @@ class CheckResult(BaseModel):
     """Outcome of one check. ``first_frame`` is the first offending frame (emission index; for gradient
     flow the output position ``t``, with the input position in ``first_source``). ``max_difference``
     is the largest |score difference| seen (``inf`` when the predictions do not even line up: a
-    prediction missing, extra, or labelling another frame); 0 for a passed structural check."""
+    prediction missing, extra, or labelling another frame); 0 for a passed structural check.
 
-    # inf is written to JSON as Infinity (and read back), not as null
-    model_config = ConfigDict(frozen=True, ser_json_inf_nan="constants")
+    JSON has no ``Infinity`` (RFC 8259): a non-finite ``max_difference`` is written as ``null`` (no finite
+    figure; ``detail`` says why) and read back as ``inf``, as is the ``Infinity`` of older files."""
+
+    model_config = ConfigDict(frozen=True)
 
     name: str
     passed: bool
     first_stream: str | None = None
     first_frame: int | None = None
     first_source: int | None = None
-    max_difference: float = 0.0
+    max_difference: float = Field(
+        0.0, description="largest |score difference| (the caching audit: speed-up); null: no finite figure"
+    )
     detail: str = ""
+
+    @field_validator("max_difference", mode="before")
+    @classmethod
+    def _null_is_no_finite_figure(cls, value: object) -> object:
+        return math.inf if value is None else value
 
 
 class CausalityReport(BaseModel):

@@ -1,6 +1,9 @@
 """The documentation is self-contained (issue 17): README.md and docs/*.md link only to files (and sections)
 that exist in the repository, cite the source documents by title rather than by a path outside it, and
-docs/metrics.md defines every figure a result's headline can hold."""
+docs/metrics.md defines every figure a result's headline can hold. The README is a guide and docs/ its
+reference, built as a site by MkDocs (issue 26, item 3): every page is in the site's navigation, every
+measured figure sits in docs/performance.md with its command, machine and date, and the README carries no
+measurement log. (The commands the pages show are run by tests/test_docs_commands.py.)"""
 
 from __future__ import annotations
 
@@ -140,6 +143,40 @@ def test_the_checks_find_planted_problems(tmp_path: Path) -> None:
     assert "nothing.md does not exist" in problems[0] and "outside the repository" in problems[1]
     assert "no section #b-section" in problems[2]
     assert parent_paths(page, root) == ["../../elsewhere.md", "../shared/seeds/"]
+
+
+def test_every_page_is_in_the_sites_navigation() -> None:
+    """mkdocs.yml's nav lists exactly the pages of docs/ (mkdocs build --strict refuses a page left out,
+    and a nav entry without its page)."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = config[config.index("\nnav:") : config.index("\n\n", config.index("\nnav:"))]
+    listed = re.findall(r":\s*([\w-]+\.md)\s*$", nav, flags=re.M)
+    assert sorted(listed) == sorted(p.name for p in DOCS)
+    assert "strict: true" in config and "anchors: warn" in config  # broken #anchors fail the build too
+
+
+def test_the_readme_is_a_guide_not_a_lab_notebook() -> None:
+    """About 300 lines for a newcomer's ten minutes, and no measurement log: no commit hashes, no tables of
+    measured runs (those are docs/performance.md's)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 330
+    assert re.findall(r"\bcommit `?[0-9a-f]{7}", readme) == []
+    assert "docs/performance.md" in readme
+
+
+def test_every_measurement_names_its_command_machine_and_date() -> None:
+    """Each section of docs/performance.md that reports a figure says how to reproduce it, on what and
+    when (or that the date was not recorded)."""
+    page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    sections = re.split(r"^## ", page, flags=re.M)[1:]
+    assert len(sections) >= 10
+    for section in sections:
+        title = section.splitlines()[0]
+        if title == "The benchmarks":
+            continue
+        assert re.search(r"[Cc]ommands?\b", section), f"{title}: no command"
+        assert "2 cores" in section, f"{title}: no machine"
+        assert re.search(r"20\d\d-\d\d-\d\d|earlier session", section), f"{title}: no date"
 
 
 def test_slugs_follow_github() -> None:

@@ -116,7 +116,7 @@ ROOMS: dict[str, int] = {
     "cli": 7,
 }
 """Each room of harness/ and its level: a module may import its own room and rooms of a lower level only
-(rooms of one level are independent of each other). README "Architecture" draws the same picture."""
+(rooms of one level are independent of each other). docs/architecture.md draws the same picture."""
 
 
 def _module_name(path: Path) -> str:

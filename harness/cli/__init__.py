@@ -34,6 +34,7 @@ import typer  # noqa: E402
 
 from harness.cli import ab, data, report, results, run, sweep, system  # noqa: E402
 from harness.cli.common import set_debug  # noqa: E402
+from harness.cli.hygiene import adopt_orphans, leave  # noqa: E402
 from harness.cli.score import score_app  # noqa: E402
 
 __all__ = ["app", "main"]
@@ -72,6 +73,24 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
 def main() -> None:
     """The ``streambench`` entry point. SIGTERM is Ctrl-C from here on: a run in its measured window
     writes a partial result (harness.execution.executor.interrupt_on_sigterm), while scoring it finishes
-    the result first (defer_signals), elsewhere the command ends with exit code 130 and a word."""
+    the result first (defer_signals), elsewhere the command ends with exit code 130 and a word. What a
+    model leaves behind does not outlive the command, nor keep it from exiting (harness/cli/hygiene.py)."""
     signal.signal(signal.SIGTERM, _terminated)
-    app()
+    adopt_orphans()
+    try:
+        app()
+    except SystemExit as exc:
+        why = _unreported_interruption(exc)
+        if why is not None:  # typer ends a KeyboardInterrupt no command caught with 130 and no word
+            sys.stderr.write(f"streambench: interrupted ({why}); the command did not finish\n")
+        leave(exc.code)  # its children ended; with a model's non-daemon thread left, exits here
+        raise
+
+
+def _unreported_interruption(exc: SystemExit) -> str | None:
+    """The signal's name when ``exc`` is typer's exit 130 for a KeyboardInterrupt that no command caught
+    (e.g. while a command imports its modules: issue 25 items 7 and 15); None for any other exit."""
+    cause = exc.__context__.__cause__ if exc.__context__ is not None else None
+    if exc.code != 130 or not isinstance(cause, KeyboardInterrupt):
+        return None
+    return str(cause).removeprefix("signal ") or "SIGINT"

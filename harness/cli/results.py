@@ -71,17 +71,26 @@ def brief(head: RunHeadline) -> str:
     return " · ".join(parts)
 
 
+def _notes(notes: list[str]) -> None:
+    """What happened to the run index (moved aside, rebuilt, not writable), on stderr."""
+    for note in notes:
+        err.print(f"[yellow]note:[/] {safe(note)}", highlight=False, soft_wrap=True)
+
+
 def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -> None:
-    """List the indexed runs, newest first (runs not yet indexed are indexed on the way)."""
+    """List the runs, newest first (runs not yet indexed are indexed on the way; a damaged index is moved
+    aside and rebuilt; a read-only or full store is read from its run directories)."""
     from rich.table import Table
 
     from harness.results.store import StoreError
-    from harness.runs.catalog import scan_runs
+    from harness.runs.listing import survey_runs
 
     try:
-        heads, unreadable = scan_runs(results_dir)
+        listing = survey_runs(results_dir)
     except StoreError as exc:
         raise fail(str(exc)) from None
+    heads, unreadable = listing.heads, listing.unreadable
+    _notes(listing.notes)
     if as_json:
         out.print_json(json.dumps([h.model_dump(mode="json") for h in heads]))
         return
@@ -162,12 +171,13 @@ def show(
     from harness.results.files import ResultFileError
     from harness.results.markdown import run_markdown
     from harness.results.store import StoreError
-    from harness.runs.catalog import get_run
+    from harness.runs.listing import find_run
 
     try:
-        head = get_run(run, results_dir)
+        head, notes = find_run(run, results_dir)
     except (StoreError, ResultFileError) as exc:
         raise fail(str(exc)) from None
+    _notes(notes)
     if as_json:
         out.print_json(head.model_dump_json())
     elif markdown:
@@ -177,7 +187,7 @@ def show(
 
 
 def reindex_command(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -> None:
-    """Rebuild the run index from the run directories."""
+    """Rebuild the run index from the run directories (a damaged one is moved aside first)."""
     from harness.results.store import StoreError, database_path
     from harness.runs.catalog import reindex
 
@@ -185,9 +195,14 @@ def reindex_command(results_dir: ResultsDir = Path("results"), as_json: JsonFlag
         report = reindex(results_dir)
     except StoreError as exc:
         raise fail(str(exc)) from None
+    except OSError as exc:  # moving a damaged index aside in a read-only directory
+        raise fail(f"{database_path(results_dir)}: damaged, and cannot be moved aside ({exc})") from None
+    if report.moved_aside is not None:
+        _notes([f"{database_path(results_dir)}: damaged: moved aside to {report.moved_aside}"])
     if as_json:
         index = str(database_path(results_dir))
-        out.print_json(json.dumps({"index": index, "indexed": report.indexed, "skipped": report.skipped}))
+        document = {"index": index, "indexed": report.indexed, "skipped": report.skipped}
+        out.print_json(json.dumps({**document, "moved_aside": report.moved_aside}))
         return
     out.print(
         f"indexed {len(report.indexed)} run(s) into {safe(str(database_path(results_dir)))}",

@@ -21,6 +21,7 @@ from rich.progress import (
 
 from harness.cli import completion
 from harness.cli.common import check_output_dir, err, fail, out, show_traceback
+from harness.cli.hygiene import command_stdout
 from harness.io.safe_text import safe
 from harness.runs import registry
 
@@ -193,10 +194,11 @@ def run(
         protocol_settings = chosen.load_config(protocol_config)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    outcome = _run_with_progress(
-        progress, f"{adapter} · {protocol}", lambda hook: chosen.execute(config, protocol_settings, hook)
-    )
-    _finish(chosen, outcome, report, as_json)
+    with command_stdout():  # what the model prints goes to stderr (issue 25, item 11)
+        outcome = _run_with_progress(
+            progress, f"{adapter} · {protocol}", lambda hook: chosen.execute(config, protocol_settings, hook)
+        )
+        _finish(chosen, outcome, report, as_json)
 
 
 def _typed(ctx: typer.Context, name: str) -> bool:
@@ -210,10 +212,11 @@ def _resume(run_dir: Path, progress: bool, report: bool, as_json: bool = False) 
     default protocol says what is missing there)."""
     able = [p for p in registry.protocols() if p.can_resume(run_dir)]
     chosen = able[0] if able else registry.get(registry.DEFAULT)
-    outcome = _run_with_progress(
-        progress, f"resume {run_dir.name}", lambda hook: chosen.resume(run_dir, hook)
-    )
-    _finish(chosen, outcome, report, as_json)
+    with command_stdout():
+        outcome = _run_with_progress(
+            progress, f"resume {run_dir.name}", lambda hook: chosen.resume(run_dir, hook)
+        )
+        _finish(chosen, outcome, report, as_json)
 
 
 def _finish(protocol: RunProtocol, outcome: Outcome, report: bool, as_json: bool = False) -> None:

@@ -16,9 +16,11 @@ from rich.console import Console
 from harness.io.safe_text import plain, safe
 
 if TYPE_CHECKING:
+    from harness.sweep.driver import SweepOutcome
     from harness.sweep.estimate import SweepEstimate
     from harness.sweep.executors import Executor
-    from harness.sweep.spec import RunSpec
+    from harness.sweep.interrupts import SweepInterrupted
+    from harness.sweep.spec import RunSpec, SweepFile
     from harness.sweep.state import ProgressSnapshot
 
 __all__ = ["register", "sweep"]
@@ -147,42 +149,82 @@ def sweep(
     ] = False,
 ) -> None:
     """Run a sweep (adapters × protocols × points × grid × seeds × repeats); finished runs are skipped."""
-    from harness.sweep.driver import make_executor, run_sweep
-    from harness.sweep.report import build_sweep_report, sweep_markdown
-    from harness.sweep.report_html import write_sweep_html
-    from harness.sweep.spec import SweepError, expand, load_sweep
+    from harness.sweep.interrupts import SweepInterrupted, sweep_signals
 
     out, err = Console(), Console(stderr=True)
+    named: list[str] = []  # the sweep's name, once its file is read
 
     def fail(message: str) -> typer.Exit:
         err.print(f"[bold red]error:[/] {safe(message)}", highlight=False, soft_wrap=True)
         return typer.Exit(code=2)
 
-    try:
-        loaded = load_sweep(file)
-        results_dir = output_dir if output_dir is not None else loaded.sweep.output_dir
-        specs = expand(loaded, str(file))
-        chosen = make_executor(
-            executor, loaded.sweep.retries if retries is None else retries, address, isolate
-        )
-    except SweepError as exc:
-        raise fail(str(exc)) from None
-    if dry_run:
-        _dry_run(out, specs, results_dir, chosen.name, as_json)
-        return
-
     def listener(snapshot: ProgressSnapshot, message: str) -> None:
         if progress:
             err.print(f"[dim]{safe(_format(snapshot))}[/] · {safe(message)}", highlight=False)
 
+    def body() -> None:
+        from harness.sweep.driver import make_executor, run_sweep
+        from harness.sweep.spec import SweepError, expand, load_sweep
+
+        try:
+            loaded = load_sweep(file)
+            named.append(loaded.sweep.name)
+            results_dir = output_dir if output_dir is not None else loaded.sweep.output_dir
+            specs = expand(loaded, str(file))
+            chosen = make_executor(
+                executor, loaded.sweep.retries if retries is None else retries, address, isolate
+            )
+        except SweepError as exc:
+            raise fail(str(exc)) from None
+        if dry_run:
+            _dry_run(out, specs, results_dir, chosen.name, as_json)
+            return
+        try:
+            outcome = run_sweep(loaded, chosen, results_dir, listener, str(file))
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise fail(str(exc)) from None
+        _finish(out, err, loaded, outcome, results_dir, chosen, report, as_json, str(file))
+
     try:
-        outcome = run_sweep(loaded, chosen, results_dir, listener, str(file))
-    except (RuntimeError, ValueError, OSError) as exc:
-        raise fail(str(exc)) from None
+        with sweep_signals():  # SIGINT, SIGTERM: the sweep stops at once, its attempt's processes ended
+            body()
+    except SweepInterrupted as exc:
+        err.print(_interrupted_line(exc, named, file), highlight=False, soft_wrap=True)
+        raise typer.Exit(code=exc.exit_code) from None
+
+
+def _interrupted_line(exc: SweepInterrupted, named: list[str], file: Path) -> str:
+    """One line for an interrupted sweep: the signal, what was discarded, what is kept and how to go on
+    (the store keeps every run that ended, and a sweep skips those: it is resumed by running it again)."""
+    discarded = f"; discarded (not finished): {', '.join(exc.running)}" if exc.running else ""
+    sweep = f"sweep {named[0]}" if named else "the sweep"
+    return (
+        f"[bold yellow]interrupted[/] ({exc.signal_name}): {safe(sweep)} stopped{safe(discarded)}; "
+        f"the {exc.ended} run(s) it ended are in the store; run [bold]streambench sweep "
+        f"{safe(str(file))}[/] again for the rest"
+    )
+
+
+def _finish(
+    out: Console,
+    err: Console,
+    loaded: SweepFile,
+    outcome: SweepOutcome,
+    results_dir: Path,
+    chosen: Executor,
+    report: bool,
+    as_json: bool,
+    source: str,
+) -> None:
+    """Print what the sweep did (or its JSON), the failed runs and, with ``report``, the sweep report;
+    exit 1 if a run failed."""
+    from harness.sweep.report import build_sweep_report, sweep_markdown
+    from harness.sweep.report_html import write_sweep_html
+
     if as_json:
         written: list[Path] = []
         if report:
-            built = build_sweep_report(loaded, results_dir, str(file))
+            built = build_sweep_report(loaded, results_dir, source)
             written = write_sweep_html(built, results_dir / f"sweep-{loaded.sweep.name}.html", results_dir)
         reports = [str(p) for p in written]
         doc = {"sweep": loaded.sweep.name, **outcome.model_dump(mode="json"), "reports": reports}
@@ -203,7 +245,7 @@ def sweep(
             f"[red]failed[/] {safe(record.run_id)} after {len(record.attempts)} attempts: {safe(str(last))}"
         )
     if report:
-        built = build_sweep_report(loaded, results_dir, str(file))
+        built = build_sweep_report(loaded, results_dir, source)
         typer.echo(plain(sweep_markdown(built)))  # verbatim (not wrapped), terminal codes neutralised
         for path in write_sweep_html(built, results_dir / f"sweep-{loaded.sweep.name}.html", results_dir):
             out.print(f"wrote [bold]{safe(str(path))}[/]", highlight=False)

@@ -20,6 +20,7 @@ from harness.execution.engine import EngineConfig
 from harness.execution.executor import OnError
 from harness.instruments.power import PowerConfig
 from harness.instruments.threads import ThreadConfig
+from harness.io.store_layout import reserved_reason
 from protocols import online
 
 __all__ = ["IsolationConfig", "RunConfig", "check_run_id", "run_id_for", "user_field_path"]
@@ -98,7 +99,9 @@ class RunConfig(BaseModel):
 
 def check_run_id(run_id: str) -> str:
     """``run_id`` if it is a name (one directory inside the output directory), else ValueError saying
-    why: a run id with a separator, ``..`` or an absolute path would write outside the store (issue 18)."""
+    why: a run id with a separator, ``..`` or an absolute path would write outside the store (issue 18);
+    one the store uses itself (``index.sqlite`` and its sidecars, hidden names) or starting with ``-``
+    would collide with the store or read as an option (:func:`harness.io.store_layout.reserved_reason`)."""
     if not run_id or not run_id.strip():
         raise ValueError("a run id must not be empty")
     if run_id in (".", ".."):
@@ -109,6 +112,9 @@ def check_run_id(run_id: str) -> str:
         raise ValueError(f"run id {run_id!r} contains a control character")
     if Path(run_id).is_absolute() or Path(run_id).name != run_id:
         raise ValueError(f"run id {run_id!r} is not a plain name")
+    reserved = reserved_reason(run_id)
+    if reserved is not None:  # the index, its sidecars, hidden names; '-x' (issue 25 item 13)
+        raise ValueError(f"run id {reserved}; choose another")
     return run_id
 
 

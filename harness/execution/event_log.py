@@ -40,6 +40,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from harness.io.store_layout import check_run_dir
 from protocols.recording import StreamRecording, StreamRole, from_arrays, to_arrays
 
 __all__ = [
@@ -168,7 +169,8 @@ class RunLock:
     :class:`RunLockedError` naming the holder (pid, host, start time, command), which the lock file
     records. The kernel releases the lock when the holder's process ends, however it ends (a ``kill -9``
     leaves no stale lock). The lock file stays, unless the directory holds nothing else (a run that
-    failed before its first event leaves no directory behind, as before)."""
+    failed before its first event leaves no directory behind, as before). A run directory that is a
+    symbolic link is refused before anything is written (issue 25 item 16)."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
@@ -176,6 +178,7 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> RunLock:
+        check_run_dir(self.run_dir)  # a symbolic link would send the run outside the store (issue 25)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:

@@ -246,12 +246,18 @@ class NothingScoredError(ValueError):
             first = f"; first: stream {head.stream_id!r}, frame {head.frame}: {head.message}"
         why = stopped or f"{len(failures)} stream(s) failed{first}"
         super().__init__(f"{run_dir}: no test stream was scored ({why}); see {run_dir / EVENTS_FILE}")
+        self.failures = list(failures)
 
 
 @contextlib.contextmanager
-def interrupt_on_sigterm() -> Iterator[None]:
+def interrupt_on_sigterm(held: Sequence[str] = ()) -> Iterator[None]:
     """SIGTERM raises :class:`RunInterrupted` in the run, Ctrl-C (SIGINT) KeyboardInterrupt (unless
-    SIGINT is ignored, as in a background job); the handlers before are restored after."""
+    SIGINT is ignored, as in a background job); the handlers before are restored after. ``held``: the
+    signals a :func:`defer_signals` block around this one has held so far (they came while the session
+    was being set up): :class:`RunInterrupted` at once, on entry, instead of after the whole run
+    (issue 25 item 7: a Ctrl-C just before the measured window waited for every stream)."""
+    if held:
+        raise RunInterrupted(f"signal {held[0]}")
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -66,9 +66,10 @@ class FrameServer:
             header = stream_header(secrets.token_hex(8), warmup.frame_times, warmup.t0, None)
         return calibration, header
 
-    def next_frame(self) -> bytes:
-        """The next frame to send, stamped (the request is the end of the frame before it); a prefix
-        that ended without DONE (a warm-up slice, the FLOPs frame) gives way to the next stream."""
+    def next_frame(self, commit: bytes = b"") -> bytes:
+        """The next frame to send, stamped (the request is the end of the frame before it; ``commit``:
+        the output of that frame, which came with the request); a prefix that ended without DONE (a
+        warm-up slice, the FLOPs frame) gives way to the next stream."""
         asked = now_ns()
         while self._feeds and self._served >= len(self._feeds[0][0]):
             self._feeds.pop(0)
@@ -77,15 +78,18 @@ class FrameServer:
             raise PastTheEnd("the worker asked for a frame past the stream's end")
         frames, stamps = self._feeds[0]
         stamps.acks.append(asked)
+        stamps.commits.append(commit)
         stamps.sends.append(now_ns())
         self._served += 1
         return frames[self._served - 1]
 
-    def done(self) -> None:
-        """The worker took the last frame's output: stamp the stream's end; the next one is fed next."""
+    def done(self, commit: bytes = b"") -> None:
+        """The worker took the last frame's output (``commit``): stamp the stream's end; the next one is
+        fed next."""
         if self._feeds:
             _, stamps = self._feeds.pop(0)
             stamps.done_ns = now_ns()
+            stamps.commits.append(commit)
         self._served = 0
 
     def start_figures(self, started: int, ready: int) -> tuple[PipeFloor | None, StartTimes]:

@@ -69,12 +69,14 @@ well below it)."""
 class FeedStamps:
     """The parent's clock around one fed stream: ``request_ns`` when the request was sent, ``sends[i]``
     when frame ``i`` was handed to the pipe, ``acks[i]`` when the worker asked for frame ``i`` (so
-    ``acks[i + 1]`` is the end of frame ``i``), ``done_ns`` when it said the stream was over."""
+    ``acks[i + 1]`` is the end of frame ``i``), ``done_ns`` when it said the stream was over; ``commits``:
+    the outputs that came with each request and with the end (harness/execution/output_commits.py)."""
 
     request_ns: int
     sends: list[int] = dataclasses.field(default_factory=list)
     acks: list[int] = dataclasses.field(default_factory=list)
     done_ns: int | None = None
+    commits: list[bytes] = dataclasses.field(default_factory=list)  # with each ack, then the end's
 
     def host_ns(self) -> np.ndarray | None:
         """Per frame, the parent's round trip; None unless every frame was fed and the worker said DONE
@@ -162,6 +164,12 @@ def judge_host_timing(
 ) -> HostTimingRecord:
     """The verdict over the recordings' parent-timed frames (``host_ns``), against the calibrated floor."""
     timed = [r for r in recordings if r.host_ns is not None and r.host_ns.size == r.latency_ns.size]
+    if any(r.paced_start_ns is not None for r in timed):
+        why = (
+            "a paced run: the parent's round trip of a frame holds the worker's wait for the frame's "
+            "arrival, so it cannot be set against predict()'s time; the latencies are the worker's clock"
+        )
+        return HostTimingRecord(verdict="not-checked", reason=why, floor=floor, start=start)
     if floor is None or not timed:
         why = "no calibrated floor" if floor is None else "no stream was timed by the parent"
         return HostTimingRecord(verdict="not-checked", reason=why, floor=floor, start=start)

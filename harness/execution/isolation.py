@@ -42,6 +42,11 @@ streams and the adapter, caps its address space (``RLIMIT_AS``) at its current v
 limit, so a leaking adapter gets ``MemoryError`` (recorded as an :class:`AdapterCallError` at that frame)
 or dies (recorded as a crash). Linux/Unix only; ignored (with the reason in ``memory_limit_note``)
 where ``resource`` is unavailable.
+
+Processes the model starts (issue 25, item 8): each worker leads a process group of its own; closing a
+worker (at the run's end, or after a hang or a crash) ends what is left of its group and names it in
+:attr:`IsolatedEngine.leftover_processes`, and a guard ends the group if this process dies
+(harness/execution/process_tree.py).
 """
 
 from __future__ import annotations
@@ -72,6 +77,8 @@ from harness.execution.engine import PROGRESS_INTERVAL_S, FrameProgress
 from harness.execution.frame_server import FrameServer, PastTheEnd
 from harness.execution.host_timing import PipeFloor, StartTimes, now_ns, process_cpu_ns
 from harness.execution.isolation_worker import IDLE, worker_main
+from harness.execution.output_commits import check_commits
+from harness.execution.process_tree import LeftoverProcess, WorkerTree
 from harness.execution.sandbox import SandboxPolicy, SandboxRecord, discard, sandbox_policy
 from harness.execution.sealed_feed import DONE, NEXT, Extra, StreamsToFeed
 from harness.execution.sealed_worker import WorkerSpec
@@ -141,6 +148,8 @@ class IsolatedEngine:
         self.peak_rss_bytes: int | None = None  # the largest peak RSS any worker reported (issue 18)
         self._stream_frames: dict[str, int] = {}  # frames per stream, as the worker reported them
         self._following: tuple[FrameProgress, int | None] | None = None  # the progress of a request
+        self._tree: WorkerTree | None = None  # the worker's process group, and its guard (issue 25)
+        self.leftover_processes: list[LeftoverProcess] = []  # what the model left, ended with its workers
 
     # -- public interface -------------------------------------------------------------------------------
 
@@ -220,6 +229,9 @@ class IsolatedEngine:
         cpu_after = process_cpu_ns(pid) if pid is not None else None
         self._idle_from = cpu_after
         check_shape(recording, stream, self._adapter_name())
+        extras = tuple(record) if record is not None else self.run_config.engine.record
+        classes = len(stream.classes)
+        check_commits(recording, stamps.commits, classes, extras, self._adapter_name(), stream.stream_id)
         return dataclasses.replace(  # what decides a score is this process's own, not the worker's word
             recording,
             stream_id=stream.stream_id,
@@ -260,21 +272,31 @@ class IsolatedEngine:
         return header["flops"], header["reason"]
 
     def close(self) -> None:
-        """Ask the worker to stop; terminate it if it does not within a few seconds."""
-        process, conn = self._process, self._conn
-        self._process, self._conn = None, None
+        """Ask the worker to stop; terminate it if it does not within a few seconds; then end what the
+        model started in it (:attr:`leftover_processes` names each)."""
+        process, conn, tree = self._process, self._conn, self._tree
+        self._process, self._conn, self._tree = None, None, None
+        if tree is not None and process is not None and process.is_alive():
+            tree.note()
         if conn is not None:
             with contextlib.suppress(OSError):  # a dead worker's pipe is broken
                 conn.send_bytes(json.dumps({"kind": "close"}).encode())
         if process is not None:
-            process.join(5.0)
+            _join(process, 5.0)
             if process.is_alive():
                 _end(process)
+        if tree is not None:
+            self.leftover_processes.extend(tree.end())
         if conn is not None:
             conn.close()
         if self._policy is not None:  # the worker's private writable directory, and all it wrote
             discard(self._policy)
             self._policy = None
+
+    def finish(self) -> list[LeftoverProcess]:
+        """Close the worker (the run is over); every process the model left, in any of its workers."""
+        self.close()
+        return list(self.leftover_processes)
 
     def __enter__(self) -> IsolatedEngine:
         return self
@@ -358,6 +380,8 @@ class IsolatedEngine:
             process.start()
             child.close()  # the worker holds the only write end: its death is an EOF here
         self._process, self._conn = process, parent
+        assert process.pid is not None
+        self._tree = WorkerTree(process.pid)
         self.starts += 1
         header = self._await(_WARMUP_ID, self.isolation.start_timeout_s, "start")
         if header["kind"] == "sandbox":  # a sealed worker's first word: what its sandbox is
@@ -440,11 +464,12 @@ class IsolatedEngine:
                     message = conn.recv_bytes()
                 except (EOFError, OSError):
                     raise self._crashed(stream_id) from None
-                if message == NEXT:
-                    self._feed_next(stream_id)  # sealed: the worker asks for its next frame
+                kind = message[:1]  # a reply header is JSON ("{"); NEXT and DONE carry a commit
+                if kind == NEXT:
+                    self._feed_next(stream_id, message[1:])  # sealed: the worker asks for its next frame
                     continue
-                if message == DONE:
-                    self._frames.done()  # the worker took the last frame's output
+                if kind == DONE:
+                    self._frames.done(message[1:])  # the worker took the last frame's output
                     continue
                 return dict(json.loads(message))
             now = time.monotonic()
@@ -460,11 +485,11 @@ class IsolatedEngine:
             if now - started > limit_s:
                 raise self._timed_out(stream_id, scope, limit_s, current)
 
-    def _feed_next(self, stream_id: str) -> None:
+    def _feed_next(self, stream_id: str, commit: bytes) -> None:
         """Sealed mode: send the worker the next frame of the stream being fed (timed on this clock)."""
         assert self._conn is not None
         try:
-            frame = self._frames.next_frame()
+            frame = self._frames.next_frame(commit)
         except PastTheEnd as exc:
             self.close()
             raise WorkerError(f"stream {stream_id!r}: {exc}") from None
@@ -491,7 +516,7 @@ class IsolatedEngine:
     def _crashed(self, stream_id: str) -> AdapterCrashError:
         process = self._process
         assert process is not None
-        process.join(5.0)
+        _join(process, 5.0)
         if process.is_alive():  # the pipe broke but the process lingers: end it
             _end(process)
         self.close()
@@ -505,19 +530,28 @@ class IsolatedEngine:
         raise error
 
 
+def _join(process: BaseProcess | ChildProcess, timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` for the worker to exit, by its exit status: a ``multiprocessing`` join
+    waits for a pipe that a fork of the worker (a model's) still holds open after the worker is gone."""
+    deadline = time.monotonic() + timeout_s
+    while process.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _end(process: BaseProcess | ChildProcess) -> None:
     """Terminate (SIGTERM), then kill (SIGKILL) a worker that does not stop within a second."""
     process.terminate()
-    process.join(1.0)
+    _join(process, 1.0)
     if process.is_alive():
         process.kill()
-        process.join(5.0)
+        _join(process, 5.0)
 
 
 def check_shape(recording: StreamRecording, stream: Stream, adapter: str) -> None:
     """A sealed worker's recording must fit the stream this process fed: one latency per frame, and
     predictions emitted in order at frames of the stream, labelling frames at or after 0. (Where each
-    prediction was emitted is still the worker's word: issue 24's remaining hole, see the README.)"""
+    prediction was emitted is then checked against the outputs committed frame by frame:
+    harness/execution/output_commits.py.)"""
     n = stream.num_frames
     emitted, refers = recording.emitted_at, recording.refers_to
     problems = []

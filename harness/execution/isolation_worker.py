@@ -8,6 +8,7 @@ the bytes of ``numpy.savez(to_arrays([recording]))`` — nothing is pickled.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import io
@@ -27,6 +28,7 @@ import numpy as np
 
 from adapters.contract import Adapter, Frame, PredictOutput, Stream
 from harness.execution.adapter_errors import AdapterError
+from harness.execution.output_commits import Outbox
 from harness.execution.sealed_feed import ParentFeed
 from protocols.recording import to_arrays
 
@@ -36,6 +38,7 @@ __all__ = [
     "RESETTING",
     "RequestServer",
     "Start",
+    "WorkerAdapter",
     "adapter_error",
     "bind_to_parent",
     "describe",
@@ -53,7 +56,7 @@ RESETTING = -1
 """Progress slot: inside ``reset_state()``."""
 
 
-class _Progress:
+class WorkerAdapter:
     """The worker's adapter as the engine sees it: ``predict`` stores the frame's index in the shared
     progress slot, then forwards to the adapter; ``reset_state`` stores -1, then forwards; ``info`` and
     ``stages`` are the adapter's own.
@@ -64,18 +67,28 @@ class _Progress:
     tests/test_layering.py, lets only harness/execution/engine.py name it as an attribute).
     """
 
-    __slots__ = ("_reset", "_slot", "info", "predict", "stages")
+    __slots__ = ("_outbox", "_reset", "_slot", "info", "predict", "stages")
 
     predict: Callable[[Frame], PredictOutput]
 
-    def __init__(self, adapter: Adapter, slot: Any) -> None:
+    def __init__(self, adapter: Adapter, slot: Any, outbox: Outbox | None = None) -> None:
         forward: Callable[[Frame], PredictOutput] = getattr(adapter, "predict")  # noqa: B009
 
-        def predict(frame: Frame) -> PredictOutput:
-            slot[0] = frame.index
-            return forward(frame)
+        if outbox is None:
+
+            def predict(frame: Frame) -> PredictOutput:
+                slot[0] = frame.index
+                return forward(frame)
+
+        else:  # sealed: the output is also kept for the feed to commit (harness/execution/output_commits.py)
+
+            def predict(frame: Frame) -> PredictOutput:
+                slot[0] = frame.index
+                out = outbox.last = forward(frame)
+                return out
 
         setattr(self, "predict", predict)  # noqa: B010
+        self._outbox = outbox
         self._reset = adapter.reset_state
         self._slot = slot
         self.info = adapter.info
@@ -83,6 +96,8 @@ class _Progress:
 
     def reset_state(self) -> None:
         self._slot[0] = RESETTING
+        if self._outbox is not None:
+            self._outbox.clear()
         self._reset()
 
 
@@ -117,11 +132,23 @@ def bind_to_parent(poll_s: float = 1.0) -> None:
 
     On Linux the kernel sends SIGKILL to the worker when its parent dies (``prctl(PR_SET_PDEATHSIG)``);
     a parent already gone before that call is caught by comparing the parent pid. Everywhere, a daemon
-    thread checks the parent pid every ``poll_s`` seconds and ends the worker when it changes (a fallback
-    that also covers a platform without ``prctl``; a worker blocked on its pipe sees EOF anyway).
-    SIGINT is ignored: Ctrl-C reaches the whole process group, and the parent, which records the
-    interruption and ends this worker, is the one to report it (no traceback from here)."""
+    thread checks the parent pid every ``poll_s`` seconds and ends the worker's process group when it
+    changes (a fallback that also covers a platform without ``prctl``; a worker blocked on its pipe sees
+    EOF anyway). SIGINT is ignored: the parent, which records an interruption and ends this worker, is the
+    one to report it (no traceback from here, should a Ctrl-C reach this process too).
+
+    The worker leads a process group of its own, which whatever the model starts joins: the parent ends
+    the group with the worker, and a guard ends it if the parent dies (issue 25, item 8;
+    harness/execution/process_tree.py). Its standard output is its standard error (issue 25, item 11):
+    what the model prints must not reach the command's own output; the pipe to the parent is a socket."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):  # already the leader of its own group (or of a session)
+        os.setpgid(0, 0)
+    if hasattr(signal, "SIGTTOU"):  # a group in the terminal's background may still write to it
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stdout.flush()
+        os.dup2(2, 1)
     parent = multiprocessing.parent_process()
     parent_pid = parent.pid if parent is not None and parent.pid is not None else os.getppid()
     if sys.platform.startswith("linux"):
@@ -136,6 +163,9 @@ def bind_to_parent(poll_s: float = 1.0) -> None:
     def watch() -> None:
         while os.getppid() == parent_pid:
             time.sleep(poll_s)
+        if os.getpgrp() == os.getpid():  # what the model started goes with it
+            with contextlib.suppress(OSError):
+                os.killpg(0, signal.SIGKILL)
         os._exit(ORPHANED)
 
     threading.Thread(target=watch, name="streambench-parent-watchdog", daemon=True).start()
@@ -178,7 +208,9 @@ def adapter_error(exc: AdapterError) -> dict[str, Any]:
     }
 
 
-def sealed_stream(conn: Connection, header: dict[str, Any], classes: tuple[str, ...]) -> Stream:
+def sealed_stream(
+    conn: Connection, header: dict[str, Any], classes: tuple[str, ...], outbox: Outbox | None = None
+) -> Stream:
     """A stream whose frames come from the parent one at a time (sealed mode); its labels are all
     False: labels never reach the worker, the parent puts the true ones into the recording."""
     times = np.asarray(header["times"], dtype=np.float64)
@@ -187,7 +219,7 @@ def sealed_stream(conn: Connection, header: dict[str, Any], classes: tuple[str, 
         classes=classes,
         labels=np.zeros((times.size, len(classes)), dtype=bool),
         frame_times=times,
-        frame_source=lambda: ParentFeed(conn, int(times.size)),
+        frame_source=lambda: ParentFeed(conn, int(times.size), outbox),
         modalities=(),
         t0=float(header["t0"]),
         segment_length_s=header["seg"],
@@ -243,6 +275,7 @@ class Start:
     engine: Any  # EngineConfig (imported by the caller, after the worker's own start)
     torch_configured: Callable[[], None]
     memory_limit_mb: int | None
+    outbox: Outbox | None = None  # sealed: each output committed to the parent as it comes
 
 
 def serve(
@@ -255,7 +288,7 @@ def serve(
     """Build and warm the adapter up, say ``ready`` (with ``listed``: what the worker holds, if anything),
     then answer requests until ``close``; an error before ``ready`` is the start's reply."""
     try:
-        server = RequestServer(conn, slot, start.build, start.warmup, start.engine)
+        server = RequestServer(conn, slot, start.build, start.warmup, start.engine, start.outbox)
         start.torch_configured()
         limit = start.memory_limit_mb
         note = limit_memory(limit) if limit is not None else None  # once built
@@ -284,16 +317,18 @@ class RequestServer:
         build: Callable[[], Adapter],
         warmup: Stream | None,
         engine_config: Any,
+        outbox: Outbox | None = None,
     ) -> None:
         self.conn, self.slot, self.build, self.warmup = conn, slot, build, warmup
         self.engine_config = engine_config
+        self.outbox = outbox
         self.adapter = build()
 
     def warm(self) -> int:
         """A fresh engine around the current adapter, warmed up; the warm-up frames fed."""
         from harness.execution.engine import Engine
 
-        self.engine = Engine(_Progress(self.adapter, self.slot), self.engine_config)
+        self.engine = Engine(WorkerAdapter(self.adapter, self.slot, self.outbox), self.engine_config)
         frames = self.engine.warm_up(self.warmup) if self.warmup is not None else 0
         self.slot[0] = IDLE
         return frames
@@ -325,6 +360,8 @@ class RequestServer:
                     if record is None
                     else self.engine_config.model_copy(update={"record": tuple(record)})
                 )
+                if self.outbox is not None:
+                    self.outbox.record = tuple(self.engine.config.record)
                 for _ in range(int(request.get("resets", 1)) - 1):
                     self.engine.adapter.reset_state()
                 try:

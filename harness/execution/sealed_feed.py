@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from adapters.contract import Frame, Stream
+from harness.execution.output_commits import Outbox
 from harness.execution.sealing import SealedFeed
 
 __all__ = [
@@ -114,19 +115,27 @@ class ParentFeed(SealedFeed):
     ``len()`` is the stream's length (the worker knows it from the header); iterating sends
     :data:`NEXT` and waits for one frame, and :data:`DONE` once the engine asks past the last one."""
 
-    def __init__(self, conn: Connection, num_frames: int) -> None:
+    def __init__(self, conn: Connection, num_frames: int, outbox: Outbox | None = None) -> None:
         self._conn = conn
         self._num_frames = num_frames
+        self._outbox = outbox
 
     def __len__(self) -> int:
         return self._num_frames
 
     def __iter__(self) -> Iterator[Frame]:
-        conn = self._conn
+        conn, outbox = self._conn, self._outbox
+        if outbox is None:
+            for _ in range(self._num_frames):
+                conn.send_bytes(NEXT)
+                yield decode_frame(conn.recv_bytes())
+            conn.send_bytes(DONE)
+            return
+        take = outbox.take  # each request carries the previous frame's output (output_commits.py)
         for _ in range(self._num_frames):
-            conn.send_bytes(NEXT)
+            conn.send_bytes(NEXT + take())
             yield decode_frame(conn.recv_bytes())
-        conn.send_bytes(DONE)
+        conn.send_bytes(DONE + take())
 
 
 CALIBRATION_FRAMES = 64

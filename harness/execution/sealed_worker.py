@@ -27,12 +27,14 @@ from harness.execution.engine import EngineConfig
 from harness.execution.isolation_worker import (
     IDLE,
     Start,
+    WorkerAdapter,
     bind_to_parent,
     describe,
     sealed_stream,
     send,
     serve,
 )
+from harness.execution.output_commits import Outbox
 from harness.instruments.threads import ThreadConfig
 
 __all__ = ["WorkerSpec", "sealed_main"]
@@ -69,12 +71,13 @@ def sealed_main(spec_json: str, conn: Connection, slot: Any) -> None:
         torch_configured = configure_torch_when_imported(spec.threads, spec.torch_seed)
         classes = tuple(spec.data_bound["classes"])
         bound = {"classes": classes, "input_dims": dict(spec.data_bound["input_dims"])}
+        outbox = Outbox(len(classes))  # every output committed as it comes (output_commits.py)
         if spec.calibration is not None:  # the pipe's floor, before the model exists in this process
             plain = spec.engine.model_copy(update={"record": (), "pacing": "unpaced", "cpu_time": "off"})
-            floor = Engine(create_adapter("null", data_bound={"classes": classes}), plain)
-            floor.run_stream(sealed_stream(conn, spec.calibration, classes))
+            null = WorkerAdapter(create_adapter("null", data_bound={"classes": classes}), slot, outbox)
+            Engine(null, plain).run_stream(sealed_stream(conn, spec.calibration, classes, outbox))
             slot[0] = IDLE
-        warmup = sealed_stream(conn, spec.warmup, classes) if spec.warmup is not None else None
+        warmup = sealed_stream(conn, spec.warmup, classes, outbox) if spec.warmup is not None else None
 
         def build() -> Adapter:
             return create_adapter(spec.adapter, spec.adapter_options, data_bound=bound)
@@ -82,6 +85,5 @@ def sealed_main(spec_json: str, conn: Connection, slot: Any) -> None:
     except Exception as exc:
         send(conn, {"kind": "failed", **describe(exc)})
         return
-    start = Start(build, warmup, spec.engine, torch_configured, spec.memory_limit_mb)
-    serve(conn, slot, start, {}, lambda request: sealed_stream(conn, request["stream"], classes))
-
+    start = Start(build, warmup, spec.engine, torch_configured, spec.memory_limit_mb, outbox)
+    serve(conn, slot, start, {}, lambda request: sealed_stream(conn, request["stream"], classes, outbox))

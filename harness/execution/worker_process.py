@@ -84,6 +84,15 @@ sys.stderr.flush()
 os._exit(0)  # nothing left to keep (results went through the pipe): skip the interpreter's teardown
 """
 
+_DETACHED: dict[str, Any] = {
+    "close_fds": True,
+    "stdin": subprocess.DEVNULL,
+    "stdout": 2,  # the harness's stderr: what the model prints is not the command's output (issue 25)
+    **({"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}),
+}
+"""How a worker is started: no terminal input, its stdout on stderr, and a process group of its own that
+whatever the model starts joins (issue 25, item 8; harness/execution/process_tree.py ends it)."""
+
 WORKER_ENVIRONMENT = frozenset(
     {
         "PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "TZ", "TMPDIR",
@@ -114,7 +123,7 @@ def start_sealed_worker(
     paths = [os.path.abspath(p or os.curdir) for p in sys.path]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in paths if os.path.isdir(p)))
     argv = [sys.executable, "-c", _SEALED_BOOTSTRAP, str(child.fileno()), str(slot.file.fileno())]
-    popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), close_fds=True)
+    popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), **_DETACHED)
     child.close()
     conn = Connection(parent.detach())
     conn.send_bytes(sandbox_json.encode())
@@ -204,7 +213,7 @@ def start_worker(
         "" if memory_limit_mb is None else str(memory_limit_mb),
         cpus,
     ]
-    popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), close_fds=True)
+    popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), **_DETACHED)
     child.close()
     conn = Connection(parent.detach())
     conn.send_bytes(config_json.encode())

@@ -1,6 +1,7 @@
 """The per-run sections about the online result: summary, latency, latency over time, F1@Δt, breakdown,
-environment (README "What the figures mean"; seed 004 §6.2.2, §6.3.1 (3)). Captions explain the picture
-to its reader (what is drawn, how to read it); where the numbers come from is said here, not there."""
+environment (docs/results.md "What the figures mean"; seed 004 §6.2.2, §6.3.1 (3)). Captions explain the
+picture to its reader (what is drawn, how to read it); where the numbers come from is said here, not
+there."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from adapters.contract import AdapterInfo
 from harness.execution.engine import ClockInfo, EngineConfig
 from harness.execution.host_timing import HostTimingRecord
+from harness.execution.process_tree import LeftoverProcess
 from harness.execution.sandbox import SandboxRecord
 from harness.instruments.manifest import EnvironmentManifest
 from harness.instruments.memory import MemoryReport
@@ -26,7 +27,8 @@ from harness.instruments.power import EnergyReport
 from harness.instruments.rapl import RaplReport
 from harness.instruments.threads import ThreadRecord
 from harness.io.atomic import atomic_write, atomic_write_text
-from harness.io.json_file import read_json
+from harness.io.json_file import read_json, strict_json
+from harness.io.store_layout import check_run_dir
 from harness.results.arrays import read_arrays
 from harness.results.quality import MeasurementQuality
 from protocols.online import OnlineConfig, OnlineScore
@@ -121,6 +123,11 @@ class ExecutionRecord(BaseModel):
         None,
         description="the sealed worker's OS sandbox (issue 24): sandboxed, or unsandboxed with the reason; "
         "null in process and in runs recorded before it",
+    )
+    leftover_processes: list[LeftoverProcess] = Field(
+        default_factory=list,
+        description="processes the adapter started and left running, which the harness ended when the run "
+        "(or a worker) ended (issue 25); empty in runs recorded before it",
     )
 
 
@@ -218,6 +225,11 @@ class NormalisationRecord(BaseModel):
         description="Latency_measured x FLOPs_baseline / FLOPs_measured (mean per frame)"
     )
     reason: str | None
+    error: str | None = Field(
+        None,
+        description="the baseline could not be read once the streams were measured (issue 25 item 14): "
+        "the run is written with no normalisation, and `streambench run` exits 2; None: it was read",
+    )
 
 
 class WarmupRecord(BaseModel):
@@ -293,21 +305,23 @@ def write_run(
 ) -> Path:
     """Write the arrays (the recordings, and the failed streams' labels and clocks so that re-scoring
     counts them as the run did), then ``result.json`` (last, so its presence means the run is complete).
-    The caller indexes the run (:func:`harness.runs.catalog.index_written`)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+    The caller indexes the run (:func:`harness.runs.catalog.index_written`). The JSON is strict
+    (:func:`~harness.io.json_file.strict_json`); a run directory that is a symbolic link is refused."""
+    check_run_dir(run_dir).mkdir(parents=True, exist_ok=True)
     arrays = {**to_arrays(recordings), **failed_to_arrays(failed)}
     atomic_write(run_dir / ARRAYS_FILE, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]
-    atomic_write_text(run_dir / RESULT_FILE, result.model_dump_json(indent=2))
+    atomic_write_text(run_dir / RESULT_FILE, strict_json(result))
     return run_dir / RESULT_FILE
 
 
 def write_protocol_result(output_dir: Path, run_id: str, filename: str, result: BaseModel) -> Path:
-    """Write a protocol's own result file (robustness.json, causality.json) atomically; the run directory."""
-    run_dir = output_dir / run_id
+    """Write a protocol's own result file (robustness.json, causality.json) atomically, as strict JSON;
+    the run directory (never a symbolic link: :func:`~harness.io.store_layout.check_run_dir`)."""
+    run_dir = check_run_dir(output_dir / run_id)
     if (run_dir / filename).exists():  # never overwrite a measured result
         raise ValueError(f"{run_dir / filename}: exists already; give the run another --run-id")
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / filename, result.model_dump_json(indent=2))
+    atomic_write_text(run_dir / filename, strict_json(result))
     return run_dir
 
 

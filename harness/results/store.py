@@ -10,12 +10,19 @@ transactions, with the result files read before the transaction opens.
 
 Schema version :data:`SCHEMA_VERSION` is kept in ``PRAGMA user_version``: an older index is dropped and
 rebuilt from the directories; a newer one is refused until ``streambench reindex``.
+
+An index that cannot be used raises :class:`IndexUnusable`, which says whether it is damaged (SQLite finds
+no whole database there: garbled, truncated) or only cannot be written or read (a read-only or full
+store, a directory where the index belongs, a newer schema). A damaged index is never deleted: it is
+moved aside (:func:`move_aside`, ``index.sqlite.damaged-<UTC time>``) and rebuilt; the read-only
+commands read the run directories when the index cannot be written (issue 25 items 12 and 16).
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -23,25 +30,27 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from harness.io.store_layout import DAMAGED_SUFFIX, DB_FILE, DB_SIDECARS
 from harness.results.files import ResultFileError
 from harness.results.headline import RunHeadline
 
 __all__ = [
     "DB_FILE",
     "SCHEMA_VERSION",
+    "IndexUnusable",
     "ReindexReport",
     "StoreError",
     "close_matches",
     "database_path",
     "indexed",
+    "move_aside",
     "rebuild",
     "sync",
     "upsert",
 ]
 
-DB_FILE = "index.sqlite"
 SCHEMA_VERSION = 2
 """2: shares (F1, accuracy, EER) carry the unit ``%`` (1 stored them with no unit)."""
 BUSY_TIMEOUT_S = 30.0
@@ -77,9 +86,65 @@ class StoreError(ValueError):
     """The index or a run reference could not be used; the message names the file or the reference."""
 
 
+class IndexUnusable(StoreError):
+    """The index file cannot be used. ``damaged``: SQLite finds no whole database in it (move it aside
+    and rebuild it); otherwise it cannot be written or read as it stands (a read-only or full store, a
+    directory in its place, a newer schema): the run directories, the truth, are still there. ``reason``:
+    what was wrong in a few words (SQLite's message), without the path."""
+
+    def __init__(self, message: str, damaged: bool, reason: str = "") -> None:
+        super().__init__(message)
+        self.damaged = damaged
+        self.reason = reason or message
+
+
+_DAMAGE = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
+_CANNOT_WRITE = {
+    3: "SQLITE_PERM",
+    8: "SQLITE_READONLY",
+    10: "SQLITE_IOERR",  # a full disk where SQLite grows its shared-memory file
+    13: "SQLITE_FULL",
+    14: "SQLITE_CANTOPEN",
+}
+_CODE_OF_TEXT = {
+    "database disk image is malformed": 11,
+    "file is not a database": 26,
+    "attempt to write a readonly database": 8,
+    "database or disk is full": 13,
+    "unable to open database file": 14,
+    "disk I/O error": 10,
+}
+
+
+def _unusable(path: Path, exc: sqlite3.Error) -> IndexUnusable:
+    """The error of an index SQLite could not use, by SQLite's primary result code."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python >= 3.11; before it, SQLite's own words
+    primary = code & 0xFF if isinstance(code, int) else _CODE_OF_TEXT.get(str(exc))
+    if primary in _DAMAGE:
+        return IndexUnusable(
+            f"{path}: the run index cannot be used ({exc}): it is damaged; `streambench reindex` moves it "
+            "aside and rebuilds it from the run directories",
+            damaged=True,
+            reason=str(exc),
+        )
+    if primary in _CANNOT_WRITE:
+        return IndexUnusable(
+            f"{path}: the run index cannot be written ({exc}): the results directory is read-only, or its "
+            "disk full or failing; the run directories are untouched",
+            damaged=False,
+            reason=str(exc),
+        )
+    return IndexUnusable(
+        f"{path}: the run index cannot be used ({exc}); `streambench reindex` rebuilds it",
+        damaged=False,
+        reason=str(exc),
+    )
+
+
 class ReindexReport(BaseModel):
     indexed: list[str]
     skipped: dict[str, str] = Field(description="run directory -> why it was not indexed")
+    moved_aside: str | None = Field(None, description="where the damaged index found was moved; None: none")
 
 
 def database_path(results_dir: Path) -> Path:
@@ -122,34 +187,43 @@ def _create(conn: sqlite3.Connection, drop: bool) -> None:
 
 @contextlib.contextmanager
 def _connect(results_dir: Path, rebuild: bool = False) -> Iterator[sqlite3.Connection]:
-    """An autocommit connection to the index, its schema created or migrated (dropped and re-created)."""
+    """An autocommit connection to the index, its schema created or migrated (dropped and re-created);
+    with ``rebuild``, any schema version is taken and the caller re-creates it (:func:`_rebuild`)."""
     if not results_dir.is_dir():
         raise StoreError(f"{results_dir}: no such results directory")
     path = database_path(results_dir)
+    if path.exists() and not path.is_file():  # e.g. a run written as --run-id index.sqlite before
+        what = "a directory" if path.is_dir() else "not a regular file"
+        raise IndexUnusable(
+            f"{path}: {what}, not the run index (a run directory named like it?); move it out of the "
+            "results directory, then `streambench reindex`",
+            damaged=False,
+        )
     try:
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot open the run index ({exc})") from None
+        raise _unusable(path, exc) from None
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         conn.execute("PRAGMA foreign_keys = ON")
         mode = _retry(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
         if str(mode).lower() != "wal":
-            raise StoreError(f"{path}: SQLite refused write-ahead logging (journal_mode is {mode})")
+            raise IndexUnusable(
+                f"{path}: SQLite refused write-ahead logging (journal_mode is {mode})", damaged=False
+            )
         with _transaction(conn):
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION and not rebuild:
-                raise StoreError(
+                raise IndexUnusable(
                     f"{path}: index schema version {version} is newer than this streambench's "
-                    f"({SCHEMA_VERSION}); run `streambench reindex` to rebuild it from the run directories"
+                    f"({SCHEMA_VERSION}); run `streambench reindex` to rebuild it from the run directories",
+                    damaged=False,
                 )
-            if rebuild or version != SCHEMA_VERSION:
+            if not rebuild and version != SCHEMA_VERSION:
                 _create(conn, drop=True)
         yield conn
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(
-            f"{path}: the run index cannot be used ({exc}); `streambench reindex` rebuilds it"
-        ) from None
+    except sqlite3.DatabaseError as exc:  # raised in the caller's block too: a full disk, a damaged page
+        raise _unusable(path, exc) from None
     finally:
         conn.close()
 
@@ -184,31 +258,62 @@ def upsert(results_dir: Path, head: RunHeadline) -> None:
 
 
 def _rebuild(results_dir: Path, heads: Sequence[RunHeadline]) -> None:
-    with _connect(results_dir, rebuild=True) as conn, _transaction(conn):  # dropped and re-created
+    with _connect(results_dir, rebuild=True) as conn, _transaction(conn):
+        _create(conn, drop=True)  # dropped and refilled in one transaction: all of it, or none (a full disk)
         for head in heads:
             _write(conn, head)
 
 
-def rebuild(results_dir: Path, heads: Sequence[RunHeadline]) -> None:
-    """Drop the index and insert ``heads``; a file that is no database any more (or a damaged one) is
-    deleted first: the run directories are the truth."""
+def rebuild(results_dir: Path, heads: Sequence[RunHeadline]) -> Path | None:
+    """Drop the index and insert ``heads``. A damaged index (no whole database any more) is moved aside
+    first (:func:`move_aside`) and the new one built in its place; returns where it went (None: nothing
+    was moved). An index that cannot be written (read-only, full) raises :class:`IndexUnusable` and
+    stays as it was: the transaction is rolled back."""
     try:
         _rebuild(results_dir, heads)
-    except StoreError:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{database_path(results_dir)}{suffix}").unlink(missing_ok=True)
-        _rebuild(results_dir, heads)
+        return None
+    except IndexUnusable as exc:
+        if not exc.damaged:
+            raise
+    moved = move_aside(results_dir)
+    _rebuild(results_dir, heads)
+    return moved
 
 
-def _rows(conn: sqlite3.Connection) -> list[RunHeadline]:
+def move_aside(results_dir: Path) -> Path | None:
+    """Rename a damaged index to ``index.sqlite.damaged-<UTC time>`` (its sidecars with it: a stale
+    write-ahead log must never be applied to the new index); returns the new name, None when another
+    process moved it first. An OSError (a read-only directory) is the caller's."""
+    path = database_path(results_dir)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    target = path.with_name(f"{DB_FILE}{DAMAGED_SUFFIX}{stamp}")
+    try:
+        os.rename(path, target)
+    except FileNotFoundError:
+        return None
+    for suffix in DB_SIDECARS:
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(f"{path}{suffix}", f"{target}{suffix}")
+    return target
+
+
+def _rows(conn: sqlite3.Connection, path: Path) -> list[RunHeadline]:
     rows = conn.execute("SELECT headline FROM runs ORDER BY created_at DESC, run DESC").fetchall()
-    return [RunHeadline.model_validate_json(row[0]) for row in rows]
+    try:
+        return [RunHeadline.model_validate_json(row[0]) for row in rows]
+    except ValidationError as exc:  # a row SQLite reads but that is no headline: garbled in place
+        first = str(exc).splitlines()[0]
+        raise IndexUnusable(
+            f"{path}: the run index cannot be used (a row is no run headline: {first}): it is damaged",
+            damaged=True,
+            reason=f"a row is no run headline: {first}",
+        ) from None
 
 
 def indexed(results_dir: Path) -> list[RunHeadline]:
     """Every indexed run, newest first, as the index has it (no directory is read)."""
     with _connect(results_dir) as conn:
-        return _rows(conn)
+        return _rows(conn, database_path(results_dir))
 
 
 def sync(
@@ -227,7 +332,7 @@ def sync(
                 continue
             with _transaction(conn):
                 _write(conn, head)
-        return _rows(conn), unreadable
+        return _rows(conn, database_path(results_dir)), unreadable
 
 
 def close_matches(ref: str, names: Sequence[str]) -> list[str]:

@@ -137,9 +137,8 @@ def print_summary(console: Console, result: RunResult) -> None:
             else "FLOPs-normalised latency null",
         )
         reason = f" ({safe(norm.reason)})" if norm.reason else ""
-        console.print(
-            f"against baseline {safe(norm.baseline_run)}: {' · '.join(figures)}{reason}", highlight=False
-        )
+        against = safe(norm.baseline_run or norm.baseline_path)  # the path, where the run could not be read
+        console.print(f"against baseline {against}: {' · '.join(figures)}{reason}", highlight=False)
     decision = metrics.decision
     rule = (
         decision.kind
@@ -300,6 +299,10 @@ def host_timing_warnings(online: RunResult) -> list[str]:
         )
     if host is not None:
         out.extend(host.notes)
+    left = online.execution.leftover_processes
+    if left:  # issue 25, item 8
+        named = "; ".join(f"{p.pid} {p.name} ({p.command[:80]})" for p in left)
+        out.append(f"the adapter left {len(left)} process(es) running, ended by the harness: {named}")
     return out
 
 

@@ -8,6 +8,7 @@ compared by ``compare`` and drawn by ``report`` with no change here.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -20,6 +21,7 @@ from harness.datasets.catalog import SeedKind, seeded
 from harness.execution.config import RunConfig
 from harness.instruments.model_files import model_files
 from harness.io.atomic import atomic_write_text
+from harness.io.store_layout import check_run_dir
 from harness.results import store
 from harness.results.files import (
     RESULT_FILE,
@@ -43,7 +45,6 @@ __all__ = [
     "figure_keys",
     "figures_of",
     "fix_data_seed",
-    "get_run",
     "has_results",
     "index_run",
     "index_runs",
@@ -52,6 +53,7 @@ __all__ = [
     "load_bundle",
     "load_headline",
     "measured_differences",
+    "read_runs",
     "reindex",
     "resolve_run",
     "result_files",
@@ -155,8 +157,9 @@ def figure_keys() -> list[tuple[str, str]]:
 
 
 def index_run(run_dir: Path) -> RunHeadline:
-    """Read a run directory's results and upsert its headline into ``<run_dir>/../index.sqlite``."""
-    run_dir = run_dir.resolve()
+    """Read a run directory's results and upsert its headline into ``<run_dir>/../index.sqlite``: the
+    index of the results directory that holds it, a symbolic link's target's never (issue 25 item 16)."""
+    run_dir = Path(os.path.abspath(run_dir))
     head = load_headline(run_dir)  # read before the transaction: it stays short
     store.upsert(run_dir.parent, head)
     return head
@@ -193,9 +196,11 @@ def measured_differences(scored: RunResult, config: RunConfig) -> list[str]:
 def check_joinable(config: RunConfig) -> None:
     """Refuse to add a protocol's result to a run directory whose scored (online) run measured another
     adapter, other adapter options or other data (issue 17: a reference robustness run written into a
-    GRU's run would be shown as the GRU's). Nothing to check for a new run directory."""
+    GRU's run would be shown as the GRU's), and a run directory that is a symbolic link (issue 25 item
+    16: it would write outside the store). Nothing else to check for a new run directory."""
     if config.run_id is None:
         return
+    check_run_dir(config.output_dir / config.run_id)
     path = config.output_dir / config.run_id / RESULT_FILE
     if not path.is_file():
         return
@@ -277,15 +282,27 @@ def _run_dirs(results_dir: Path) -> list[Path]:
 
 
 def reindex(results_dir: Path) -> ReindexReport:
-    """Rebuild the index from the run directories: drop everything, then insert every readable run."""
+    """Rebuild the index from the run directories: drop everything, then insert every readable run. A
+    damaged index is moved aside first (the report says where); one that cannot be written raises
+    :class:`~harness.results.store.IndexUnusable` and stays as it was."""
+    heads, skipped = read_runs(results_dir)
+    moved = store.rebuild(results_dir, heads)
+    return ReindexReport(
+        indexed=[h.run for h in heads], skipped=skipped, moved_aside=str(moved) if moved else None
+    )
+
+
+def read_runs(results_dir: Path) -> tuple[list[RunHeadline], dict[str, str]]:
+    """The headline of every run directory, read from the directories alone (no index), newest first;
+    and the directories that could not be read, with the reason."""
     heads, skipped = [], {}
     for run_dir in _run_dirs(results_dir):
         try:
             heads.append(load_headline(run_dir))
         except ResultFileError as exc:
             skipped[run_dir.name] = str(exc)
-    store.rebuild(results_dir, heads)
-    return ReindexReport(indexed=[h.run for h in heads], skipped=skipped)
+    heads.sort(key=lambda h: (h.created_at, h.run), reverse=True)  # the index's order
+    return heads, skipped
 
 
 def list_runs(results_dir: Path, sync: bool = True) -> list[RunHeadline]:
@@ -301,15 +318,6 @@ def scan_runs(results_dir: Path, sync: bool = True) -> tuple[list[RunHeadline], 
         return store.indexed(results_dir), {}
     heads, unreadable = store.sync(results_dir, present, load_headline)
     return [h for h in heads if h.run in present], unreadable
-
-
-def get_run(ref: str, results_dir: Path) -> RunHeadline:
-    """The headline of one run (see :func:`resolve_run` for ``ref``), read from its directory and indexed."""
-    run_dir = resolve_run(ref, results_dir)
-    head = load_headline(run_dir)
-    if run_dir.resolve().parent == results_dir.resolve():
-        store.upsert(results_dir, head)
-    return head
 
 
 def resolve_run(ref: str, results_dir: Path) -> Path:

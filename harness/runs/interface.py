@@ -61,7 +61,12 @@ class SweepPoint:
     updates: dict[str, Any]
 
 
-_FLAGS = {"isolate": "--isolate/--in-process", "sealed": "--sealed/--no-sealed", "on_error": "--on-error"}
+_FLAGS = {
+    "isolate": "--isolate/--in-process",
+    "sealed": "--sealed/--no-sealed",
+    "on_error": "--on-error",
+    "baseline": "--baseline",
+}
 
 
 class RunProtocol(abc.ABC):
@@ -81,7 +86,8 @@ class RunProtocol(abc.ABC):
     caption: ClassVar[str | None] = None
     """How its headline figures are defined, printed under them."""
     run_options: ClassVar[frozenset[str]] = frozenset()
-    """Run options only some protocols take (``isolate``, ``on_error``): those this protocol honours."""
+    """Run options only some protocols take (``isolate``, ``on_error``, ``baseline``): those this protocol
+    honours; the others are refused when typed, before anything runs."""
 
     # -- running ---------------------------------------------------------------------------------------
 

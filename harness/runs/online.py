@@ -54,7 +54,7 @@ class OnlineProtocol(RunProtocol):
     result_model = RunResult
     sweepable = True
     caption = CAPTION
-    run_options = frozenset({"isolate", "sealed", "on_error"})
+    run_options = frozenset({"isolate", "sealed", "on_error", "baseline"})
 
     def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
         result, recordings, run_dir = execute_run(run, progress)
@@ -74,14 +74,18 @@ class OnlineProtocol(RunProtocol):
         return load_result(run_dir)
 
     def print_result(self, console: Console, outcome: Outcome) -> int:
-        """The summary; exit 130 if the run was interrupted (Ctrl-C, SIGTERM), 1 if the adapter failed
-        anywhere (``--on-error stop`` included: the run ended at a failure, not at the user's word), if
-        the session's own audit failed, or if the parent's clock disagrees with the worker's (issue 24)."""
+        """The summary; exit 130 if the run was interrupted (Ctrl-C, SIGTERM), 2 if ``--baseline`` could
+        not be read once the streams were measured (the run is written; issue 25 item 14), 1 if the
+        adapter failed anywhere (``--on-error stop`` included: the run ended at a failure, not at the
+        user's word), if the session's own audit failed, or if the parent's clock disagrees with the
+        worker's (issue 24)."""
         result = outcome.result
         assert isinstance(result, RunResult)
         print_summary(console, result)
         if result.status == "incomplete" and (result.incomplete_reason or "").startswith("interrupted"):
             return 130
+        if result.normalisation is not None and result.normalisation.error is not None:
+            return 2
         audit_failed = result.session_audit is not None and result.session_audit.passed is False
         clocks_disagree = result.host_timing is not None and result.host_timing.verdict == "disagree"
         failed = result.failures or result.status == "incomplete" or audit_failed or clocks_disagree
@@ -90,12 +94,18 @@ class OnlineProtocol(RunProtocol):
     def closing_note(self, outcome: Outcome) -> str | None:
         result = outcome.result
         assert isinstance(result, RunResult)
-        if result.status != "incomplete":
-            return None
-        return (
-            f"[bold yellow]incomplete:[/] {safe(result.incomplete_reason or '')}; finish it with "
-            f"[bold]streambench run --resume {safe(str(outcome.run_dir))}[/]"
-        )
+        notes = []
+        if result.normalisation is not None and result.normalisation.error is not None:
+            notes.append(
+                f"[bold red]error:[/] {safe(result.normalisation.error)}; no speed-up against it. The run is "
+                f"written: {safe(str(outcome.run_dir / RESULT_FILE))}"
+            )
+        if result.status == "incomplete":
+            notes.append(
+                f"[bold yellow]incomplete:[/] {safe(result.incomplete_reason or '')}; finish it with "
+                f"[bold]streambench run --resume {safe(str(outcome.run_dir))}[/]"
+            )
+        return "\n".join(notes) or None
 
     def headline(self, result: BaseModel) -> list[Figure]:
         assert isinstance(result, RunResult)

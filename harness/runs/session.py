@@ -64,7 +64,7 @@ from harness.results.files import (
     package_version,
     write_run,
 )
-from harness.results.normalisation import normalise
+from harness.results.normalisation import check_baseline, normalise_measured
 from harness.runs.catalog import index_written
 from harness.runs.session_subject import (
     Subject,
@@ -90,8 +90,11 @@ def execute_run(
     The run directory gets ``events.jsonl`` first (the configuration, then each stream as it finishes),
     ``result.json`` and ``arrays.npz`` last. An interrupted run (Ctrl-C, SIGTERM) or one stopped by
     ``on_error="stop"`` still writes its result, marked ``incomplete``, over the streams that finished;
-    :func:`resume_run` finishes it.
+    :func:`resume_run` finishes it. Every input is checked before the first stream: ``--baseline`` names
+    a readable run (:func:`~harness.results.normalisation.check_baseline`; issue 25 item 14).
     """
+    if config.baseline is not None:
+        check_baseline(config.baseline)
     run_id = config.run_id or run_id_for(config.adapter)
     config = config.model_copy(update={"run_id": run_id})
     run_dir = config.output_dir / run_id
@@ -253,12 +256,14 @@ def _session(
             cpu_meter = RaplMeter.open()
             stopped: str | None = None
             try:
-                with interrupt_on_sigterm():
+                with interrupt_on_sigterm(held):  # a signal held since the log began ends the run now
                     gpu_meter.measure_idle()  # before warm-up, while the device is idle
                     executor.warm_up()
                     memory, gpu_energy, cpu_energy, frames, stopped = _measured(
                         executor, run_plan, gpu_meter, cpu_meter
                     )
+            except (KeyboardInterrupt, RunInterrupted) as exc:  # outside _measured's window (issue 25)
+                raise RunInterrupted(f"interrupted ({exc or type(exc).__name__}); {second}") from None
             finally:
                 gpu_meter.close()
                 cpu_meter.close()
@@ -280,6 +285,7 @@ def _session(
         )
         per_frame = gpu_energy.energy_per_frame_j(frames)
         sessions = 1 + (len(previous.sessions) if previous is not None else 0)
+        leftovers = subject.end_processes()  # the model is done: what it started ends now, named
         result = RunResult(
             run_id=config.run_id,
             created_at=created,
@@ -294,7 +300,11 @@ def _session(
             protocol_config=config.protocol,
             engine=config.engine,
             execution=ExecutionRecord(
-                mode=subject.mode, on_error=config.on_error, sessions=sessions, sandbox=subject.sandbox()
+                mode=subject.mode,
+                on_error=config.on_error,
+                sessions=sessions,
+                sandbox=subject.sandbox(),
+                leftover_processes=leftovers,
             ),
             seeds=seeds,
             clock=clock_info(subject.info.device),
@@ -336,8 +346,8 @@ def _session(
             session_audit=audit,
             host_timing=host_timing,
         )
-        if config.baseline is not None:
-            result.normalisation = normalise(result, config.baseline)
+        if config.baseline is not None:  # read after measuring: a failure costs the figures, not the run
+            result.normalisation = normalise_measured(result, config.baseline)
         path = write_run(run_dir, result, recordings, wrong)
         index_written(run_dir)
 

@@ -1,7 +1,7 @@
 """The adapter under test as an online session holds it (harness/runs/session.py): in this process or
 in a worker (sealed by default), with what the session reads off it at the end — its memory, its
-host-side timing verdict, its sandbox — and the session's own audit (issue 24), and the run's
-measurement-quality verdict with those verdicts folded in."""
+host-side timing verdict, its sandbox, the processes it left running (issue 25) — and the session's own
+audit (issue 24), and the run's measurement-quality verdict with those verdicts folded in."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from harness.execution.event_log import FailureEvent
 from harness.execution.executor import InProcess, StreamRunner
 from harness.execution.host_timing import HostTimingRecord, judge_host_timing
 from harness.execution.isolation import IsolatedEngine
+from harness.execution.process_tree import ChildWatch, LeftoverProcess
 from harness.execution.sandbox import SandboxRecord
 from harness.execution.setup import build_adapter
 from harness.instruments.interference import cpu_frequency_khz
@@ -58,6 +59,7 @@ class Subject:
     )
     run_variant: Callable[[Stream], StreamRecording] | None = None  # sealed: any stream this process holds
     sandbox: Callable[[], SandboxRecord | None] = lambda: None
+    end_processes: Callable[[], list[LeftoverProcess]] = list  # the run is over: end what the model left
 
 
 @contextlib.contextmanager
@@ -89,18 +91,24 @@ def open_subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | 
                 ),
                 run_variant=isolated.run if isolated.sealed else None,
                 sandbox=lambda: isolated.sandbox,
+                end_processes=isolated.finish,
             )
         return
-    adapter = build_adapter(config, first)
-    engine = Engine(adapter, config.engine)
-    yield Subject(
-        runner=InProcess(engine, {s.stream_id: s for s in streams}, warmup),
-        info=adapter.info,
-        module=type(adapter).__module__,
-        mode="in-process",
-        count_flops=lambda: engine.count_flops(first),
-        warmup_stream_id=warmup.stream_id if warmup is not None else None,
-    )
+    children = ChildWatch()  # in process, what the model starts is this process's (issue 25, item 8)
+    try:
+        adapter = build_adapter(config, first)
+        engine = Engine(adapter, config.engine)
+        yield Subject(
+            runner=InProcess(engine, {s.stream_id: s for s in streams}, warmup),
+            info=adapter.info,
+            module=type(adapter).__module__,
+            mode="in-process",
+            count_flops=lambda: engine.count_flops(first),
+            warmup_stream_id=warmup.stream_id if warmup is not None else None,
+            end_processes=children.end,
+        )
+    finally:
+        children.end()  # a run that ended early, too
 
 
 def adapter_memory(subject: Subject, memory: MemoryReport) -> tuple[MemoryReport, int | None, str]:

@@ -1,7 +1,8 @@
 """The sweep's driver (issue 10): expand a sweep file, skip every run the store holds already (resuming
 is the default: a finished sweep runs nothing), hand the rest to an executor (:mod:`harness.sweep.executors`)
 and return what happened. ``streambench sweep`` (harness/cli/sweep.py) adds the progress line and the
-report around it.
+report around it. SIGINT and SIGTERM stop the sweep at once (:mod:`harness.sweep.interrupts`):
+:class:`~harness.sweep.interrupts.SweepInterrupted`, with where the sweep stood.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from harness.sweep.executors import Executor, LocalExecutor, SweepRecord
+from harness.sweep.interrupts import SweepInterrupted, sweep_signals
 from harness.sweep.ray_executor import RayExecutor
 from harness.sweep.spec import SweepError, SweepFile, expand
 from harness.sweep.state import ProgressSnapshot, SweepProgress, split_done
@@ -48,7 +50,12 @@ def run_sweep(
     todo, done = split_done(specs, results_dir)
     progress = SweepProgress(len(specs), skipped=len(done), listener=listener)
     started = time.perf_counter()
-    records = executor.run(todo, results_dir, progress) if todo else []
+    try:
+        with sweep_signals():
+            records = executor.run(todo, results_dir, progress) if todo else []
+    except SweepInterrupted as exc:  # the runs that were running are discarded; the ended ones are kept
+        exc.running, exc.ended = sorted(progress.running), progress.done + progress.failed
+        raise
     return SweepOutcome(
         total=len(specs),
         skipped=[s.run_id for s in done],

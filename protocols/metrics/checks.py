@@ -5,6 +5,8 @@ Metrics validate at their public edge with these and trust their inputs inside (
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -29,14 +31,19 @@ def check_binary_vector(x: npt.ArrayLike, name: str) -> BoolArray:
     return arr.astype(np.bool_)
 
 
-def check_finite_vector(x: npt.ArrayLike, name: str) -> FloatArray:
-    """A 1-D real (integer or float, not bool) array without NaN or Inf, returned as float64."""
+def check_real_vector(x: npt.ArrayLike, name: str) -> FloatArray:
+    """A 1-D real (integer or float, not bool) array, returned as float64 (NaN and Inf not checked)."""
     arr = np.asarray(x)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array [N], got shape {arr.shape}")
     if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
         raise ValueError(f"{name} must be real numbers, got dtype {arr.dtype}")
-    out = arr.astype(np.float64, copy=False)
+    return arr.astype(np.float64, copy=False)
+
+
+def check_finite_vector(x: npt.ArrayLike, name: str) -> FloatArray:
+    """A 1-D real (integer or float, not bool) array without NaN or Inf, returned as float64."""
+    out = check_real_vector(x, name)
     check_finite(out, name)
     return out
 
@@ -101,6 +108,12 @@ def check_int_vector(x: npt.ArrayLike, name: str) -> IntArray:
     if not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(f"{name} must have an integer dtype, got {arr.dtype}")
     return arr.astype(np.int64, copy=False)
+
+
+def scalar_types_outside(values: Iterable[object], allowed: tuple[type, ...]) -> set[type]:
+    """The types of ``values`` that are not ``allowed`` (subclasses included), ``bool`` always among
+    them: one C-level pass that looks at types only, for Python containers of scalars (empty: all good)."""
+    return {t for t in set(map(type, values)) if issubclass(t, bool) or not issubclass(t, allowed)}
 
 
 def check_int(x: object, name: str, minimum: int | None = None) -> int:

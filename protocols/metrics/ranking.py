@@ -5,9 +5,9 @@ Definitions: seed 003 (``seeds/003_7b2efcab91cdd443.txt``), "Hit Rate", "Precisi
 (so the per-query numbers equal ``pytrec_eval``'s ``success_k``, ``P_k``, ``recall_k``, ``map_cut_k`` /
 ``map``, ``ndcg_cut_k``, ``recip_rank`` exactly, ties and near-ties included):
 
-- A run is ``{query: {doc: score}}`` and judgements (qrels) are ``{query: {doc: relevance}}`` with
-  string ids and integer relevance. A document is **relevant** if its relevance is ``≥ 1``; documents
-  not judged count as not relevant.
+- A run is ``{query: {doc: score}}`` and judgements (qrels) are ``{query: {doc: relevance}}`` (types:
+  "Inputs" below). A document is **relevant** if its relevance is ``≥ 1``; documents not judged count
+  as not relevant.
 - Ranking (``score_precision="float32"``, the default): trec_eval stores run scores as C ``float``, so
   the scores are first rounded to float32 (round to nearest, as C's ``(float)`` cast; beyond the float32
   range they become ``±inf``), then sorted by descending rounded score; **ties are broken by document
@@ -31,157 +31,60 @@ Definitions: seed 003 (``seeds/003_7b2efcab91cdd443.txt``), "Hit Rate", "Precisi
 - NDCG@k: ``DCG = Σ_{i ≤ k} gain(rel_i) / log2(i + 1)``; gain ``"linear"`` = ``rel`` (trec_eval's
   ``ndcg_cut``), ``"exponential"`` = ``2**rel − 1`` (the seed's formula); non-positive relevance has
   gain 0. The ideal DCG ranks all judged documents of the query by relevance, retrieved or not; a
-  query without relevant documents (ideal DCG 0) scores 0.
+  query without relevant documents (ideal DCG 0) scores 0. Exponential gains are computed for any
+  relevance, not refused: in units of the query's top gain ``2**top`` (exact, a power of two), so
+  ``2**1024`` and beyond do not overflow, and below that the values are bitwise the plain formula's;
+  a document more than ~1000 levels below the query's top adds less than ``2**-1000`` of it and is
+  counted with subnormal precision or as 0.
 
 Every metric returns the mean over queries, or ``{query: value}`` with ``per_query=True``. The mean
 over zero queries (qrels without any judgement) raises ``ValueError`` (``per_query=True`` then returns
 ``{}``).
 
-Inputs: scores are converted with numpy's float conversion (NaN rejected; ``±inf`` allowed) and
-relevance values must be integral numbers. Implementation: the dicts are read once into flat arrays
-(one C-level pass over the run and the qrels), then packed into padded ``[queries, docs]`` blocks of
-about ``2**16`` entries, queries grouped by power-of-two list length (padding at most doubles the
-block), and sorted row-wise; only the ranks of the relevant documents are kept, and every metric is
-a ``bincount`` over them. :func:`ranking_metrics` packs once for all metrics. Sums run in trec_eval's
-order (rank by rank; NDCG with the C library's ``log2``), so the values are bitwise trec_eval's.
+Inputs, one rule, checked on every entry of both mappings before anything is ranked (whatever the
+scores, tied or not, and whichever queries are evaluated); a refusal is a ``ValueError`` naming the
+query, the document and the value:
+
+- query and document ids are ``str``, in the run and in the qrels;
+- a score is a Python ``int`` or ``float`` or a numpy integer or floating scalar, not NaN (``±inf`` is
+  allowed); a relevance is a Python ``int`` or a numpy integer scalar within int64 (trec_eval's C
+  ``long``; gains are float64, as trec_eval's doubles, so beyond ``2**53`` neighbours may be equal);
+- ``bool`` (Python's or numpy's, as in every streambench metric), strings (``'0.5'``, ``'1'``),
+  ``None``, other types and float relevance (even ``1.0``) are refused. pytrec_eval also refuses
+  strings and float relevance; it takes ``bool`` as 0 / 1 and refuses numpy scalars.
+
+Differences from other libraries: the values are trec_eval's. ranx leaves tied documents in the order
+its unstable sort gives (neither the dict's nor the ids'): ``{"q": {"a": 0.5, "b": 0.5, "c": 0.5}}``
+against ``{"q": {"a": 1, "b": 0, "c": 0}}`` gives NDCG@3 0.5 here and in trec_eval (c, b, a) and 1.0
+in ranx 0.3 (a first); 100 queries of 20 equally scored documents: mean NDCG@10 0.4048 here, 0.4294 in
+ranx. Break ties in the scores where their order matters.
+
+Implementation (reading and ranking: :mod:`protocols.metrics.ranking_input`): the dicts are checked and
+read into flat arrays in a few C-level passes (the types, then the values), then packed into padded
+``[queries, docs]`` blocks of about ``2**16`` entries, queries grouped by power-of-two list length
+(padding at most doubles the block), and sorted row-wise; only the ranks of the relevant documents
+are kept, and every metric is a ``bincount`` over them. :func:`ranking_metrics` packs once for all
+metrics. Sums run in trec_eval's order (rank by rank; NDCG with the C library's ``log2``), so the
+values are bitwise trec_eval's.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from itertools import chain, repeat
 from typing import Literal, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from protocols.metrics.checks import FloatArray, IntArray, check_int
+from protocols.metrics.ranking_input import Qrels, Ranked, RankingRun, ScorePrecision, pack
 
-RankingRun = Mapping[str, Mapping[str, float]]
-Qrels = Mapping[str, Mapping[str, int]]
 Gain = Literal["linear", "exponential"]
-ScorePrecision = Literal["float32", "float64"]
-"""``"float32"``: rank on the scores rounded to float32, as trec_eval (default); ``"float64"``: as given."""
 PerQuery = dict[str, float]
-_CHUNK = 1 << 16  # entries per padded block: the temporaries stay in cache
-_Block = tuple[IntArray, IntArray, IntArray, IntArray]
 _NO_QUERY = "qrels has no judged query: the mean over queries is undefined"
 
 
-@dataclass(frozen=True, slots=True)
-class _Ranked:
-    """Ranks of the retrieved relevant documents, per evaluated query (index into ``qids``)."""
-
-    qids: list[str]
-    num_rel: IntArray  # [Q] relevant judged documents
-    q: IntArray  # [J] query of each retrieved relevant document
-    rank: IntArray  # [J] its 1-based rank (sorted by rank within a query)
-    rel: FloatArray  # [J] its relevance (an integer)
-    nth: IntArray  # [J] how many relevant documents are ranked at or above it
-    levels: FloatArray  # [V] distinct positive relevance values (integers), descending
-    level_counts: IntArray  # [Q, V] judged documents of each level
-
-
-def _mappings(x: object, name: str, what: str) -> list[tuple[str, Mapping[str, object]]]:
-    if not isinstance(x, Mapping):
-        raise ValueError(f"{name} must be a mapping {{query: {{doc: {what}}}}}, got {type(x).__name__}")
-    items = list(x.items())
-    for q, docs in items:
-        if not isinstance(q, str) or not isinstance(docs, Mapping):
-            raise ValueError(f"{name} must map string query ids to {{doc: {what}}} mappings (query {q!r})")
-    return items
-
-
-def _numbers(values: Iterable[object], count: int, name: str) -> FloatArray:
-    try:
-        return np.fromiter(values, np.float64, count=count)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be real numbers ({exc})") from None
-
-
-def _pack(run: RankingRun, qrels: Qrels, score_precision: ScorePrecision) -> _Ranked:
-    judged = _mappings(qrels, "qrels", "relevance")
-    _mappings(run, "run", "score")
-    lens = np.fromiter((len(d) for _, d in judged), np.int64, count=len(judged))
-    rel_values = chain.from_iterable(d.values() for _, d in judged)
-    rels = _numbers(rel_values, int(lens.sum()), "qrels relevance values")  # integers held as float64
-    if not np.all(np.isfinite(rels) & (np.floor(rels) == rels)):
-        raise ValueError("qrels relevance values must be integers")
-    jq = np.repeat(np.arange(len(judged)), lens)
-    keep = np.flatnonzero(lens > 0)  # every judged query, with or without a relevant document
-    qids = [judged[i][0] for i in keep]
-    n_q = len(qids)
-    where = np.full(len(judged), -1)
-    where[keep] = np.arange(n_q)
-    pos = rels >= 1
-    levels, lev = np.unique(-rels[pos], return_inverse=True)
-    counts = np.bincount(where[jq[pos]] * levels.size + lev, minlength=n_q * levels.size)
-    level_counts = counts.reshape(n_q, levels.size)
-
-    empty: Mapping[str, float] = {}
-    maps = [run.get(q, empty) for q in qids]
-    n_docs = np.fromiter(map(len, maps), np.int64, count=n_q)
-    total = int(n_docs.sum())
-    neg_scores = _numbers(chain.from_iterable(m.values() for m in maps), total, "run scores")
-    if np.isnan(neg_scores).any():
-        raise ValueError("run scores contain NaN")
-    np.negative(neg_scores, out=neg_scores)  # ascending sort = descending score
-    if score_precision == "float32":  # trec_eval's C float (negation commutes with the rounding)
-        with np.errstate(over="ignore"):  # beyond the float32 range: ±inf, as the C cast
-            neg_scores = neg_scores.astype(np.float32).astype(np.float64)
-    qrel_maps = [judged[i][1] for i in keep]
-    rel_of_docs = (map(j.get, m, repeat(0)) for j, m in zip(qrel_maps, maps, strict=True))
-    doc_rel = np.fromiter(chain.from_iterable(rel_of_docs), np.float64, count=total)
-    offsets = np.concatenate(([0], np.cumsum(n_docs)))
-    parts: list[_Block] = []
-    bucket = np.ceil(np.log2(np.maximum(n_docs, 1))).astype(np.int64)
-    for b in np.unique(bucket[n_docs > 0]):  # padded blocks: one power-of-two length, ~_CHUNK entries
-        rows_b = np.flatnonzero((bucket == b) & (n_docs > 0))
-        width = int(n_docs[rows_b].max())
-        step = max(1, _CHUNK // width)
-        for c in range(0, rows_b.size, step):
-            parts.append(_rank_block(rows_b[c : c + step], width, neg_scores, doc_rel, n_docs, offsets, maps))
-    q, rank, entry, nth = (
-        np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, np.int64) for i in range(4)
-    )
-    return _Ranked(qids, level_counts.sum(axis=1), q, rank, doc_rel[entry], nth, -levels, level_counts)
-
-
-def _rank_block(
-    rows: IntArray,
-    width: int,
-    neg_scores: FloatArray,
-    doc_rel: FloatArray,
-    n_docs: IntArray,
-    offsets: IntArray,
-    maps: list[Mapping[str, float]],
-) -> _Block:
-    """Rank the run of each query of ``rows`` (padded to ``width``); return (query, rank, entry, nth)
-    of the relevant documents, ``entry`` indexing the flat run arrays."""
-    col = np.arange(width)
-    valid = col[None, :] < n_docs[rows][:, None]
-    entry = np.where(valid, offsets[rows][:, None] + col[None, :], 0)
-    key = np.where(valid, neg_scores[entry], np.nan)  # NaN pads sort last
-    order = np.argsort(key, axis=1)
-    ks = np.take_along_axis(key, order, axis=1)
-    tied = np.flatnonzero(np.any(ks[:, 1:] == ks[:, :-1], axis=1))
-    if tied.size:  # re-sort rows with tied scores by descending document id
-        id_list = list(chain.from_iterable(maps[i].keys() for i in rows[tied]))
-        if not all(isinstance(d, str) for d in id_list):
-            raise ValueError("run document ids must be strings")
-        ids = np.array(id_list)
-        dkey = np.zeros((tied.size, width), dtype=np.int64)
-        dkey[valid[tied]] = -np.unique(ids, return_inverse=True)[1].ravel()
-        order[tied] = np.lexsort((dkey, key[tied]), axis=1)
-    ranked = np.take_along_axis(entry, order, axis=1)  # pads (sorted last) fall outside ``valid``
-    r, j = np.nonzero(valid & (doc_rel[ranked] >= 1))
-    nth = np.arange(r.size) - np.searchsorted(r, r, side="left") + 1
-    return rows[r], j + 1, ranked[r, j], nth
-
-
-def _sum(p: _Ranked, sel: np.ndarray, weights: FloatArray | None = None) -> FloatArray:
+def _sum(p: Ranked, sel: np.ndarray, weights: FloatArray | None = None) -> FloatArray:
     w = None if weights is None else weights[sel]
     return np.bincount(p.q[sel], weights=w, minlength=len(p.qids)).astype(np.float64)
 
@@ -191,12 +94,25 @@ def _ratio(num: FloatArray, den: npt.NDArray[np.float64] | IntArray) -> FloatArr
     return np.divide(num, den, out=np.zeros(num.shape), where=den > 0)
 
 
-def _gain(rel: FloatArray, gain: Gain) -> FloatArray:
-    r = np.maximum(rel, 0.0)
-    return r if gain == "linear" else np.exp2(r) - 1.0
+def _gains(p: Ranked, at: IntArray, gain: Gain) -> tuple[FloatArray, FloatArray]:
+    """The gains of the retrieved relevant documents ``at`` and of each query's levels ``[Q, V]``.
+
+    Exponential gains are in units of the query's top gain: ``2**(rel − top) − 2**−top`` is
+    ``(2**rel − 1) / 2**top``, ``top`` the query's highest relevance, so nothing overflows (``2**1024``
+    would) and DCG / IDCG is unchanged. Dividing by a power of two is exact: the values are bitwise
+    those of the plain formula wherever it does not overflow (for relevance up to about 1000)."""
+    if gain == "linear":
+        return p.rel[at], np.broadcast_to(p.levels, p.level_counts.shape)
+    has = p.level_counts > 0
+    top = p.levels[np.argmax(has, axis=1)] if p.levels.size else np.zeros(len(p.qids))
+    top = np.where(has.any(axis=1), top, 0.0)  # a query without relevant documents has no gain
+    t = top[p.q[at]]
+    above = np.minimum(p.levels - top[:, None], 0.0)  # > 0 only for levels the query has none of
+    with np.errstate(under="ignore"):  # gains below 2**-1074 of the top one: 0
+        return np.exp2(p.rel[at] - t) - np.exp2(-t), np.exp2(above) - np.exp2(-top)[:, None]
 
 
-def _values(p: _Ranked, metric: str, k: int | None, gain: Gain = "linear") -> FloatArray:
+def _values(p: Ranked, metric: str, k: int | None, gain: Gain = "linear") -> FloatArray:
     """Per-query values ``[Q]`` of one metric (``k=None``: no cut-off)."""
     if not p.qids:
         return np.zeros(0)
@@ -220,9 +136,10 @@ def _values(p: _Ranked, metric: str, k: int | None, gain: Gain = "linear") -> Fl
     depth = int(per_query.max()) if k is None else min(int(k), int(per_query.max()))
     log2 = _log2_ranks(max(depth, int(p.rank[cut].max(initial=0))))
     at = np.flatnonzero(cut)
-    dcg = np.bincount(p.q[at], weights=_gain(p.rel[at], gain) / log2[p.rank[at] - 1], minlength=n_q)
+    doc_gain, level_gain = _gains(p, at, gain)
+    dcg = np.bincount(p.q[at], weights=doc_gain / log2[p.rank[at] - 1], minlength=n_q)
     # the ideal ranking: each query's levels (descending) repeated by their counts, its top ``depth``
-    ideal_gain = np.repeat(np.tile(_gain(p.levels, gain), n_q), p.level_counts.ravel())
+    ideal_gain = np.repeat(level_gain.ravel(), p.level_counts.ravel())
     q_of = np.repeat(np.arange(n_q), per_query)
     pos = np.arange(q_of.size) - np.repeat(np.cumsum(per_query) - per_query, per_query)  # 0-based
     top = pos < depth
@@ -237,7 +154,7 @@ def _log2_ranks(n: int) -> FloatArray:
     return np.fromiter(map(math.log2, range(2, n + 2)), np.float64, count=n)
 
 
-def _report(p: _Ranked, values: FloatArray, per_query: bool) -> float | PerQuery:
+def _report(p: Ranked, values: FloatArray, per_query: bool) -> float | PerQuery:
     if per_query:
         return dict(zip(p.qids, values.tolist(), strict=True))
     if not p.qids:
@@ -263,7 +180,7 @@ def _metric(
 ) -> float | PerQuery:
     kk = None if k is None else check_int(k, "k", minimum=1)
     _check_options(gain, score_precision)
-    p = _pack(run, qrels, score_precision)
+    p = pack(run, qrels, score_precision)
     return _report(p, _values(p, metric, kk, gain), per_query)
 
 
@@ -468,7 +385,10 @@ def ndcg_at_k(
 ) -> float | PerQuery:
     """NDCG@k (seed 003): ``DCG@k / IDCG@k`` with the ``log2(i + 1)`` discount. ``gain="linear"`` uses
     the relevance itself (trec_eval ``ndcg_cut_k``, the default); ``"exponential"`` uses ``2**rel − 1``
-    (the seed's formula). The ideal ranking comes from all judgements of the query (IDCG 0: NDCG 0)."""
+    (the seed's formula), computed for any relevance (no overflow at ``2**1024``: in units of the query's
+    top gain). The ideal ranking comes from all judgements of the query (IDCG 0: NDCG 0). Tied scores
+    are ordered as trec_eval orders them, not as ranx does (module docstring, "Differences from other
+    libraries")."""
     return _metric(run, qrels, "ndcg", k, per_query, score_precision, gain)
 
 
@@ -485,7 +405,7 @@ def ranking_metrics(
     float32 scores as trec_eval unless ``score_precision="float64"``, see the module docstring)."""
     kk = check_int(k, "k", minimum=1)
     _check_options(gain, score_precision)
-    p = _pack(run, qrels, score_precision)
+    p = pack(run, qrels, score_precision)
     if not p.qids:
         raise ValueError(_NO_QUERY)
     names = ("hit", "precision", "recall", "f1", "mrr", "map", "ndcg")

@@ -178,7 +178,7 @@ def test_isolated_and_in_process_runs_record_the_same_predictions(tmp_path: Path
 
 
 def test_options_of_the_online_protocol_only_are_refused_elsewhere() -> None:
-    refused = [("causality", ["--in-process"]), ("hysteresis", ["--no-sealed"])]
+    refused = [("causality", ["--in-process"]), ("hysteresis", ["--on-error", "stop"])]
     refused.append(("robustness", ["--on-error", "stop"]))
     for protocol, flags in refused:
         res = CliRunner().invoke(app, ["run", "--protocol", protocol, *flags, "--no-progress"])

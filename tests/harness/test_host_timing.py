@@ -6,6 +6,7 @@ returned: the worker's own figure is ~0 for both, the parent's holds their work.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import os
 
 import numpy as np
@@ -167,3 +168,17 @@ def test_a_busy_machine_delaying_the_parent_is_not_called_without_hidden_cpu_tim
     assert honest.verdict == "agree"
     stopped = judge_host_timing([_recording(np.ones(500), delayed, cpu_ns=int(work.sum()))], FLOOR)
     assert stopped.verdict == "disagree"
+
+
+def test_a_paced_run_is_not_judged_its_round_trips_hold_the_wait_for_arrival() -> None:
+    """Paced, the worker waits for each frame's arrival between two requests: a 40 ms frame period is not
+    hidden work. The verdict is not-checked, with the reason (a docs command once exited 1 here)."""
+    work = np.full(500, 300_000)
+    waited = work + FLOOR.median_ns + 40_000_000
+    paced = dataclasses.replace(
+        _recording(work, waited, cpu_ns=int(waited.sum())), paced_start_ns=np.zeros(500)
+    )
+    judged = judge_host_timing([paced], FLOOR)
+    assert judged.verdict == "not-checked" and judged.reason is not None and "paced" in judged.reason
+    unpaced = judge_host_timing([_recording(work, waited, cpu_ns=int(waited.sum()))], FLOOR)
+    assert unpaced.verdict == "disagree"  # the same round trips, unpaced: 40 ms per frame unaccounted for

@@ -4,7 +4,10 @@ resource tracker); Ctrl-C to the process group prints no worker traceback and th
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -81,3 +84,69 @@ def test_ctrl_c_to_the_group_prints_no_worker_traceback(tmp_path: Path) -> None:
                 p.kill()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+SHORT = ["run", "--streams", "2", "--duration", "2", "--warmup-frames", "20", "--no-progress", "--no-report"]
+
+
+def _interrupt_at(
+    tmp_path: Path, at_s: float
+) -> tuple[subprocess.Popen[str], str, float, list[psutil.Process]]:
+    """A short sealed run, Ctrl-C to its process group ``at_s`` seconds after it started: the process,
+    its stderr, the seconds it took to exit after the signal, and every descendant it had."""
+    command = [sys.executable, "-c", "from harness.cli import main; main()", *SHORT]
+    proc = subprocess.Popen(
+        [*command, "--output-dir", str(tmp_path), "--run-id", "r"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        start_new_session=True,
+    )
+    seen: dict[int, psutil.Process] = {}
+    started = time.monotonic()
+    while time.monotonic() - started < at_s and proc.poll() is None:
+        with contextlib.suppress(psutil.Error):
+            seen.update((p.pid, p) for p in psutil.Process(proc.pid).children(recursive=True))
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc, stderr, time.monotonic() - sent, list(seen.values())
+
+
+def test_ctrl_c_at_random_instants_of_a_run_ends_it_promptly_and_cleanly(tmp_path: Path) -> None:
+    """Issue 25 item 7: whatever phase Ctrl-C lands in — start-up and imports, the worker's start (the
+    pipe's floor, the model's warm-up), the session's set-up, a stream, between streams, scoring and
+    writing — the run exits within seconds with 130 and a word (or has finished: its result complete),
+    prints no traceback, leaves no process behind, and advises --resume exactly when a resumable run
+    is left. Five instants, one in each fifth of the first six seconds (a short run takes about five
+    on a quiet machine, three times that under load), drawn afresh each time: the seed is in the
+    message of a failure."""
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    for k in range(5):
+        at_s = rng.uniform(0.1 + 1.2 * k, 0.1 + 1.2 * (k + 1))
+        where = tmp_path / str(k)
+        proc, stderr, took_s, descendants = _interrupt_at(where, at_s)
+        context = (
+            f"seed {seed}, Ctrl-C at {at_s:.2f} s: exit {proc.returncode} after {took_s:.1f} s; {stderr}"
+        )
+        run_dir = where / "r"
+        complete = (run_dir / "result.json").is_file() and json.loads(
+            (run_dir / "result.json").read_text()
+        ).get("status") == "complete"
+        assert took_s < 30, context
+        assert proc.returncode == 130 or (complete and proc.returncode in (0, -signal.SIGINT)), context
+        assert "Traceback" not in stderr, context
+        if proc.returncode == 130:
+            assert "interrupted" in stderr, context
+        resumable = (run_dir / EVENTS_FILE).is_file() and not complete
+        assert ("--resume" in stderr) == resumable, context
+        assert not _gone(descendants, within_s=15), context

@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from harness.execution.event_log import read_events
 from harness.results.files import RESULT_FILE, load_result
 
@@ -99,3 +101,31 @@ def test_a_second_signal_while_scoring_ends_it_with_the_resume_hint(tmp_path: Pa
     assert proc.returncode == 130, stderr
     assert "no result written" in stderr and f"--resume {run_dir}" in " ".join(stderr.split())
     assert not (run_dir / RESULT_FILE).exists() and len(read_events(run_dir).recordings) == 3
+
+
+SETTING_UP = """
+import os, signal
+import harness.runs.session as session
+opened = session.PowerMeter.open
+def open_under_fire(*args, **kwargs):
+    os.kill(os.getpid(), signal.{name})  # the event log is written, the measured window not begun
+    return opened(*args, **kwargs)
+session.PowerMeter.open = open_under_fire
+from harness.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_session_is_set_up_does_not_wait_for_the_run(tmp_path: Path, name: str) -> None:
+    """Issue 25 item 7: a signal between the event log's first line and the measured window was held
+    like one while scoring, so the run went on through every stream (with a hung model: until its
+    timeout) before it exited. It ends the run at once, with the resume hint; no stream is measured."""
+    where = ["--output-dir", str(tmp_path), "--run-id", "s"]
+    proc = _start(SETTING_UP.format(name=name), *RUN, "--in-process", *where)
+    _, stderr = _finish(proc, timeout=120)
+    run_dir = tmp_path / "s"
+    assert proc.returncode == 130, stderr
+    assert f"signal {name}" in stderr and f"--resume {run_dir}" in " ".join(stderr.split())
+    assert "Traceback" not in stderr
+    assert not (run_dir / RESULT_FILE).exists() and read_events(run_dir).recordings == []

@@ -6,10 +6,12 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss
+from torchmetrics.functional.classification import binary_calibration_error
 
 from protocols.metrics.calibration import brier, ece, mce, reliability_bins
 
@@ -127,6 +129,63 @@ def test_bins_match_sklearn_calibration_curve(seed: int) -> None:
     full = rb.count > 0
     np.testing.assert_allclose(rb.accuracy[full], prob_true, rtol=1e-12)
     np.testing.assert_allclose(rb.mean_confidence[full], prob_pred, rtol=1e-12)
+
+
+def edge_heavy_confidences(bins: int, rng: np.random.Generator) -> np.ndarray:
+    """Every edge ``i / bins``, its float neighbours on both sides, 0, 1 and random values."""
+    edges = np.arange(bins + 1) / bins
+    near = [edges, np.nextafter(edges, 2.0), np.nextafter(edges, -1.0), edges * (1 + 4e-16)]
+    return np.clip(np.concatenate([*near, rng.random(500), rng.integers(0, 40, 200) / 40]), 0.0, 1.0)
+
+
+@pytest.mark.parametrize("bins", [1, 2, 3, 7, 10, 49, 100, 1000, 4097, 10**5])
+def test_equal_width_bins_equal_the_binary_search_over_the_edges(bins: int) -> None:
+    # equal-width bins are placed arithmetically (issue 25, speed) and checked against the edges:
+    # the same bins as the binary search over the same edges passed explicitly, on and beside every edge
+    rng = np.random.default_rng(bins)
+    conf = edge_heavy_confidences(bins, rng)
+    correct = rng.random(conf.size) < 0.5
+    edges = np.arange(bins + 1) / bins
+    fast, searched = reliability_bins(conf, correct, bins), reliability_bins(conf, correct, edges)
+    np.testing.assert_array_equal(fast.count, searched.count)
+    np.testing.assert_array_equal(fast.mean_confidence, searched.mean_confidence)
+    np.testing.assert_array_equal(fast.accuracy, searched.accuracy)
+    assert fast.ece == searched.ece and fast.mce == searched.mce
+    if bins <= 1000:  # and Guo et al.'s loop over the bins
+        ref_ece, ref_mce = brute_ece_mce(conf, correct, edges)
+        assert fast.ece == pytest.approx(ref_ece, abs=1e-12) and fast.mce == pytest.approx(ref_mce, abs=1e-12)
+
+
+def torchmetrics_ece(conf: np.ndarray, correct: np.ndarray, bins: int, dtype: torch.dtype) -> float:
+    preds, target = torch.from_numpy(conf).to(dtype), torch.from_numpy(correct.astype(np.int64))
+    return float(binary_calibration_error(preds, target, n_bins=bins, norm="l1"))
+
+
+@pytest.mark.parametrize("bins", [10, 15, 1000])
+def test_ece_equals_torchmetrics_in_float64(bins: int) -> None:
+    # random confidences (none on an edge): torchmetrics' binary ECE in float64 is ours up to rounding
+    rng = np.random.default_rng(bins)
+    conf = rng.random(20_000)
+    correct = rng.random(conf.size) < conf**1.3
+    ref = torchmetrics_ece(conf, correct, bins, torch.float64)
+    assert ece(conf, correct, bins) == pytest.approx(ref, abs=1e-13)
+
+
+def test_where_torchmetrics_differs_edges_and_float32() -> None:
+    # 1. torchmetrics' bins are [lo, hi): a confidence on an inner edge goes to the upper bin (here the
+    # lower, seed 003's table), and 1.0 gets a bin of its own; hand-computed with two bins
+    conf, correct = np.array([0.5, 0.7]), np.array([1, 0])
+    assert ece(conf, correct, 2) == pytest.approx(0.5 * 0.5 + 0.5 * 0.7)  # (0, 0.5] and (0.5, 1]
+    both_upper = abs(0.5 - 0.6)  # both in [0.5, 1): mean confidence 0.6, accuracy 0.5
+    assert torchmetrics_ece(conf, correct, 2, torch.float64) == pytest.approx(both_upper)
+    # 2. in float32 the confidences, the edges (linspace) and the sums per bin are float32: at 1000 bins
+    # and 10**6 samples the ECE moves by ~1e-6, far beyond float64's rounding
+    rng = np.random.default_rng(0)
+    conf = rng.random(1_000_000)
+    correct = rng.random(conf.size) < conf
+    ours = ece(conf, correct, 1000)
+    assert ours == pytest.approx(torchmetrics_ece(conf, correct, 1000, torch.float64), abs=1e-14)
+    assert 1e-7 < abs(torchmetrics_ece(conf, correct, 1000, torch.float32) - ours) < 1e-4
 
 
 @settings(max_examples=300, deadline=None)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -73,6 +75,65 @@ def test_ndcg_linear_and_exponential_gain() -> None:
     # negative relevance: judged, not relevant, no gain
     negative = ndcg_at_k({"q": {"x": 1.0, "y": 0.5}}, {"q": {"x": -1, "y": 1}}, 2)
     assert negative == pytest.approx(1 / math.log2(3))
+
+
+def exact_ndcg(ranked_rels: list[int], judged_rels: list[int], k: int) -> float:
+    """NDCG@k with the gain ``2**rel − 1`` in rational arithmetic (the float discounts ``log2(i + 1)``
+    taken as exact fractions), rounded once. Gains are in units of ``2**top`` (the ratio does not
+    change); a term below ``2**-1100`` of the top gain is left out (it moves NDCG by less than that)."""
+    top = max(judged_rels)
+
+    def power(e: int) -> Fraction:
+        return Fraction(0) if e < -1100 else Fraction(2) ** e
+
+    def dcg(rels: list[int]) -> Fraction:
+        terms = (
+            (power(r - top) - power(-top)) / Fraction(math.log2(i + 2))
+            for i, r in enumerate(rels[:k])
+            if r > 0
+        )
+        return sum(terms, Fraction(0))
+
+    return float(dcg(ranked_rels) / dcg(sorted(judged_rels, reverse=True)))
+
+
+@pytest.mark.parametrize("top", [1023, 1024, 1025, 5000, 10**6, 2**52])
+def test_ndcg_exponential_gain_beyond_the_float_range(top: int) -> None:
+    # 2**1024 overflows float64: the gain is computed in units of the query's top gain (issue 25)
+    run = {"q": {"a": 4.0, "b": 3.0, "c": 2.0, "d": 1.0}, "p": {"x": 2.0, "y": 1.0}}
+    qrels = {"q": {"a": 3, "b": top, "c": top - 1, "d": 0, "e": top}, "p": {"x": 1, "y": 2}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning, no NaN
+        got = ndcg_at_k(run, qrels, 3, "exponential", per_query=True)
+    assert got["q"] == pytest.approx(exact_ndcg([3, top, top - 1], [3, top, top - 1, 0, top], 3), rel=1e-15)
+    assert got["p"] == exact_ndcg([1, 2], [1, 2], 3)  # the other query is not affected
+    assert 0.0 < got["q"] < 1.0
+    # a query whose retrieved documents are all far below its top: their gain is below 2**-1000 of it
+    far = ndcg_at_k({"q": {"a": 1.0}}, {"q": {"a": 1, "b": top}}, 2, "exponential")
+    assert far == pytest.approx(exact_ndcg([1], [1, top], 2), rel=1e-15, abs=2.0**-1000)
+
+
+def test_ndcg_exponential_gain_is_bitwise_the_plain_formula() -> None:
+    # the scaling by a power of two is exact: the seed's formula, summed rank by rank in float64
+    rng = np.random.default_rng(5)
+    run, qrels = random_inputs(rng, n_queries=40, ties=True)
+    for q in qrels:
+        qrels[q] = {d: int(rng.integers(-1, 60)) for d in qrels[q]}
+    got = ndcg_at_k(run, qrels, 10, "exponential", per_query=True)
+    for q, judged in qrels.items():
+        with np.errstate(over="ignore"):
+            ranked = sorted(run.get(q, {}), key=lambda d: (np.float32(run[q][d]), d), reverse=True)
+
+        def dcg(rels: list[int]) -> float:
+            total = 0.0
+            for i, r in enumerate(rels[:10]):
+                if r >= 1:
+                    total += (2.0**r - 1.0) / math.log2(i + 2)
+            return total
+
+        ideal = dcg(sorted(judged.values(), reverse=True))
+        want = dcg([judged.get(d, 0) for d in ranked]) / ideal if ideal > 0 else 0.0
+        assert got[q] == want, q
 
 
 def test_one_relevant_item_per_query_makes_k1_metrics_equal() -> None:
@@ -261,7 +322,7 @@ def test_ranking_metrics_equals_the_single_metrics() -> None:
         (lambda: untyped.mrr(RUN, QRELS, 2.5), "k must be an integer"),
         (lambda: untyped.ndcg_at_k(RUN, QRELS, 3, "log"), "gain must be"),
         (lambda: untyped.hit_at_k(RUN, {"q1": {"d2": 0.5}}, 3), "qrels relevance values must be integers"),
-        (lambda: untyped.hit_at_k(RUN, {"q1": {"d2": "x"}}, 3), "relevance values must be real numbers"),
+        (lambda: untyped.hit_at_k(RUN, {"q1": {"d2": "x"}}, 3), "relevance values must be integers"),
         (lambda: hit_at_k({"q1": {"d2": float("nan")}}, QRELS, 3), "run scores contain NaN"),
         (lambda: untyped.hit_at_k({"q1": {"d2": "high"}}, QRELS, 3), "run scores must be real numbers"),
         (lambda: untyped.hit_at_k([("q1", {})], QRELS, 3), "run must be a mapping"),
@@ -272,6 +333,63 @@ def test_ranking_metrics_equals_the_single_metrics() -> None:
 def test_validation(call: Callable[[], object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# one input rule (issue 25): ids are str; a score is a Python or numpy int or float (not NaN); a
+# relevance a Python or numpy int within int64; bool, str and float relevance refused; checked on every
+# entry, whether scores tie or not and whether the query is evaluated or not
+
+
+@pytest.mark.parametrize(
+    ("run", "qrels", "message"),
+    [
+        ({"q": {"a": "0.5"}}, {"q": {"a": 1}}, r"run scores must be real numbers.*'0\.5' \(str\)"),
+        ({"q": {"a": 0.5}}, {"q": {"a": "1"}}, r"relevance values must be integers.*'1' \(str\)"),
+        ({"q": {"a": 0.5}}, {"q": {"a": 1.0}}, r"relevance values must be integers.*1\.0 \(float\)"),
+        ({"q": {"a": 0.5}}, {"q": {"a": np.float64(1.0)}}, "relevance values must be integers"),
+        ({"q": {"a": True}}, {"q": {"a": 1}}, r"run scores must be real numbers.*\(bool\)"),
+        ({"q": {"a": np.bool_(True)}}, {"q": {"a": 1}}, "run scores must be real numbers"),
+        ({"q": {"a": 0.5}}, {"q": {"a": True}}, r"relevance values must be integers.*\(bool\)"),
+        ({"q": {"a": None}}, {"q": {"a": 1}}, r"run scores must be real numbers.*None"),
+        ({"q": {1: 0.5}}, {"q": {"a": 1}}, r"run document ids must be strings: query 'q' has 1 \(int\)"),
+        ({"q": {1: 0.5, 2: 0.5}}, {"q": {"a": 1}}, "run document ids must be strings"),  # tied
+        ({"q": {1: 0.5, 2: 0.25}}, {"q": {"a": 1}}, "run document ids must be strings"),  # not tied
+        ({"q": {"a": 0.5}}, {"q": {1: 1}}, "qrels document ids must be strings"),
+        ({"u": {1: 0.5}, "q": {"a": 0.5}}, {"q": {"a": 1}}, "run document ids must be"),  # u: not judged
+        ({"u": {"b": "x"}, "q": {"a": 0.5}}, {"q": {"a": 1}}, "run scores must be real numbers"),
+        ({"u": {"b": math.nan}, "q": {"a": 0.5}}, {"q": {"a": 1}}, "run scores contain NaN"),
+        ({"q": {"a": 0.5}}, {"q": {"a": 2**63}}, "relevance values must lie within the int64 range"),
+        ({"q": {"a": 10**400}}, {"q": {"a": 1}}, "run scores must lie within the float64 range"),
+    ],
+)
+def test_one_input_rule(run: Any, qrels: Any, message: str) -> None:
+    for metric in (hit_at_k, ndcg_at_k):
+        with pytest.raises(ValueError, match=message):
+            metric(run, qrels, 3)
+    with pytest.raises(ValueError, match=message):
+        ranking_metrics(run, qrels, 3, "exponential")
+
+
+def test_strings_are_refused_as_pytrec_eval_refuses_them() -> None:
+    for run, qrels in (({"q": {"a": "0.5"}}, {"q": {"a": 1}}), ({"q": {"a": 0.5}}, {"q": {"a": "1"}})):
+        with pytest.raises(TypeError):
+            pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.3"}).evaluate(run)
+        with pytest.raises(ValueError, match="must be"):
+            ndcg_at_k(run, qrels, 3)
+
+
+def test_numpy_scalars_and_python_numbers_are_read_alike() -> None:
+    run, qrels = random_inputs(np.random.default_rng(3), n_queries=20, ties=True)
+    kinds = (np.int64, np.float32)  # the scores are small integers: exact in both
+    as_numpy = {
+        np.str_(q): {np.str_(d): kinds[i % 2](s) for i, (d, s) in enumerate(docs.items())}
+        for q, docs in run.items()
+    }
+    qrels_numpy = {q: {np.str_(d): np.int16(r) for d, r in docs.items()} for q, docs in qrels.items()}
+    want = ranking_metrics(run, qrels, 5, "exponential")
+    assert ranking_metrics(as_numpy, qrels_numpy, 5, "exponential") == want
+    # integer scores (Python int) and infinite scores are real numbers
+    assert mrr({"q": {"a": 2, "b": 1, "c": -math.inf}}, {"q": {"b": 1}}) == 0.5
 
 
 # --------------------------------------------------------------------------------------------------

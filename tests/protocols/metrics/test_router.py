@@ -6,12 +6,15 @@ import math
 
 import numpy as np
 import pytest
+from dtaidistance import dtw as dtai_dtw
+from dtaidistance import dtw_ndim as dtai_ndim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.spatial import distance
 from scipy.stats import entropy
 
+import protocols.metrics.router as router_module
 from protocols.metrics.router import dtw_distance, hysteresis_area, return_gap, switch_lag, weight_entropy
 
 # --------------------------------------------------------------------------------------------------
@@ -46,17 +49,18 @@ def seed_entropy(w: np.ndarray, eps: float = 1e-10) -> float:
 
 
 def plain_dtw(a: np.ndarray, b: np.ndarray, squared: bool = False) -> float:
-    """Textbook O(n·m) DTW: Euclidean local cost summed (or squared costs summed, then sqrt)."""
-    a = np.asarray(a, dtype=float).reshape(len(a), -1)
-    b = np.asarray(b, dtype=float).reshape(len(b), -1)
+    """Textbook O(n·m) DTW in Python floats: the local cost ``sqrt(Σ_k (a_ik − b_jk)²)``, squares added
+    left to right, summed along the path (``squared``: the squared costs summed, then the sqrt)."""
+    a = np.asarray(a, dtype=float).reshape(len(a), -1).tolist()
+    b = np.asarray(b, dtype=float).reshape(len(b), -1).tolist()
     n, m = len(a), len(b)
     D = [[math.inf] * (m + 1) for _ in range(n + 1)]
     D[0][0] = 0.0
     for i in range(1, n + 1):
         for j in range(1, m + 1):
-            c = float(np.sqrt(np.sum((a[i - 1] - b[j - 1]) ** 2)))
-            if squared:
-                c = c * c
+            c = sum((u - v) * (u - v) for u, v in zip(a[i - 1], b[j - 1], strict=True))
+            if not squared:
+                c = math.sqrt(c)
             D[i][j] = c + min(D[i - 1][j], D[i][j - 1], D[i - 1][j - 1])
     return math.sqrt(D[n][m]) if squared else D[n][m]
 
@@ -168,12 +172,54 @@ def test_dtw_hand_cases() -> None:
     assert dtw_distance(a, b, cost="sqrt_sum_sq") == pytest.approx(plain_dtw(np.array(a), np.array(b), True))
 
 
-@pytest.mark.parametrize("n,m,dims", [(1, 1, 1), (1, 7, 2), (7, 1, 3), (5, 9, 1), (13, 6, 4), (20, 20, 3)])
+@pytest.mark.parametrize(
+    "n,m,dims",
+    [(1, 1, 1), (1, 7, 2), (7, 1, 3), (5, 9, 1), (13, 6, 4), (20, 20, 3), (9, 9, 12), (6, 8, 33), (3, 5, 99)],
+)
 def test_dtw_against_plain_dp(n: int, m: int, dims: int) -> None:
     rng = np.random.default_rng(n * 100 + m * 10 + dims)
     a, b = rng.normal(size=(n, dims)), rng.normal(size=(m, dims))
-    assert dtw_distance(a, b) == plain_dtw(a, b)  # same additions in the same order: bit-identical
-    assert dtw_distance(a, b, cost="sqrt_sum_sq") == pytest.approx(plain_dtw(a, b, squared=True), rel=1e-14)
+    # the same squares, additions and comparisons in the same order: bit-identical
+    assert dtw_distance(a, b) == plain_dtw(a, b)
+    assert dtw_distance(a, b, cost="sqrt_sum_sq") == plain_dtw(a, b, squared=True)
+
+
+@pytest.mark.parametrize(
+    "n,m,dims",
+    [
+        (1, 1, 1),
+        (2, 300, 1),
+        (300, 2, 1),
+        (257, 255, 1),
+        (700, 650, 1),
+        (400, 37, 3),
+        (37, 400, 5),
+        (90, 80, 16),
+    ],
+)
+def test_dtw_equals_dtaidistance(n: int, m: int, dims: int) -> None:
+    # dtaidistance's C (test and benchmark dependency only): its default is "sqrt_sum_sq", its
+    # inner_dist="euclidean" our default "sum"; shapes across several blocks of anti-diagonals
+    rng = np.random.default_rng(n + 7 * m + dims)
+    a, b = rng.normal(size=(n, dims)), rng.normal(size=(m, dims))
+    for cost, inner in (("sqrt_sum_sq", "squared euclidean"), ("sum", "euclidean")):
+        if dims == 1:
+            ref = dtai_dtw.distance_fast(a[:, 0].copy(), b[:, 0].copy(), inner_dist=inner)
+        else:
+            ref = dtai_ndim.distance_fast(a, b, inner_dist=inner)
+        assert dtw_distance(a, b, cost=cost) == ref, cost  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("block", [1, 5, 40, 1000])
+def test_dtw_blocks_of_diagonals_leave_the_result(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the local costs are computed for blocks of anti-diagonals: any block size gives the textbook result
+    rng = np.random.default_rng(block)
+    a, b = rng.normal(size=(23, 2)), rng.normal(size=(17, 2))
+    monkeypatch.setattr(router_module, "_DTW_BLOCK", block)
+    for x, y in ((a, b), (b, a), (a[:1], b), (a, b[:2])):
+        assert dtw_distance(x, y) == plain_dtw(x, y)
+        assert dtw_distance(x, y, cost="sqrt_sum_sq") == plain_dtw(x, y, squared=True)
+        assert dtw_distance(x * 1e-250, y * 1e-250) == pytest.approx(plain_dtw(x, y) * 1e-250, rel=1e-15)
 
 
 def test_dtw_no_overflow_or_underflow_in_the_norm() -> None:

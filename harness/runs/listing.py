@@ -1,0 +1,92 @@
+"""The run store as the read-only commands see it (``streambench runs`` and ``show``; issue 25 items 12
+and 16): through the index when it can be used, else from the run directories, which are the truth.
+
+* A damaged index (garbled, truncated: SQLite finds no whole database in it) is moved aside to
+  ``index.sqlite.damaged-<UTC time>`` and rebuilt from the run directories
+  (:func:`harness.runs.catalog.reindex`); the command says so.
+* An index that cannot be written or read as it stands (a read-only or full store, a directory where the
+  index belongs, a newer schema), or a damaged one that cannot be moved aside, is left as it is: the runs
+  are read from their directories, and the command says so.
+
+Either way every readable run is listed or shown, and the command succeeds; only a results directory that
+does not exist, or a reference to no run, is an error. What happened to the index comes back as notes,
+for the command to print on stderr (its stdout may be JSON).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from harness.results import store
+from harness.results.headline import RunHeadline
+from harness.results.store import IndexUnusable
+from harness.runs import catalog
+
+__all__ = ["Listing", "find_run", "survey_runs"]
+
+_FROM_DIRECTORIES = "the runs are read from the run directories"
+
+
+@dataclasses.dataclass
+class Listing:
+    """Every readable run, newest first; the run directories that could not be read, with the reason;
+    what happened to the index, in words (empty when nothing did)."""
+
+    heads: list[RunHeadline]
+    unreadable: dict[str, str]
+    notes: list[str]
+
+
+def survey_runs(results_dir: Path) -> Listing:
+    """Every run of ``results_dir`` (:func:`harness.runs.catalog.scan_runs`), whatever the state of its
+    index; :class:`~harness.results.store.StoreError` only when ``results_dir`` is no directory."""
+    notes: list[str] = []
+    try:
+        return Listing(*catalog.scan_runs(results_dir), notes)
+    except IndexUnusable as exc:
+        if not exc.damaged:  # a damaged one is noted by _repair
+            notes.append(str(exc))
+        if not (exc.damaged and _repair(results_dir, exc, notes)):
+            return _from_directories(results_dir, notes)
+    try:
+        return Listing(*catalog.scan_runs(results_dir), notes)
+    except IndexUnusable as exc:  # rebuilt, and unusable again (e.g. the disk filled meanwhile)
+        notes.append(str(exc))
+        return _from_directories(results_dir, notes)
+
+
+def find_run(ref: str, results_dir: Path) -> tuple[RunHeadline, list[str]]:
+    """The headline of one run (:func:`harness.runs.catalog.resolve_run` for ``ref``), read from its
+    directory, and indexed where the index can be written (a damaged index is moved aside and rebuilt);
+    the notes say what happened to the index."""
+    run_dir = catalog.resolve_run(ref, results_dir)
+    head = catalog.load_headline(run_dir)
+    notes: list[str] = []
+    if run_dir.resolve().parent == results_dir.resolve():  # a run of this store, not a path elsewhere
+        try:
+            store.upsert(results_dir, head)
+        except IndexUnusable as exc:
+            if not (exc.damaged and _repair(results_dir, exc, notes)):
+                notes.append(f"{exc}; {head.run} is shown from its directory")
+    return head, notes
+
+
+def _repair(results_dir: Path, damage: IndexUnusable, notes: list[str]) -> bool:
+    """Move a damaged index aside and rebuild it from the run directories; whether that worked."""
+    db = store.database_path(results_dir)
+    try:
+        report = catalog.reindex(results_dir)
+    except (IndexUnusable, OSError) as exc:  # e.g. a read-only directory: the file cannot be renamed
+        why = exc.reason if isinstance(exc, IndexUnusable) else exc.strerror or str(exc)
+        notes.append(f"{db}: damaged ({damage.reason}), and it could not be moved aside and rebuilt ({why})")
+        return False
+    where = f"moved aside to {report.moved_aside}" if report.moved_aside else "moved aside by another process"
+    notes.append(f"{db}: damaged ({damage.reason}): {where}; the index is rebuilt from the run directories")
+    return True
+
+
+def _from_directories(results_dir: Path, notes: list[str]) -> Listing:
+    notes.append(f"{_FROM_DIRECTORIES} in {results_dir}")
+    heads, unreadable = catalog.read_runs(results_dir)
+    return Listing(heads, {name: why.splitlines()[0] for name, why in unreadable.items()}, notes)
