@@ -8,11 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from harness.execution.config import IsolationConfig
 from harness.runs.causality import CausalityResult, execute_causality
 from harness.runs.session import execute_run
 from protocols.causality import CausalityConfig
 from tests.harness.test_causality_run import small
+
+pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
 
 OFFENDERS = "tests.harness.sequence_offenders"
 

@@ -19,6 +19,8 @@ import pytest
 
 from harness.execution.event_log import EVENTS_FILE
 
+pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
+
 ROOT = Path(__file__).resolve().parents[2]
 HANG = ["run", "--isolate", "--adapter", "faulty", "--option", "fault=hang", "--option", "stream_index=0"]
 HANG += ["--option", "at_frame=3", "--streams", "2", "--duration", "5", "--warmup-frames", "0"]

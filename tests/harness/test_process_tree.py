@@ -32,6 +32,8 @@ import pytest
 
 from harness.execution.event_log import EVENTS_FILE, read_events
 
+pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
+
 ROOT = Path(__file__).resolve().parents[2]
 MODES = {"in-process": ["--in-process"], "isolated": ["--isolate", "--no-sealed"], "sealed": ["--isolate"]}
 SMALL = ["--streams", "2", "--duration", "1", "--warmup-frames", "5", "--seed", "1"]

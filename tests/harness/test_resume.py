@@ -38,11 +38,16 @@ def timing_free(result: RunResult) -> str:
 
 
 def config(
-    tmp_path: Path, run_id: str, streams: int = 6, resamples: int = 50, seed: int | None = 0
+    tmp_path: Path,
+    run_id: str,
+    streams: int = 6,
+    resamples: int = 50,
+    seed: int | None = 0,
+    duration_s: float = 5.0,
 ) -> RunConfig:
     return RunConfig.model_validate(
         {
-            "data": {"num_streams": streams, "duration_s": 5.0, "seed": seed},
+            "data": {"num_streams": streams, "duration_s": duration_s, "seed": seed},
             "engine": {"warmup_frames": 20},
             "protocol": {"bootstrap_resamples": resamples},
             "output_dir": tmp_path,
@@ -87,7 +92,7 @@ def test_sigterm_from_outside_then_cli_resume(tmp_path: Path) -> None:
     """A real signal: the run (a subprocess) is sent SIGTERM once two streams are in its event log."""
     run_dir = tmp_path / "sig"
     command = [sys.executable, "-c", "from harness.cli import main; main()", "run", "--streams", "40"]
-    command += ["--duration", "5", "--warmup-frames", "20", "--output-dir", str(tmp_path), "--run-id", "sig"]
+    command += ["--duration", "2", "--warmup-frames", "20", "--output-dir", str(tmp_path), "--run-id", "sig"]
     command += ["--no-progress"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = run_dir / EVENTS_FILE
@@ -113,7 +118,9 @@ def test_sigterm_from_outside_then_cli_resume(tmp_path: Path) -> None:
     # the run drew a secret seed (no --seed): the resume rebuilt its streams, and --seed rebuilds them
     assert resumed.seeds.dataset_seed_kind == "secret" and resumed.seeds.dataset == partial.seeds.dataset
     secret = resumed.seeds.dataset
-    whole, _, _ = execute_run(config(tmp_path, "whole40", streams=40, resamples=1000, seed=secret))
+    whole, _, _ = execute_run(
+        config(tmp_path, "whole40", streams=40, resamples=1000, seed=secret, duration_s=2.0)
+    )
     assert timing_free(resumed) == timing_free(whole)
 
 

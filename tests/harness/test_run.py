@@ -204,15 +204,21 @@ def test_baseline_gives_speedup_and_flops_normalised_latency(tmp_path: Path) -> 
 
 
 def test_paced_run_end_to_end(tmp_path: Path) -> None:
+    no_audit = {"audit": {"share": 0, "minimum": 0}}  # a paced stream plays in real time: one is enough
     config = small(
-        tmp_path, data={"num_streams": 1, "duration_s": 5.0}, engine={"warmup_frames": 100, "pacing": "paced"}
+        tmp_path,
+        data={"num_streams": 1, "duration_s": 2.0},
+        engine={"warmup_frames": 20, "pacing": "paced"},
+        protocol=no_audit,
     )
     result, recordings, _ = execute_run(config)
     assert recordings[0].paced_start_ns is not None and result.metrics.overall.speed.replay.measured
     assert "frame_paced" in result.metrics.overall.accuracy.curves
     # no GPU here: W at RTF = 1 is null with the reason, never an estimate
     assert result.resources.power_at_rtf1_w is None and result.resources.power_at_rtf1_reason
-    unpaced, _, _ = execute_run(small(tmp_path, run_id="u", data={"num_streams": 1, "duration_s": 5.0}))
+    unpaced, _, _ = execute_run(
+        small(tmp_path, run_id="u", data={"num_streams": 1, "duration_s": 2.0}, protocol=no_audit)
+    )
     assert "paced run" in (unpaced.resources.power_at_rtf1_reason or "")
 
 

@@ -20,6 +20,8 @@ from harness.execution.event_log import EVENTS_FILE, LOCK_FILE, RunLock, RunLock
 from harness.results.files import RESULT_FILE, load_result
 from harness.runs.session import execute_run, resume_run
 
+pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
+
 
 def config(tmp_path: Path, run_id: str, streams: int = 4) -> RunConfig:
     return RunConfig.model_validate(

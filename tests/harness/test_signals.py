@@ -17,6 +17,8 @@ import pytest
 from harness.execution.event_log import read_events
 from harness.results.files import RESULT_FILE, load_result
 
+pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

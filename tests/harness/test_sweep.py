@@ -29,6 +29,8 @@ from harness.sweep.state import SweepProgress
 from protocols.robustness import RobustnessConfig
 from tests.harness.sweep_helpers import SMALL_RUN, small_sweep
 
+pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
+
 HELPERS = "tests.harness.sweep_helpers"
 
 
@@ -570,9 +572,7 @@ def test_dry_run_estimates_time_from_the_stores_per_frame_cost_or_says_it_cannot
     assert "estimated time of 1 of the 2 runs: about" in out and "faulty under online" in out
     empty = tmp_path / "empty"
     alone = " ".join(
-        CliRunner()
-        .invoke(app, ["sweep", str(path), "--dry-run", "--output-dir", str(empty)])
-        .output.split()
+        CliRunner().invoke(app, ["sweep", str(path), "--dry-run", "--output-dir", str(empty)]).output.split()
     )
     assert "no time estimate: the store has no timed run" in alone and "about" not in alone
     # --json: each planned run with its estimate, null with the reason where there is no basis

@@ -21,6 +21,8 @@ from harness.sweep.ray_executor import RayExecutor  # noqa: E402
 from harness.sweep.spec import SweepFile, expand  # noqa: E402
 from tests.harness.sweep_helpers import small_sweep  # noqa: E402
 
+pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
+
 ROOT = Path(__file__).parents[2]
 TIMING = LATENCY_KEYS | {"energy"}
 

@@ -29,6 +29,8 @@ from harness.sweep.measure import ATTEMPT_PREFIX, clear_stale
 from harness.sweep.spec import SweepFile
 from tests.harness.sweep_helpers import small_sweep
 
+pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
+
 ROOT = Path(__file__).resolve().parents[2]
 HANG = {"adapter": "faulty", "label": "hangs", "options": {"fault": "hang", "stream_index": 0, "at_frame": 3}}
 

@@ -1,0 +1,22 @@
+"""The suite's two tiers. ``python -m pytest`` (the README's test command) runs every test but those
+marked ``slow``: end-to-end tests that drive the CLI through subprocesses, signals and sweeps (about three
+minutes together). They run in their own step of ``.ci/run`` (``python -m pytest -m slow``), so CI runs
+everything; a test run selecting them by a ``-m`` expression that names ``slow`` runs them too."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _slow_selected(config: pytest.Config) -> bool:
+    expression = str(config.getoption("markexpr") or "")
+    return "slow" in expression and "not slow" not in expression
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _slow_selected(config):
+        return
+    skip = pytest.mark.skip(reason="end-to-end tier: python -m pytest -m slow (a step of .ci/run)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
