@@ -14,8 +14,6 @@ to rounding; float32's differ (``docs/metrics.md``, calibration).
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -27,6 +25,7 @@ try:  # the computation behind binary_calibration_error, without its input handl
 except ImportError:  # pragma: no cover - moved in another torchmetrics version
     _ce_compute = None
 
+from benchmarks.interleaved import best_of
 from protocols.metrics.calibration import ece
 
 pytestmark = pytest.mark.benchmark
@@ -34,17 +33,6 @@ pytestmark = pytest.mark.benchmark
 N = 1_000_000
 BINS = 1000
 REPEATS = 7
-
-
-def best_of(funcs: list[Callable[[], float]]) -> list[float]:
-    """The best wall time of each function over ``REPEATS`` interleaved rounds."""
-    times: list[list[float]] = [[] for _ in funcs]
-    for _ in range(REPEATS):
-        for f, t in zip(funcs, times, strict=True):
-            start = time.perf_counter()
-            f()
-            t.append(time.perf_counter() - start)
-    return [min(t) for t in times]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -67,10 +55,10 @@ def test_ece_vs_torchmetrics(dtype: torch.dtype) -> None:
         assert ours() == pytest.approx(theirs(), abs=1e-13)
         assert _ce_compute is None or ours() == pytest.approx(core(), abs=1e-13)
     threads = torch.get_num_threads()
-    t_ours, t_theirs, t_core = best_of([ours, theirs, core])
+    t_ours, t_theirs, t_core = best_of([ours, theirs, core], REPEATS)
     torch.set_num_threads(1)
     try:
-        t_ours_1, t_theirs_1, t_core_1 = best_of([ours, theirs, core])
+        t_ours_1, t_theirs_1, t_core_1 = best_of([ours, theirs, core], REPEATS)
     finally:
         torch.set_num_threads(threads)
     mine = min(t_ours, t_ours_1)

@@ -13,30 +13,17 @@ fuses them).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 from dtaidistance import dtw, dtw_ndim
 
+from benchmarks.interleaved import best_of
 from protocols.metrics.router import DtwCost, dtw_distance
 
 pytestmark = pytest.mark.benchmark
 
 N = 5000
 REPEATS = 5
-
-
-def best_of(funcs: list[Callable[[], float]]) -> list[float]:
-    """The best wall time of each function over ``REPEATS`` interleaved rounds."""
-    times: list[list[float]] = [[] for _ in funcs]
-    for _ in range(REPEATS):
-        for f, t in zip(funcs, times, strict=True):
-            start = time.perf_counter()
-            f()
-            t.append(time.perf_counter() - start)
-    return [min(t) for t in times]
 
 
 @pytest.mark.parametrize(
@@ -61,7 +48,7 @@ def test_dtw_vs_dtaidistance(columns: int, cost: DtwCost, must_win: bool) -> Non
         return dtw_distance(a, b, cost=cost)
 
     assert ours() == theirs()
-    t_ours, t_theirs = best_of([ours, theirs])
+    t_ours, t_theirs = best_of([ours, theirs], REPEATS)
     ratio = t_ours / t_theirs
     print(
         f"\nDTW [{N}, {columns}] x [{N}, {columns}], cost={cost}: streambench {t_ours * 1e3:.1f} ms, "

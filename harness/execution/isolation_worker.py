@@ -209,7 +209,7 @@ def adapter_error(exc: AdapterError) -> dict[str, Any]:
 
 
 def sealed_stream(
-    conn: Connection, header: dict[str, Any], classes: tuple[str, ...], outbox: Outbox | None = None
+    conn: Connection, header: dict[str, Any], classes: tuple[str, ...], outbox: Outbox
 ) -> Stream:
     """A stream whose frames come from the parent one at a time (sealed mode); its labels are all
     False: labels never reach the worker, the parent puts the true ones into the recording."""

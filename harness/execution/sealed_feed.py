@@ -115,7 +115,7 @@ class ParentFeed(SealedFeed):
     ``len()`` is the stream's length (the worker knows it from the header); iterating sends
     :data:`NEXT` and waits for one frame, and :data:`DONE` once the engine asks past the last one."""
 
-    def __init__(self, conn: Connection, num_frames: int, outbox: Outbox | None = None) -> None:
+    def __init__(self, conn: Connection, num_frames: int, outbox: Outbox) -> None:
         self._conn = conn
         self._num_frames = num_frames
         self._outbox = outbox
@@ -124,14 +124,7 @@ class ParentFeed(SealedFeed):
         return self._num_frames
 
     def __iter__(self) -> Iterator[Frame]:
-        conn, outbox = self._conn, self._outbox
-        if outbox is None:
-            for _ in range(self._num_frames):
-                conn.send_bytes(NEXT)
-                yield decode_frame(conn.recv_bytes())
-            conn.send_bytes(DONE)
-            return
-        take = outbox.take  # each request carries the previous frame's output (output_commits.py)
+        conn, take = self._conn, self._outbox.take  # each request carries the previous frame's output
         for _ in range(self._num_frames):
             conn.send_bytes(NEXT + take())
             yield decode_frame(conn.recv_bytes())
