@@ -301,9 +301,18 @@ def host_timing_warnings(online: RunResult) -> list[str]:
         out.extend(host.notes)
     left = online.execution.leftover_processes
     if left:  # issue 25, item 8
-        named = "; ".join(f"{p.pid} {p.name} ({p.command[:80]})" for p in left)
+        named = "; ".join(f"{p.pid} {p.name} ({_middle_cut(p.command, 80)})" for p in left)
         out.append(f"the adapter left {len(left)} process(es) running, ended by the harness: {named}")
     return out
+
+
+def _middle_cut(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters in its middle: a command's head (the program) and its tail (the
+    arguments that tell one process from another) both stay, whatever the length of the paths between."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 3
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 def _sandbox(record: SandboxRecord | None) -> str:
