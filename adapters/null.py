@@ -25,7 +25,14 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
+from streambench.adapters.contract import (
+    AdapterInfo,
+    AdapterOptions,
+    Frame,
+    Prediction,
+    PredictOutput,
+    StreamingAdapter,
+)
 
 __all__ = [
     "BusyWaitAdapter",

@@ -33,8 +33,15 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
-from adapters.torch_module import frame_vector, resolve_modalities
+from streambench.adapters.contract import (
+    AdapterInfo,
+    AdapterOptions,
+    Frame,
+    Prediction,
+    PredictOutput,
+    StreamingAdapter,
+)
+from streambench.adapters.torch_module import frame_vector, resolve_modalities
 
 __all__ = ["ORT_DTYPES", "OnnxAdapter", "OnnxLoadError", "OnnxOptions"]
 

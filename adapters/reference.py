@@ -34,7 +34,7 @@ import torch
 from pydantic import Field
 from torch import nn
 
-from adapters.codebook import (
+from streambench.adapters.codebook import (
     AVE_EVENT_CLASSES,
     CODEBOOK_SEED,
     DEFAULT_INPUT_DIMS,
@@ -43,7 +43,7 @@ from adapters.codebook import (
     default_classes,
     modality_code,
 )
-from adapters.contract import (
+from streambench.adapters.contract import (
     AdapterInfo,
     AdapterOptions,
     Frame,
@@ -67,6 +67,7 @@ __all__ = [
     "default_classes",
     "modality_code",
 ]
+
 
 class ReferenceOptions(AdapterOptions):
     """Options of :class:`CausalReferenceAdapter`. ``classes`` and ``input_dims`` are data-bound."""

@@ -16,56 +16,64 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from adapters.contract import Adapter, AdapterOptions
+from streambench.adapters.contract import Adapter, AdapterOptions
 
 __all__ = ["REGISTRY", "AdapterLoadError", "create_adapter", "resolve"]
 
 REGISTRY: dict[str, str] = {
-    "reference": "adapters.reference:CausalReferenceAdapter",
-    "reference-lookahead": "adapters.reference:LookaheadReferenceAdapter",
+    "reference": "streambench.adapters.reference:CausalReferenceAdapter",
+    "reference-lookahead": "streambench.adapters.reference:LookaheadReferenceAdapter",
     # router hysteresis (seed 001): a soft router with a leaky state, and its wrappers
-    "reference-router": "adapters.router:SoftRouterAdapter",
-    "reference-router-aggregated": "adapters.router:ReferenceAggregatedRouter",
-    "reference-router-hard": "adapters.router:ReferenceHardLabelRouter",
-    "null": "adapters.null:NullAdapter",
-    "busywait": "adapters.null:BusyWaitAdapter",
-    "work": "adapters.null:WorkAdapter",
-    "cuda-sleep": "adapters.null:CudaSleepAdapter",
+    "reference-router": "streambench.adapters.router:SoftRouterAdapter",
+    "reference-router-aggregated": "streambench.adapters.router:ReferenceAggregatedRouter",
+    "reference-router-hard": "streambench.adapters.router:ReferenceHardLabelRouter",
+    "null": "streambench.adapters.null:NullAdapter",
+    "busywait": "streambench.adapters.null:BusyWaitAdapter",
+    "work": "streambench.adapters.null:WorkAdapter",
+    "cuda-sleep": "streambench.adapters.null:CudaSleepAdapter",
     # planted offenders: test fixtures for the causality protocol, each caught by one check
-    "offender-peeking": "adapters.offenders:PeekingAdapter",
-    "offender-offbyone-mask": "adapters.offenders:OffByOneMaskAdapter",
-    "offender-leaky-reset": "adapters.offenders:LeakyResetAdapter",
-    "offender-caching": "adapters.offenders:CachingAdapter",
-    "offender-abstainer": "adapters.offenders.abstainer:AbstainerAdapter",
-    "offender-rebuilder": "adapters.offenders.rebuilder:RebuilderAdapter",
-    "offender-rounding-cache": "adapters.offenders.rounding_cache:RoundingCacheAdapter",
-    "offender-file-reader": "adapters.offenders.file_reader:FileReaderAdapter",  # reads --option path=...
-    "offender-stopped-clock": "adapters.offenders.clock:StoppedClockAdapter",  # timing cheats (issue 24)
-    "offender-late-work": "adapters.offenders.clock:LateWorkAdapter",
-    "offender-reset-work": "adapters.offenders.clock:ResetWorkAdapter",
-    "offender-first-sight": "adapters.offenders.first_sight:FirstSightAdapter",  # honest on a second sight
-    "offender-helper-process": "adapters.offenders.processes:HelperProcessAdapter",  # leaves processes
-    "offender-forker": "adapters.offenders.processes:ForkingAdapter",  # (issue 25)
-    "offender-printer": "adapters.offenders.noisy:PrintingAdapter",  # prints to stdout
-    "offender-lingering-thread": "adapters.offenders.noisy:LingeringThreadAdapter",  # a non-daemon thread
-    "offender-memory-hider": "adapters.offenders.memory:MemoryHiderAdapter",  # under-reports its memory
-    "offender-backdater": "adapters.offenders.backdater:BackdatingAdapter",  # claims zero delay
-    "offender-stack-peeking": "adapters.sneaky:StackPeekingAdapter",
-    "offender-global-leak": "adapters.sneaky:GlobalLeakAdapter",
-    "offender-call-stack": "adapters.sneaky:CallStackAdapter",
-    "faulty": "adapters.faulty:FaultyAdapter",  # planted faults (raise, NaN, shape, hang, exit, segv, leak)
+    "offender-peeking": "streambench.adapters.offenders:PeekingAdapter",
+    "offender-offbyone-mask": "streambench.adapters.offenders:OffByOneMaskAdapter",
+    "offender-leaky-reset": "streambench.adapters.offenders:LeakyResetAdapter",
+    "offender-caching": "streambench.adapters.offenders:CachingAdapter",
+    "offender-abstainer": "streambench.adapters.offenders.abstainer:AbstainerAdapter",
+    "offender-rebuilder": "streambench.adapters.offenders.rebuilder:RebuilderAdapter",
+    "offender-rounding-cache": "streambench.adapters.offenders.rounding_cache:RoundingCacheAdapter",
+    # reads --option path=...
+    "offender-file-reader": "streambench.adapters.offenders.file_reader:FileReaderAdapter",
+    # timing cheats (issue 24)
+    "offender-stopped-clock": "streambench.adapters.offenders.clock:StoppedClockAdapter",
+    "offender-late-work": "streambench.adapters.offenders.clock:LateWorkAdapter",
+    "offender-reset-work": "streambench.adapters.offenders.clock:ResetWorkAdapter",
+    # honest on a second sight
+    "offender-first-sight": "streambench.adapters.offenders.first_sight:FirstSightAdapter",
+    # leaves processes
+    "offender-helper-process": "streambench.adapters.offenders.processes:HelperProcessAdapter",
+    "offender-forker": "streambench.adapters.offenders.processes:ForkingAdapter",  # (issue 25)
+    "offender-printer": "streambench.adapters.offenders.noisy:PrintingAdapter",  # prints to stdout
+    # a non-daemon thread
+    "offender-lingering-thread": "streambench.adapters.offenders.noisy:LingeringThreadAdapter",
+    # under-reports its memory
+    "offender-memory-hider": "streambench.adapters.offenders.memory:MemoryHiderAdapter",
+    "offender-backdater": "streambench.adapters.offenders.backdater:BackdatingAdapter",  # claims zero delay
+    "offender-stack-peeking": "streambench.adapters.sneaky:StackPeekingAdapter",
+    "offender-global-leak": "streambench.adapters.sneaky:GlobalLeakAdapter",
+    "offender-call-stack": "streambench.adapters.sneaky:CallStackAdapter",
+    # planted faults (raise, NaN, shape, hang, exit, segv, leak)
+    "faulty": "streambench.adapters.faulty:FaultyAdapter",
     # generic wrappers (options name the model) and a real third-party streaming model
-    "torch-module": "adapters.torch_module:TorchModuleAdapter",
-    "torchscript": "adapters.torchscript:TorchScriptAdapter",
-    "onnx": "adapters.onnx_runtime:OnnxAdapter",  # extra: streambench[onnx]
-    "silero-vad": "adapters.silero:SileroVadJit",  # extra: streambench[vad]
-    "silero-vad-onnx": "adapters.silero:SileroVadOnnx",  # extra: streambench[vad]
+    "torch-module": "streambench.adapters.torch_module:TorchModuleAdapter",
+    "torchscript": "streambench.adapters.torchscript:TorchScriptAdapter",
+    "onnx": "streambench.adapters.onnx_runtime:OnnxAdapter",  # extra: streambench[onnx]
+    "silero-vad": "streambench.adapters.silero:SileroVadJit",  # extra: streambench[vad]
+    "silero-vad-onnx": "streambench.adapters.silero:SileroVadOnnx",  # extra: streambench[vad]
     # seed 000: TopK sparse encoder, `--option variant=timestep|window` (stability protocol)
-    "topk-encoder": "adapters.topk_encoder:TopKEncoderAdapter",
-    "reference-detector": "adapters.spoof_detector:SpoofDetectorAdapter",  # detection protocol (seed 002)
+    "topk-encoder": "streambench.adapters.topk_encoder:TopKEncoderAdapter",
+    # detection protocol (seed 002)
+    "reference-detector": "streambench.adapters.spoof_detector:SpoofDetectorAdapter",
 }
 """Registered adapters: short name -> ``module:Class``. The ``offender-*`` entries are the planted
-offenders of :mod:`adapters.offenders` (test fixtures, not models), registered so the README's
+offenders of :mod:`streambench.adapters.offenders` (test fixtures, not models), registered so the README's
 demonstration can name them."""
 
 DATA_BOUND_OPTIONS = ("classes", "input_dims")
@@ -88,6 +96,35 @@ def _import_from_cwd(module_name: str) -> Any:
         return importlib.import_module(module_name)
 
 
+_FLOORS = ("adapters", "harness", "protocols")
+
+
+def moved_to(module_name: str | None) -> str | None:
+    """Where a module of streambench's old import path lives now: streambench 0.2 installs its floors
+    under one namespace (``adapters.contract`` -> ``streambench.adapters.contract``, issue 26), so that
+    no top-level name of ours collides with another distribution's (AdapterHub's ``adapters``). None for
+    any other module."""
+    if not module_name or module_name.split(".")[0] not in _FLOORS:
+        return None
+    return f"streambench.{module_name}"
+
+
+def _old_path_error(name: str, module_name: str, exc: ImportError) -> AdapterLoadError | None:
+    """The error for an adapter written against the old import path, naming the new one; None when
+    ``exc`` is about something else."""
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    for old in (module_name, missing):
+        new = moved_to(old)
+        if new is not None:
+            where = "is" if old == module_name else f"imports {old!r}, which is"
+            return AdapterLoadError(
+                f"adapter {name!r}: module {module_name!r} {where} streambench's import path before 0.2; "
+                f"it is now {new!r}. Adapter authors import the contract from the package itself: "
+                "from streambench import StreamingAdapter, Frame, Prediction, AdapterInfo, AdapterOptions"
+            )
+    return None
+
+
 def resolve(name: str) -> type:
     """Return the adapter class for a registry name or a ``module:Class`` path."""
     target = REGISTRY.get(name, name)
@@ -102,6 +139,9 @@ def resolve(name: str) -> type:
     try:
         module = _import_from_cwd(module_name)
     except ImportError as exc:
+        moved = _old_path_error(name, module_name, exc)
+        if moved is not None:
+            raise moved from exc
         raise AdapterLoadError(f"adapter {name!r}: cannot import module {module_name!r}: {exc}") from exc
     except Exception as exc:  # the module's own code failed: a SyntaxError, an error at import time
         raise AdapterLoadError(

@@ -35,7 +35,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from adapters.contract import (
+from streambench.adapters.contract import (
     Adapter,
     AdapterInfo,
     AdapterOptions,

@@ -35,7 +35,14 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field, field_validator
 
-from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
+from streambench.adapters.contract import (
+    AdapterInfo,
+    AdapterOptions,
+    Frame,
+    Prediction,
+    PredictOutput,
+    StreamingAdapter,
+)
 
 __all__ = [
     "DEFAULT_CLASSES",

@@ -1,6 +1,6 @@
 """Planted offenders that cheat through the harness's own process, not through a back door the harness
-fills (issue 15). Test fixtures, not models; like :mod:`adapters.offenders`, each behaves as an honest,
-deterministic per-frame model (``sigmoid(gain * mean of the payloads)``) apart from its one offence:
+fills (issue 15). Test fixtures, not models; like :mod:`streambench.adapters.offenders`, each behaves as an
+honest, deterministic per-frame model (``sigmoid(gain * mean of the payloads)``) apart from its one offence:
 
 * :class:`StackPeekingAdapter` looks for the future where a real cheat would: ``via="stack"`` walks the
   call stack (``sys._getframe``) for a local that is a list of frames holding frame ``t + 1``;
@@ -34,8 +34,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
-from adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
+from streambench.adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
+from streambench.adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
 
 __all__ = ["CallStackAdapter", "GlobalLeakAdapter", "StackPeekingAdapter", "StackPeekingOptions"]
 

@@ -24,7 +24,7 @@ import math
 import numpy as np
 from pydantic import Field, model_validator
 
-from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, StreamingAdapter
+from streambench.adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, StreamingAdapter
 
 __all__ = ["SpoofDetectorAdapter", "SpoofDetectorOptions"]
 

@@ -17,8 +17,8 @@ keeps features alive longer (Jaccard of adjacent frames up, flips down) while de
   Ties are broken towards the lower unit index. The sparse code ``z_t`` is ``c_t`` on the selected
   units and 0 elsewhere.
 * **readout** (causal, no training): the class-signature matched filters of the synthetic data set
-  (the same seeded codebook as ``adapters.reference.class_signature``, rebuilt here because concrete
-  adapters import nothing of ours but the contract; a test asserts they are identical) applied to the
+  (the same seeded codebook as ``streambench.adapters.reference.class_signature``, rebuilt here because
+  concrete adapters import nothing of ours but the contract; a test asserts they are identical) applied to the
   *reconstruction* ``x̂_t = Dᵀ z_t`` of each modality present, averaged over the modalities present,
   integrated by a leaky integrator and turned into class probabilities by a softmax. The scores
   therefore see only what the sparse code keeps, so the event metrics of the same run show whether
@@ -38,18 +38,26 @@ from typing import Annotated, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
+from streambench.adapters.contract import (
+    AdapterInfo,
+    AdapterOptions,
+    Frame,
+    Prediction,
+    PredictOutput,
+    StreamingAdapter,
+)
 
 __all__ = ["TopKEncoderAdapter", "TopKEncoderOptions", "signature"]
 
 _CODEBOOK_SEED = 40_042_018
-"""The synthetic data set's signature codebook seed (``adapters.reference.CODEBOOK_SEED``)."""
+"""The synthetic data set's signature codebook seed (``streambench.adapters.reference.CODEBOOK_SEED``)."""
 _MODALITY_CODES = {"audio": 1, "visual": 2}
 _DEFAULT_DIMS = {"audio": 64, "visual": 128}
 
 
 def signature(class_index: int, dim: int, modality: str) -> np.ndarray:
-    """Unit ``float32[dim]`` signature of a class in a modality: ``adapters.reference.class_signature``."""
+    """Unit ``float32[dim]`` signature of a class in a modality:
+    ``streambench.adapters.reference.class_signature``."""
     code = _MODALITY_CODES.get(modality)
     if code is None:
         code = 1000 + zlib.crc32(modality.encode("utf-8"))

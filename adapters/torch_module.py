@@ -32,7 +32,14 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
+from streambench.adapters.contract import (
+    AdapterInfo,
+    AdapterOptions,
+    Frame,
+    Prediction,
+    PredictOutput,
+    StreamingAdapter,
+)
 
 __all__ = [
     "RESET_METHODS",

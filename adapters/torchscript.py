@@ -2,7 +2,7 @@
 
 ``path`` names a module saved with ``torch.jit.save`` (scripted or traced); it is loaded with
 ``torch.jit.load(path, map_location=device)`` and driven one frame at a time at batch 1, in the same
-two modes as :mod:`adapters.torch_module`:
+two modes as :mod:`streambench.adapters.torch_module`:
 
 - ``mode="state"``: ``forward(x [1, D], state) -> (logits [1, C], new_state)``; the state at the
   start of every stream is ``initial_state()`` when the script exports that method
@@ -20,7 +20,7 @@ a TorchScript archive; a stateful script has a reset method; ``classes`` is know
 ``input_dims`` is known (data-bound), one dry run on a zero frame checks the signature and that ``C``
 scores come out.
 
-The driving itself (modes, dry run, scoring) is :class:`adapters.torch_module.TorchDriven`'s.
+The driving itself (modes, dry run, scoring) is :class:`streambench.adapters.torch_module.TorchDriven`'s.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from adapters.torch_module import DrivenOptions, TorchDriven, bind_mode
+from streambench.adapters.torch_module import DrivenOptions, TorchDriven, bind_mode
 
 __all__ = ["TorchScriptAdapter", "TorchScriptLoadError", "TorchScriptOptions"]
 

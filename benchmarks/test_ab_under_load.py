@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 
 from benchmarks import ab_load as ab
 from benchmarks.ab_load import hog
-from harness.cli import app
+from streambench.harness.cli import app
 
 pytestmark = pytest.mark.benchmark
 __all__ = ["hog"]

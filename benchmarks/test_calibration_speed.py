@@ -1,4 +1,5 @@
-"""ECE with 1000 bins on a million predictions: ``protocols.metrics.calibration.ece`` against torchmetrics.
+"""ECE with 1000 bins on a million predictions: ``streambench.protocols.metrics.calibration.ece`` against
+torchmetrics.
 
 Opt-in (not collected by ``pytest`` alone): ``python -m pytest benchmarks -k calibration -s``.
 torchmetrics is what a user of torch would call (a test and benchmark dependency only, in the ``dev``
@@ -26,7 +27,7 @@ except ImportError:  # pragma: no cover - moved in another torchmetrics version
     _ce_compute = None
 
 from benchmarks.interleaved import best_of
-from protocols.metrics.calibration import ece
+from streambench.protocols.metrics.calibration import ece
 
 pytestmark = pytest.mark.benchmark
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.execution.config import RunConfig
-from harness.runs.causality import execute_causality
-from protocols.causality import CausalityConfig
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.runs.causality import execute_causality
+from streambench.protocols.causality import CausalityConfig
 
 pytestmark = pytest.mark.benchmark
 

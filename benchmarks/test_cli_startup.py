@@ -1,5 +1,5 @@
 """How long the ``streambench`` command takes before it does anything (issue 17: 4–10 s before, because
-``import harness.cli`` imported torch and scipy.stats).
+``import streambench.harness.cli`` imported torch and scipy.stats).
 
 Opt-in: ``python -m pytest benchmarks -s -k startup``. Each round starts, in a random order, a bare
 interpreter (``python -c pass``), ``streambench --help``, ``streambench runs`` (on an empty results

@@ -1,13 +1,14 @@
-"""EER (nearest) and ROC AUC on 10 million scores: ``protocols.metrics.detection`` against scikit-learn.
+"""EER (nearest) and ROC AUC on 10 million scores: ``streambench.protocols.metrics.detection`` against
+scikit-learn.
 
 Opt-in (not collected by ``pytest`` alone): ``python -m pytest benchmarks -k detection -s``.
 The scikit-learn route is what a user would write without us: ``roc_curve(drop_intermediate=False)``
 then the seed-000 §6 rule (argmin |FAR - FRR|, EER = (FAR + FRR) / 2) on its points, and
-``roc_auc_score``. The argmin follows the tie rule documented in ``protocols.metrics.detection.eer``
-(two thresholds equally near FAR = FRR: the lower one), compared exactly on the counts; a plain
-first ``np.argmin`` over scikit-learn's descending thresholds would take the higher one. Both routes
-run on the same inputs, interleaved, ``REPEATS`` times; the best time of each is compared (target:
-ours no slower than scikit-learn) and the results must agree.
+``roc_auc_score``. The argmin follows the tie rule documented in
+``streambench.protocols.metrics.detection.eer`` (two thresholds equally near FAR = FRR: the lower one),
+compared exactly on the counts; a plain first ``np.argmin`` over scikit-learn's descending thresholds would
+take the higher one. Both routes run on the same inputs, interleaved, ``REPEATS`` times; the best time of each
+is compared (target: ours no slower than scikit-learn) and the results must agree.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from protocols.metrics.detection import eer, roc_auc
+from streambench.protocols.metrics.detection import eer, roc_auc
 
 pytestmark = pytest.mark.benchmark
 

@@ -1,4 +1,5 @@
-"""DTW on two series of 5000 points: ``protocols.metrics.router.dtw_distance`` against dtaidistance's C.
+"""DTW on two series of 5000 points: ``streambench.protocols.metrics.router.dtw_distance`` against
+dtaidistance's C.
 
 Opt-in (not collected by ``pytest`` alone): ``python -m pytest benchmarks -k dtw -s``. dtaidistance
 is what a user would call otherwise (a benchmark and test dependency only, in the ``dev`` extra), with
@@ -18,7 +19,7 @@ import pytest
 from dtaidistance import dtw, dtw_ndim
 
 from benchmarks.interleaved import best_of
-from protocols.metrics.router import DtwCost, dtw_distance
+from streambench.protocols.metrics.router import DtwCost, dtw_distance
 
 pytestmark = pytest.mark.benchmark
 

@@ -30,9 +30,9 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from adapters.contract import Frame, Stream
-from adapters.null import NullAdapter
-from harness.execution.engine import Engine, EngineConfig
+from streambench.adapters.contract import Frame, Stream
+from streambench.adapters.null import NullAdapter
+from streambench.harness.execution.engine import Engine, EngineConfig
 
 pytestmark = pytest.mark.benchmark
 

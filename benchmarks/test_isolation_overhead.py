@@ -16,13 +16,13 @@ from multiprocessing.sharedctypes import RawArray
 import numpy as np
 import pytest
 
-from adapters.null import NullAdapter
-from harness.datasets.synthetic import SyntheticConfig, make_streams
-from harness.execution.config import IsolationConfig, RunConfig
-from harness.execution.engine import Engine, EngineConfig
-from harness.execution.isolation import IsolatedEngine
-from harness.execution.isolation_worker import WorkerAdapter
-from harness.execution.setup import build_adapter
+from streambench.adapters.null import NullAdapter
+from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
+from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.engine import Engine, EngineConfig
+from streambench.harness.execution.isolation import IsolatedEngine
+from streambench.harness.execution.isolation_worker import WorkerAdapter
+from streambench.harness.execution.setup import build_adapter
 
 pytestmark = pytest.mark.benchmark
 

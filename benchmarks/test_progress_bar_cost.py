@@ -30,12 +30,12 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from adapters.contract import Frame, PredictOutput, Stream
-from adapters.null import WorkAdapter, WorkOptions
-from harness.cli.run import _BarHook, progress_bar
-from harness.execution.engine import Engine, EngineConfig
-from harness.execution.executor import EngineExecutor, InProcess
-from protocols.base import Plan, PlannedStream
+from streambench.adapters.contract import Frame, PredictOutput, Stream
+from streambench.adapters.null import WorkAdapter, WorkOptions
+from streambench.harness.cli.run import _BarHook, progress_bar
+from streambench.harness.execution.engine import Engine, EngineConfig
+from streambench.harness.execution.executor import EngineExecutor, InProcess
+from streambench.protocols.base import Plan, PlannedStream
 
 pytestmark = pytest.mark.benchmark
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from protocols.metrics.ranking import ranking_metrics
+from streambench.protocols.metrics.ranking import ranking_metrics
 
 pytestmark = pytest.mark.benchmark
 

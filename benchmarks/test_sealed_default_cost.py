@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.datasets.catalog import make_streams, make_warmup_stream
-from harness.datasets.synthetic import SyntheticConfig
-from harness.execution.config import IsolationConfig, RunConfig
-from harness.execution.engine import EngineConfig
-from harness.execution.model_runner import open_runner
+from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.engine import EngineConfig
+from streambench.harness.execution.model_runner import open_runner
 
 pytestmark = pytest.mark.benchmark
 
@@ -90,7 +90,7 @@ def _speech_files(directory: Path) -> Path:
 
 def test_silero_vad_on_speech_like_audio(tmp_path: Path) -> None:
     pytest.importorskip("silero_vad")
-    from harness.datasets.audio_files import AudioFilesConfig
+    from streambench.harness.datasets.audio_files import AudioFilesConfig
 
     config = RunConfig(
         adapter="silero-vad",

@@ -15,10 +15,10 @@ import time
 import numpy as np
 import pytest
 
-from adapters.contract import Frame, Stream
-from adapters.null import NullAdapter
-from adapters.registry import create_adapter
-from harness.execution.engine import Engine, EngineConfig
+from streambench.adapters.contract import Frame, Stream
+from streambench.adapters.null import NullAdapter
+from streambench.adapters.registry import create_adapter
+from streambench.harness.execution.engine import Engine, EngineConfig
 from tests.data.speech_like import SR, recording
 
 pytestmark = pytest.mark.benchmark

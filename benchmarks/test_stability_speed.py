@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter
 
-from protocols.metrics.stability import temporal_stability
+from streambench.protocols.metrics.stability import temporal_stability
 from tests.protocols.metrics.test_stability import (
     seed_compute_flips,
     seed_compute_transient_ratio,

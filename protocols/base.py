@@ -12,7 +12,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from protocols.recording import StreamRecording, StreamRole
+from streambench.protocols.recording import StreamRecording, StreamRole
 
 
 class PlannedStream(BaseModel):

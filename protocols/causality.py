@@ -2,8 +2,9 @@
 "Causality" and "Audits"; seed 004 §6.2.3: occlusion test, gradient flow ``∂y_t/∂x_s = 0`` for ``s > t``).
 
 Pure: nothing here calls a model or reads a clock. The harness runs the variants and hands back
-:class:`~protocols.recording.StreamRecording` objects (or, for gradient flow, the support matrix that
-the probe ``adapters.offenders.sequence_gradient_support`` computes); this module compares them.
+:class:`~streambench.protocols.recording.StreamRecording` objects (or, for gradient flow, the support matrix
+that the probe ``streambench.adapters.offenders.sequence_gradient_support`` computes); this module compares
+them.
 
 Checks, each naming the first offending stream and frame:
 
@@ -29,7 +30,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from protocols.recording import StreamRecording
+from streambench.protocols.recording import StreamRecording
 
 __all__ = [
     "CausalityConfig",

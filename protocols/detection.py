@@ -2,7 +2,7 @@
 
 Seed 002 (``seeds/002_b79c7f066c0f6558.txt``) and seed 000 §6 define the batch evaluation: one score per
 utterance (higher = more likely real), labels 1 = real / 0 = fake, and EER (with its threshold), FAR and
-FRR at a threshold, AUC, F1 and balanced accuracy (:func:`protocols.metrics.detection_metrics`). A
+FRR at a threshold, AUC, F1 and balanced accuracy (:func:`streambench.protocols.metrics.detection_metrics`). A
 streaming detector answers frame by frame, so this protocol adds two steps in front of the seed's metrics
 and one view after them:
 
@@ -30,8 +30,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from protocols.metrics.detection import EERMethod, detection_metrics
-from protocols.recording import StreamRecording
+from streambench.protocols.metrics.detection import EERMethod, detection_metrics
+from streambench.protocols.recording import StreamRecording
 
 __all__ = [
     "NAME",

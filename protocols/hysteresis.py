@@ -14,9 +14,9 @@ Seed 001 (``seeds/001_261c0fd2b5e89637.txt``) measures how a router's per-step d
   area is 0; the area over A1 is 0 for any causal router, so the area measures A2;
 * §4 the entropy of the weights over a mix segment (mean of the per-step entropies).
 
-The metrics are :mod:`protocols.metrics.router`. This module plans the four follow-up experiments of
-the seed (:mod:`protocols.hysteresis_experiments`) and scores their recordings: pure, no model, no
-clock. The weights of a stream are ``StreamRecording.weights`` when the run recorded them, otherwise
+The metrics are :mod:`streambench.protocols.metrics.router`. This module plans the four follow-up experiments
+of the seed (:mod:`streambench.protocols.hysteresis_experiments`) and scores their recordings: pure, no model,
+no clock. The weights of a stream are ``StreamRecording.weights`` when the run recorded them, otherwise
 its scores (the class probabilities, for an adapter that gives no weights); per frame, the latest
 row emitted at or before that frame (a uniform row before the first one).
 """
@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from protocols.hysteresis_experiments import (
+from streambench.protocols.hysteresis_experiments import (
     ARMS,
     EXPERIMENTS,
     Arm,
@@ -39,8 +39,14 @@ from protocols.hysteresis_experiments import (
     plan,
     summarise,
 )
-from protocols.metrics.router import DtwCost, hysteresis_area, return_gap, switch_lag, weight_entropy
-from protocols.recording import StreamRecording
+from streambench.protocols.metrics.router import (
+    DtwCost,
+    hysteresis_area,
+    return_gap,
+    switch_lag,
+    weight_entropy,
+)
+from streambench.protocols.recording import StreamRecording
 
 __all__ = [
     "ARMS",

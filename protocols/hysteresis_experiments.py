@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from protocols.hysteresis import HysteresisConfig
+    from streambench.protocols.hysteresis import HysteresisConfig
 
 __all__ = ["ARMS", "EXPERIMENTS", "Arm", "Experiment", "PlannedStream", "Row", "plan", "summarise"]
 

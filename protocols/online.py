@@ -29,8 +29,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from protocols.base import Executor, Plan, PlannedStream
-from protocols.metrics import (
+from streambench.protocols.base import Executor, Plan, PlannedStream
+from streambench.protocols.metrics import (
     MacroClasses,
     apply_thresholds,
     apply_top_k,
@@ -41,12 +41,12 @@ from protocols.metrics import (
     select_in_window,
     tune_class_thresholds,
 )
-from protocols.online_headline import Headline, failure_warnings, make_headline
-from protocols.online_speed import SpeedFigures, speed_figures
-from protocols.online_units import ANY_DELAY, MODES, Mode, Tally, failed_tally, segments, windows
-from protocols.pacing import PacingPolicy, paced_emit_times
-from protocols.recording import FailedStream, StreamRecording, StreamRole
-from protocols.session_audit import SessionAuditConfig
+from streambench.protocols.online_headline import Headline, failure_warnings, make_headline
+from streambench.protocols.online_speed import SpeedFigures, speed_figures
+from streambench.protocols.online_units import ANY_DELAY, MODES, Mode, Tally, failed_tally, segments, windows
+from streambench.protocols.pacing import PacingPolicy, paced_emit_times
+from streambench.protocols.recording import FailedStream, StreamRecording, StreamRole
+from streambench.protocols.session_audit import SessionAuditConfig
 
 NAME = "online"
 Unit = Literal["frame", "segment", "frame_replay", "frame_paced"]

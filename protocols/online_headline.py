@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
-from protocols.metrics.bootstrap import Interval, bootstrap_micro_f1, bootstrap_ratio, spread
-from protocols.online_speed import measured_latency
-from protocols.online_units import Tally
-from protocols.recording import FailedStream, StreamRecording
+from streambench.protocols.metrics.bootstrap import Interval, bootstrap_micro_f1, bootstrap_ratio, spread
+from streambench.protocols.online_speed import measured_latency
+from streambench.protocols.online_units import Tally
+from streambench.protocols.recording import FailedStream, StreamRecording
 
 __all__ = ["Headline", "failure_warnings", "make_headline"]
 
@@ -42,7 +42,7 @@ def make_headline(
     spread_warning: float,
 ) -> Headline:
     """Intervals over streams: the F1's over the measured test streams (``recs``, their ``tallies``)
-    and the failed ones (``failed``, tallies of :func:`protocols.online_units.failed_tally`), the
+    and the failed ones (``failed``, tallies of :func:`streambench.protocols.online_units.failed_tally`), the
     latency's and the RTF's over the measured ones; a warning when latencies spread widely."""
     n, level = resamples, confidence
     f1 = []

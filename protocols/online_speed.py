@@ -11,9 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
-from protocols.metrics import LatencySummary, latency_summary, rtf
-from protocols.pacing import PacingPolicy, recording_timeline
-from protocols.recording import StreamRecording
+from streambench.protocols.metrics import LatencySummary, latency_summary, rtf
+from streambench.protocols.pacing import PacingPolicy, recording_timeline
+from streambench.protocols.recording import StreamRecording
 
 
 class StageRow(BaseModel):

@@ -6,9 +6,9 @@ units of one stream (or of several, summed), how many were answered correctly an
 prediction inside the window. :func:`windows` lists the keys of a unit.
 
 **Failed streams are scored as answered wrongly, never dropped.** A stream the adapter failed on
-(:class:`~protocols.recording.FailedStream`: it raised, broke the contract, hung or crashed) counts in
-every accuracy and F1 figure with every unit of it — frames, segments, at every Δt, in both modes, in
-the offline view — answered with the *complement* of its reference label set: each class present in
+(:class:`~streambench.protocols.recording.FailedStream`: it raised, broke the contract, hung or crashed)
+counts in every accuracy and F1 figure with every unit of it — frames, segments, at every Δt, in both modes,
+in the offline view — answered with the *complement* of its reference label set: each class present in
 the reference is a false negative, each absent class a false positive, and the unit is never correct
 (:func:`failed_tally`). No prediction of it is kept (the engine and the worker do not return a partial
 stream), so frames it finished before failing count as wrong too.
@@ -30,8 +30,8 @@ from typing import Literal
 
 import numpy as np
 
-from protocols.metrics import ClassCounts, class_counts, segment_labels, window_bound_ns
-from protocols.recording import FailedStream, StreamRecording
+from streambench.protocols.metrics import ClassCounts, class_counts, segment_labels, window_bound_ns
+from streambench.protocols.recording import FailedStream, StreamRecording
 
 __all__ = ["ANY_DELAY", "MODES", "Key", "Mode", "Tally", "failed_tally", "segments", "windows"]
 
@@ -66,7 +66,7 @@ class Tally:
 def windows(unit: str, deltas_ms: Sequence[float]) -> list[tuple[str, Mode, float, int | None]]:
     """(key name, mode, Δt in ms, window in ns or None) of every figure of a unit: each mode at each Δt,
     and for frames and segments the offline view (any delay). The window is the largest recorded delay
-    that counts, :func:`~protocols.metrics.delay.window_bound_ns` (Δt): Δt plus the 1 ns rounding
+    that counts, :func:`~streambench.protocols.metrics.delay.window_bound_ns` (Δt): Δt plus the 1 ns rounding
     tolerance of protocols/metrics/delay.py, so that a delay of whole frames at 24, 29.97, 30 or 60 fps
     (not a whole number of ns) is not lost to rounding."""
     found: list[tuple[str, Mode, float, int | None]] = [

@@ -30,8 +30,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import BoolArray, IntArray, check_int, check_int_vector
-from protocols.recording import StreamRecording
+from streambench.protocols.metrics.checks import BoolArray, IntArray, check_int, check_int_vector
+from streambench.protocols.recording import StreamRecording
 
 __all__ = [
     "NOT_EMITTED_NS",

@@ -224,7 +224,6 @@ def _count(arrays: Mapping[str, np.ndarray], key: str, stream_id: str) -> int:
     return int(value)
 
 
-
 def _host_timing(
     arrays: Mapping[str, np.ndarray], prefix: str, stream_id: str
 ) -> tuple[np.ndarray | None, list[int | None]]:

@@ -19,10 +19,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from protocols.online import OnlineConfig, OnlineScore
-from protocols.online import score as score_online
-from protocols.perturbations import AudioDelay, Jitter, MissingModality, Perturbation, describe
-from protocols.recording import FailedStream, StreamRecording
+from streambench.protocols.online import OnlineConfig, OnlineScore
+from streambench.protocols.online import score as score_online
+from streambench.protocols.perturbations import AudioDelay, Jitter, MissingModality, Perturbation, describe
+from streambench.protocols.recording import FailedStream, StreamRecording
 
 NAME = "robustness"
 Axis = Literal["clean", "missing", "audio_delay", "jitter"]

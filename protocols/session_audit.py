@@ -27,8 +27,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from protocols.causality import CheckResult, compare_prefix, compare_recordings
-from protocols.recording import StreamRecording
+from streambench.protocols.causality import CheckResult, compare_prefix, compare_recordings
+from streambench.protocols.recording import StreamRecording
 
 __all__ = [
     "AuditVariant",

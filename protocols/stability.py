@@ -9,11 +9,12 @@ the recordings), per test stream and over all of them:
   ``frames_without_features``). For a model that labels each frame once as it arrives this is simply the
   emitted rows in order;
 * ``feature_kind="indices"``: each row holds the ``K`` active feature indices (a TopK code), turned into
-  the boolean activity by :func:`protocols.metrics.stability.topk_to_active`; ``K`` is the row length;
-  ``"active"``: each row is an activation vector over the dictionary (bool, or numbers: active where
+  the boolean activity by :func:`streambench.protocols.metrics.stability.topk_to_active`; ``K`` is the row
+  length; ``"active"``: each row is an activation vector over the dictionary (bool, or numbers: active where
   ``> threshold``, the seed's ``sparse_features > 0``), ``K`` is ``k`` when given, else the largest
   number of active features of any frame;
-* the metrics are :func:`protocols.metrics.stability.temporal_stability` — §1 Jaccard of adjacent frames,
+* the metrics are :func:`streambench.protocols.metrics.stability.temporal_stability` — §1 Jaccard of adjacent
+  frames,
   §2 lifetime in both conventions (``runs``: mean over activation runs, the seed's code, and
   ``per_feature``: mean over features of their mean run, the seed's worked steps), §3 transient ratio,
   §4 turnover (new features / K), §5 flips;
@@ -22,8 +23,9 @@ the recordings), per test stream and over all of them:
   lifetime pools a feature's runs over the streams);
 * the relation of "指标之间的关系 / 数学关系" 1, ``Flips ≈ 2K(1 − Jaccard)``, per stream and overall:
   the measured flips against ``2K(1 − J)`` (an upper bound for frames of at most ``K`` features,
-  :func:`~protocols.metrics.stability.flips_jaccard_bound`) and against ``2K(1 − J)/(1 + J)`` (exact
-  per step when every frame has exactly ``K``, :func:`~protocols.metrics.stability.flips_from_jaccard`).
+  :func:`~streambench.protocols.metrics.stability.flips_jaccard_bound`) and against ``2K(1 − J)/(1 + J)``
+  (exact per step when every frame has exactly ``K``,
+  :func:`~streambench.protocols.metrics.stability.flips_from_jaccard`).
 
 Streams with fewer than two feature rows have no adjacent pair: listed in ``skipped``, not scored.
 """
@@ -37,7 +39,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from protocols.metrics.stability import (
+from streambench.protocols.metrics.stability import (
     EmptyJaccard,
     activation_runs,
     flips_from_jaccard,
@@ -45,7 +47,7 @@ from protocols.metrics.stability import (
     temporal_stability,
     topk_to_active,
 )
-from protocols.recording import StreamRecording
+from streambench.protocols.recording import StreamRecording
 
 NAME = "stability"
 FeatureKind = Literal["indices", "active"]

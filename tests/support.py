@@ -11,7 +11,7 @@ from typing import Literal
 
 import numpy as np
 
-from adapters.contract import (
+from streambench.adapters.contract import (
     AdapterInfo,
     AdapterOptions,
     Frame,

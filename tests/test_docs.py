@@ -203,7 +203,7 @@ def _documented(name: str) -> bool:
 
 def _registered_key_forms() -> list[str]:
     """Every protocol's headline keys as it writes them for ``--fail-on`` ("f1@<Δt>ms, frame_acc, ...")."""
-    from harness.runs import registry
+    from streambench.harness.runs import registry
 
     forms = []
     for protocol in registry.protocols():
@@ -214,7 +214,7 @@ def _registered_key_forms() -> list[str]:
 
 
 def _stability_keys() -> list[str]:
-    from harness.runs.stability import headline_figures
+    from streambench.harness.runs.stability import headline_figures
 
     overall = SimpleNamespace(jaccard=0.5, flips=1.0, lifetime_runs=2.0, transient_ratio=0.1, num_frames=9)
     result = SimpleNamespace(
@@ -225,7 +225,7 @@ def _stability_keys() -> list[str]:
 
 
 def _detection_keys() -> list[str]:
-    from harness.runs.detection import headline_figures
+    from streambench.harness.runs.detection import headline_figures
 
     metrics = SimpleNamespace(eer=0.1, auc=0.9, f1=0.8, balanced_accuracy=0.85)
     report = SimpleNamespace(
@@ -241,7 +241,7 @@ def _causality_checks() -> list[str]:
         source = path.read_text(encoding="utf-8")
         names |= set(re.findall(r"\bname=\"([a-z_]+)\"", source))
         names |= set(re.findall(r"_guarded\(\(\"([a-z_]+)\"", source))
-    from harness.runs.causality_sequence import SEQUENCE_CHECKS
+    from streambench.harness.runs.causality_sequence import SEQUENCE_CHECKS
 
     return sorted(names | set(SEQUENCE_CHECKS))
 
@@ -254,10 +254,10 @@ def test_every_headline_key_is_defined_in_the_metrics_page() -> None:
 
 
 def test_every_concrete_headline_key_is_defined_in_the_metrics_page(tmp_path: Path) -> None:
-    from harness.execution.config import RunConfig
-    from harness.runs.catalog import load_headline
-    from harness.runs.session import execute_run
-    from protocols.robustness import Axis
+    from streambench.harness.execution.config import RunConfig
+    from streambench.harness.runs.catalog import load_headline
+    from streambench.harness.runs.session import execute_run
+    from streambench.protocols.robustness import Axis
 
     config = RunConfig.model_validate(
         {
@@ -283,15 +283,15 @@ def test_every_concrete_headline_key_is_defined_in_the_metrics_page(tmp_path: Pa
 def test_every_metric_field_of_the_result_schema_is_defined_in_the_metrics_page() -> None:
     """The fields a user reads in result.json and the other result files: the online headline, curves,
     latency, timeline and resource blocks, and the other protocols' figures."""
-    from harness.results.files import ResourceRecord
-    from harness.results.quality import MeasurementQuality
-    from protocols.detection import HeardPoint, OperatingPoint
-    from protocols.hysteresis_experiments import Row
-    from protocols.metrics import LatencySummary
-    from protocols.online import CurvePoint, Headline
-    from protocols.online_speed import ReplayFigures, SpeedFigures
-    from protocols.robustness import PointResult
-    from protocols.stability import FlipsRelation, StabilityFigures
+    from streambench.harness.results.files import ResourceRecord
+    from streambench.harness.results.quality import MeasurementQuality
+    from streambench.protocols.detection import HeardPoint, OperatingPoint
+    from streambench.protocols.hysteresis_experiments import Row
+    from streambench.protocols.metrics import LatencySummary
+    from streambench.protocols.online import CurvePoint, Headline
+    from streambench.protocols.online_speed import ReplayFigures, SpeedFigures
+    from streambench.protocols.robustness import PointResult
+    from streambench.protocols.stability import FlipsRelation, StabilityFigures
 
     models = [
         Headline,

@@ -14,6 +14,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = ("adapters", "protocols", "harness")
+"""The three floors, installed as streambench.adapters, streambench.protocols and streambench.harness."""
+
+
+def _floor(module: str) -> str | None:
+    """The floor a module name belongs to (``streambench.harness.cli`` -> ``harness``); ``streambench``
+    itself, the public API above all three floors, counts as the top floor."""
+    parts = module.split(".")
+    if parts[0] != "streambench":
+        return None
+    return parts[1] if len(parts) > 1 and parts[1] in OURS else "streambench"
 
 
 def _imports(path: Path) -> set[str]:
@@ -35,25 +45,28 @@ def _modules(package: str) -> list[Path]:
     "path", _modules("protocols") + _modules("adapters"), ids=lambda p: str(p.relative_to(ROOT))
 )
 def test_lower_floors_never_import_harness(path: Path) -> None:
-    assert not {m for m in _imports(path) if m.split(".")[0] == "harness"}
+    assert not {m for m in _imports(path) if _floor(m) in ("harness", "streambench")}
 
 
 @pytest.mark.parametrize("path", _modules("adapters"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_adapters_import_only_the_contract(path: Path) -> None:
     # (the registry reaches concrete adapters only through importlib, by name, at run time)
-    ours = {m for m in _imports(path) if m.split(".")[0] in OURS}
-    allowed = {"adapters.contract", "adapters.codebook"}  # the codebook: data and models share it
+    ours = {m for m in _imports(path) if _floor(m) is not None}
+    # the codebook: data and models share it
+    allowed = {"streambench.adapters.contract", "streambench.adapters.codebook"}
     if path.name in ("torchscript.py", "onnx_runtime.py"):  # wrappers share the torch-module driver
-        allowed.add("adapters.torch_module")
-    if path.name == "sneaky.py" or path.parent.name == "offenders":  # more planted offenders, on the
-        allowed.add("adapters.offenders")  # offenders' honest model (adapters/offenders/__init__.py)
+        allowed.add("streambench.adapters.torch_module")
+    # more planted offenders, on the offenders' honest model (adapters/offenders/__init__.py)
+    if path.name == "sneaky.py" or path.parent.name == "offenders":
+        allowed.add("streambench.adapters.offenders")
     assert ours <= allowed, f"{path.name} imports {sorted(ours)}"
 
 
 @pytest.mark.parametrize("path", _modules("protocols/metrics"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_metrics_are_pure_numpy(path: Path) -> None:
-    imported = {m.split(".")[0] for m in _imports(path)}
-    assert not imported & {"torch", "os", "io", "pathlib", "json", "time", "harness", "adapters"}
+    imported = {_floor(m) or m.split(".")[0] for m in _imports(path)}
+    forbidden = {"torch", "os", "io", "pathlib", "json", "time", "harness", "adapters", "streambench"}
+    assert not imported & forbidden
     source = path.read_text()
     assert "open(" not in source
 
@@ -121,7 +134,7 @@ ROOMS: dict[str, int] = {
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return ".".join(["streambench", *(parts[:-1] if parts[-1] == "__init__" else parts)])
 
 
 HARNESS = {_module_name(p): p for p in _modules("harness")}
@@ -195,12 +208,12 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _room(module: str) -> str | None:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else None
+    parts = module.split(".")  # streambench.harness.<room>...
+    return parts[2] if len(parts) > 2 else None
 
 
 def test_every_harness_module_lives_in_a_room() -> None:
-    loose = sorted(m for m in HARNESS if m != "harness" and _room(m) not in ROOMS)
+    loose = sorted(m for m in HARNESS if m != "streambench.harness" and _room(m) not in ROOMS)
     assert not loose, f"modules outside the rooms of ROOMS: {loose}"
 
 
@@ -212,11 +225,14 @@ def test_the_cycle_check_finds_a_planted_cycle(tmp_path: Path) -> None:
     """The check can fail: two modules that import each other, one of them from inside a function."""
     planted = tmp_path / "harness" / "results"
     planted.mkdir(parents=True)
-    (planted / "a.py").write_text("from harness.results import b\n")
-    (planted / "b.py").write_text("def f():\n    from harness.results.a import x\n")
-    known = {"harness.results.a": planted / "a.py", "harness.results.b": planted / "b.py"}
+    (planted / "a.py").write_text("from streambench.harness.results import b\n")
+    (planted / "b.py").write_text("def f():\n    from streambench.harness.results.a import x\n")
+    known = {
+        "streambench.harness.results.a": planted / "a.py",
+        "streambench.harness.results.b": planted / "b.py",
+    }
     assert _cycles({n: _harness_edges(p, known, n) - {n} for n, p in known.items()}) == [
-        ["harness.results.a", "harness.results.b"]
+        ["streambench.harness.results.a", "streambench.harness.results.b"]
     ]
 
 
@@ -234,7 +250,7 @@ def test_rooms_import_only_rooms_below(name: str) -> None:
 
 
 def test_the_registry_names_only_modules_of_its_own_room() -> None:
-    from harness.runs.registry import BUILT_IN
+    from streambench.harness.runs.registry import BUILT_IN
 
     for name, target in BUILT_IN.items():
         module, _, cls = target.partition(":")
@@ -259,7 +275,7 @@ GENERIC += [ROOT / "harness/report/bundle.py"]
 def test_the_code_that_iterates_the_registry_names_no_protocol(path: Path) -> None:
     """The CLI, the sweep, the store, compare and the report reach the protocols through the registry
     only: no string in their code is a protocol's name (docstrings and messages may mention them)."""
-    from harness.runs.registry import BUILT_IN
+    from streambench.harness.runs.registry import BUILT_IN
 
     named = sorted(
         {
@@ -272,13 +288,14 @@ def test_the_code_that_iterates_the_registry_names_no_protocol(path: Path) -> No
 
 
 def test_the_cli_starts_without_torch_or_scipy() -> None:
-    """Issue 17: every command paid 4-10 s of start-up (`import harness.cli` imported torch through the
-    data set and scipy.stats through compare). A fresh interpreter imports the CLI and none of them, nor
-    numpy or pydantic (each command imports the machinery it runs): `--help` costs typer and rich."""
+    """Issue 17: every command paid 4-10 s of start-up (`import streambench.harness.cli` imported torch
+    through the data set and scipy.stats through compare). A fresh interpreter imports the CLI and none of
+    them, nor numpy or pydantic (each command imports the machinery it runs): `--help` costs typer and
+    rich."""
     import subprocess
     import sys
 
     heavy = "{'torch', 'scipy.stats', 'numpy', 'pydantic'}"
-    code = f"import sys, harness.cli; print(sorted({heavy} & set(sys.modules)))"
+    code = f"import sys, streambench.harness.cli; print(sorted({heavy} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.strip() == "[]", done.stdout

@@ -25,7 +25,7 @@ evenly over classes ``1 .. C-1`` and class 0 (background) takes the rest.
 
 :func:`sequence_gradient_support` is the gradient-flow probe (it runs a model, so it lives here and
 not in ``protocols/``; the harness will call it): it returns which inputs ``x_s`` each sampled output
-``y_t`` depends on, for ``protocols.causality.judge_gradient`` to judge.
+``y_t`` depends on, for ``streambench.protocols.causality.judge_gradient`` to judge.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from adapters.contract import (
+from streambench.adapters.contract import (
     AdapterInfo,
     AdapterOptions,
     Frame,

@@ -2,8 +2,8 @@
 item 5).
 
 :class:`AbstainerAdapter` is the offenders' honest per-frame model (``sigmoid(gain * feature)``, see
-:mod:`adapters.offenders`), except that it looks at the first frame of each stream (the first after
-``reset_state()``) and raises ``RuntimeError`` when that frame's feature is below ``abstain_below``: a
+:mod:`streambench.adapters.offenders`), except that it looks at the first frame of each stream (the first
+after ``reset_state()``) and raises ``RuntimeError`` when that frame's feature is below ``abstain_below``: a
 cheap guess that it is about to be wrong on this stream. Where the guess is good, leaving a failed stream
 out of the figures would raise its F1 above the same model's honest F1 (``abstain_below=None``), at no
 cost. streambench scores a failed stream as answered wrongly on every frame (protocols/online_units.py),
@@ -19,8 +19,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
-from adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
+from streambench.adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
+from streambench.adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
 
 __all__ = ["AbstainerAdapter", "AbstainerOptions"]
 

@@ -2,8 +2,8 @@
 each prediction was emitted must not be the worker's word).
 
 :class:`BackdatingAdapter` is an honest look-ahead model: at frame ``t`` it emits the offenders'
-per-frame answer (``sigmoid(gain * feature)``, see :mod:`adapters.offenders`) for frame ``t - lag``,
-declared with ``refers_to = t - lag``: a delay of ``lag`` frames, which Acc@Δt / F1@Δt charge it for.
+per-frame answer (``sigmoid(gain * feature)``, see :mod:`streambench.adapters.offenders`) for frame ``t -
+lag``, declared with ``refers_to = t - lag``: a delay of ``lag`` frames, which Acc@Δt / F1@Δt charge it for.
 With ``backdate=True`` it also replaces, in its own process, the engine's ``run_stream`` with one that
 rewrites each recording so that every prediction appears emitted at the frame it labels (zero delay),
 its scores unchanged. It looks the engine's module up in ``sys.modules`` (it imports nothing of the
@@ -22,12 +22,12 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
-from adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
+from streambench.adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
+from streambench.adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
 
 __all__ = ["BackdatingAdapter", "BackdatingOptions"]
 
-_ENGINE = "harness.execution.engine"
+_ENGINE = "streambench.harness.execution.engine"
 
 
 class BackdatingOptions(OffenderOptions):

@@ -1,7 +1,7 @@
 """Planted offenders against the worker's own clock (issue 24, item 4: "Latency is measured by the
 process being measured"). Test fixtures, not models: each computes the honest per-frame model of
-:mod:`adapters.offenders` (``sigmoid(gain * feature)``, the same outputs as an honest run) and pays
-``work_us`` of busy work per frame, but hides that cost from the clock its own process reads:
+:mod:`streambench.adapters.offenders` (``sigmoid(gain * feature)``, the same outputs as an honest run) and
+pays ``work_us`` of busy work per frame, but hides that cost from the clock its own process reads:
 
 * :class:`StoppedClockAdapter` replaces ``time.perf_counter_ns`` in its process with a clock that
   advances 1 ns per read (the engine's clock, looked up when a stream starts), and does its work
@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
-from adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
+from streambench.adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
+from streambench.adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
 
 __all__ = [
     "ClockOffenderOptions",

@@ -24,8 +24,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
-from adapters.offenders import OffenderOptions, _OffenderBase, _two_class_scores, frame_feature
+from streambench.adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
+from streambench.adapters.offenders import OffenderOptions, _OffenderBase, _two_class_scores, frame_feature
 
 __all__ = ["FileReaderAdapter", "FileReaderOptions"]
 

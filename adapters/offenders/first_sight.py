@@ -1,9 +1,9 @@
 """A planted offender against audits run apart from the scored streams (issue 24, item 6: "an adapter
 can only pass the audit by behaving honestly on the scored streams too"). Test fixture, not a model.
 
-:class:`FirstSightAdapter` is the honest per-frame model of :mod:`adapters.offenders` on any stream it
-has seen before (by a hash of the stream's first frame) and adds ``boost`` to its event score on a stream
-it sees for the first time. An audit that replays streams afterwards, or on a fresh instance, sees an
+:class:`FirstSightAdapter` is the honest per-frame model of :mod:`streambench.adapters.offenders` on any
+stream it has seen before (by a hash of the stream's first frame) and adds ``boost`` to its event score on a
+stream it sees for the first time. An audit that replays streams afterwards, or on a fresh instance, sees an
 honest model; the scored run was boosted. Interleaved in the session, a replayed or occluded copy and
 its scored stream are a first and a second sight, in either order: they differ, and the audit says so.
 """
@@ -16,8 +16,8 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
-from adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
+from streambench.adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
+from streambench.adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
 
 __all__ = ["FirstSightAdapter", "FirstSightOptions"]
 

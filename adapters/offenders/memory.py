@@ -2,8 +2,8 @@
 figure must live outside the adapter's reach).
 
 :class:`MemoryHiderAdapter` is the offenders' honest per-frame model (``sigmoid(gain * feature)``, see
-:mod:`adapters.offenders`) that holds ``hold_mb`` MiB of touched memory from its construction on, and
-replaces, in its own process, the function through which a worker reports its peak resident set with
+:mod:`streambench.adapters.offenders`) that holds ``hold_mb`` MiB of touched memory from its construction on,
+and replaces, in its own process, the function through which a worker reports its peak resident set with
 one that answers 1 byte; it also tries to reset the kernel's high-water mark of its process
 (``/proc/self/clear_refs``), which the sealed worker's sandbox refuses. It looks the worker's module up
 in ``sys.modules`` (it imports nothing of the harness). A harness that took the worker's word would
@@ -19,12 +19,12 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
-from adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
+from streambench.adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
+from streambench.adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
 
 __all__ = ["MemoryHiderAdapter", "MemoryHiderOptions"]
 
-_REPORTER = "harness.execution.isolation_worker"
+_REPORTER = "streambench.harness.execution.isolation_worker"
 """The worker module whose ``peak_rss_bytes`` this offender replaces."""
 
 

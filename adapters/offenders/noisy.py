@@ -1,5 +1,5 @@
 """Planted offenders against the command line's own channels (issue 25, items 10 and 11). Test fixtures,
-not models: each is the honest per-frame model of :mod:`adapters.offenders` plus one bad habit.
+not models: each is the honest per-frame model of :mod:`streambench.adapters.offenders` plus one bad habit.
 
 * :class:`PrintingAdapter` prints to standard output when built and on every ``predict()``, through
   ``print`` (Python's ``sys.stdout``) and straight to file descriptor 1 (as a C library would): the JSON
@@ -14,8 +14,8 @@ import os
 import threading
 from typing import ClassVar
 
-from adapters.contract import Frame, Prediction, PredictOutput
-from adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
+from streambench.adapters.contract import Frame, Prediction, PredictOutput
+from streambench.adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
 
 __all__ = ["LingeringThreadAdapter", "PrintingAdapter"]
 

@@ -1,7 +1,7 @@
 """Planted offenders that start processes and never end them (issue 25, item 8). Test fixtures, not models.
 
-Each is the honest per-frame model of :mod:`adapters.offenders` (``sigmoid(gain * feature)``) that, once
-built, leaves a process running that it never ends:
+Each is the honest per-frame model of :mod:`streambench.adapters.offenders` (``sigmoid(gain * feature)``)
+that, once built, leaves a process running that it never ends:
 
 * :class:`HelperProcessAdapter` starts a helper interpreter (``subprocess.Popen``) that sleeps for
   ``lifetime_s``; its command line ends with ``tag``;
@@ -25,8 +25,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
-from adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
+from streambench.adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
+from streambench.adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
 
 __all__ = ["ForkingAdapter", "HelperProcessAdapter", "ProcessOptions"]
 

@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
-from adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
+from streambench.adapters.contract import AdapterOptions, Frame, Prediction, PredictOutput
+from streambench.adapters.offenders import OffenderOptions, _OffenderBase, frame_feature
 
 __all__ = ["RebuilderAdapter", "RebuilderOptions", "frame_fingerprint"]
 

@@ -1,10 +1,10 @@
 """OFFENDER (caching audit): a cache that forgives small input differences (issue 24, item 4).
 
-:class:`RoundingCacheAdapter` is :class:`~adapters.offenders.CachingAdapter` with another key: the
+:class:`RoundingCacheAdapter` is :class:`~streambench.adapters.offenders.CachingAdapter` with another key: the
 payloads rounded to ``decimals`` places (3 by default) before hashing, so a payload a few ulps away from
 one already seen is a hit. A control that differs from the repeated stream by one ulp is therefore served
 from the cache as fast as the repeat, and a caching audit built on such a control passes it; the audit's
-unseen control (other content, :mod:`harness.runs.causality_caching`) is a miss, and catches it.
+unseen control (other content, :mod:`streambench.harness.runs.causality_caching`) is a miss, and catches it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from adapters.contract import AdapterOptions
-from adapters.offenders import CachingAdapter, CachingOptions
+from streambench.adapters.contract import AdapterOptions
+from streambench.adapters.offenders import CachingAdapter, CachingOptions
 
 __all__ = ["RoundingCacheAdapter", "RoundingCacheOptions"]
 
@@ -36,11 +36,11 @@ class RoundingCacheOptions(CachingOptions):
 class RoundingCacheAdapter(CachingAdapter):
     """OFFENDER (caching audit): memoises scores per *rounded* payload, across streams and resets.
 
-    Like :class:`~adapters.offenders.CachingAdapter` (a miss busy-waits ``miss_cost_ms``, a hit returns at
-    once, ``reset_state()`` keeps the cache, ``cache_share`` keeps only a share of the keys), but the key
-    hashes every numeric payload rounded to ``decimals`` places (names, dtypes and shapes included, ``-0``
-    folded into ``0``): inputs closer than about ``10**-decimals`` share a key. The scores it returns on a
-    hit are those of the payload that filled the entry, within that tolerance of the right ones.
+    Like :class:`~streambench.adapters.offenders.CachingAdapter` (a miss busy-waits ``miss_cost_ms``, a hit
+    returns at once, ``reset_state()`` keeps the cache, ``cache_share`` keeps only a share of the keys), but
+    the key hashes every numeric payload rounded to ``decimals`` places (names, dtypes and shapes included,
+    ``-0`` folded into ``0``): inputs closer than about ``10**-decimals`` share a key. The scores it returns
+    on a hit are those of the payload that filled the entry, within that tolerance of the right ones.
     """
 
     Options: ClassVar[type[AdapterOptions]] = RoundingCacheOptions

@@ -32,10 +32,10 @@ from typing import Annotated  # noqa: E402
 
 import typer  # noqa: E402
 
-from harness.cli import ab, data, report, results, run, sweep, system  # noqa: E402
-from harness.cli.common import set_debug  # noqa: E402
-from harness.cli.hygiene import adopt_orphans, leave  # noqa: E402
-from harness.cli.score import score_app  # noqa: E402
+from streambench.harness.cli import ab, data, report, results, run, sweep, system  # noqa: E402
+from streambench.harness.cli.common import set_debug  # noqa: E402
+from streambench.harness.cli.hygiene import adopt_orphans, leave  # noqa: E402
+from streambench.harness.cli.score import score_app  # noqa: E402
 
 __all__ = ["app", "main"]
 
@@ -72,9 +72,9 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
 
 def main() -> None:
     """The ``streambench`` entry point. SIGTERM is Ctrl-C from here on: a run in its measured window
-    writes a partial result (harness.execution.executor.interrupt_on_sigterm), while scoring it finishes
-    the result first (defer_signals), elsewhere the command ends with exit code 130 and a word. What a
-    model leaves behind does not outlive the command, nor keep it from exiting (harness/cli/hygiene.py)."""
+    writes a partial result (streambench.harness.execution.executor.interrupt_on_sigterm), while scoring it
+    finishes the result first (defer_signals), elsewhere the command ends with exit code 130 and a word. What
+    a model leaves behind does not outlive the command, nor keep it from exiting (harness/cli/hygiene.py)."""
     signal.signal(signal.SIGTERM, _terminated)
     adopt_orphans()
     try:

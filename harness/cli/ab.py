@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from harness.cli import completion
-from harness.cli.common import err, fail, out
-from harness.cli.run import _parse_options, _typed
-from harness.io.safe_text import safe
+from streambench.harness.cli import completion
+from streambench.harness.cli.common import err, fail, out
+from streambench.harness.cli.run import _parse_options, _typed
+from streambench.harness.io.safe_text import safe
 
 if TYPE_CHECKING:  # the job's machinery is imported by the command that runs (CLI start-up)
-    from harness.execution.rounds import Rounds, Side
-    from harness.runs.ab import ABReport
+    from streambench.harness.execution.rounds import Rounds, Side
+    from streambench.harness.runs.ab import ABReport
 
 __all__ = ["ab", "register"]
 
@@ -33,7 +33,7 @@ side's worker, which may be an older checkout that does not know every field).""
 def _from_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     """The fields of :data:`FROM_FILE` the file sets, validated as ``run --config`` validates the file
     (errors name the file and the field); and the names of the other fields it sets (unused here)."""
-    from harness.cli.config import RunOptions, build_run_config
+    from streambench.harness.cli.config import RunOptions, build_run_config
 
     tree = build_run_config(RunOptions(), set(), path).model_dump(mode="json", exclude_unset=True)
     unused = sorted(k for k in tree if k not in FROM_FILE)
@@ -53,9 +53,9 @@ def _side(
     tree = {**common, "adapter": adapter, "adapter_options": options}
     if on == "cpu":
         tree["engine"] = {**tree.get("engine", {}), "cpu_time": "thread"}
-    from harness.execution.config import RunConfig
-    from harness.execution.rounds import Side
-    from harness.execution.worker_process import WorkerCommand, default_pythonpath
+    from streambench.harness.execution.config import RunConfig
+    from streambench.harness.execution.rounds import Side
+    from streambench.harness.execution.worker_process import WorkerCommand, default_pythonpath
 
     run = RunConfig.model_validate(tree)
     command: dict[str, Any] = {
@@ -88,7 +88,7 @@ def _data(
 def _print(report: ABReport) -> None:
     from rich.table import Table
 
-    from harness.runs.ab import interval_levels
+    from streambench.harness.runs.ab import interval_levels
 
     base, head = report.sides
     out.print(
@@ -220,12 +220,12 @@ def ab(
     """Base against head latency in interleaved rounds: exit 0 no regression, 1 regression, 3 inconclusive."""
     from pydantic import ValidationError
 
-    from adapters.registry import AdapterLoadError
-    from harness.execution.engine import AdapterError
-    from harness.execution.isolation import WorkerError
-    from harness.execution.rounds import RoundsConfig
-    from harness.results.compare import FailOnSpec, FailOnSpecError
-    from harness.runs.ab import ab_markdown, run_ab
+    from streambench.adapters.registry import AdapterLoadError
+    from streambench.harness.execution.engine import AdapterError
+    from streambench.harness.execution.isolation import WorkerError
+    from streambench.harness.execution.rounds import RoundsConfig
+    from streambench.harness.results.compare import FailOnSpec, FailOnSpecError
+    from streambench.harness.runs.ab import ab_markdown, run_ab
 
     if on not in ("wall", "cpu"):
         raise fail(f"--on {on!r}: expected wall or cpu")

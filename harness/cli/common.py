@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 from rich.console import Console, ConsoleDimensions
 
-from harness.io.safe_text import plain, safe
+from streambench.harness.io.safe_text import plain, safe
 
 __all__ = ["check_output_dir", "err", "fail", "out", "set_debug", "show_traceback"]
 

@@ -25,14 +25,14 @@ def _starting(names: list[str] | tuple[str, ...], incomplete: str) -> list[str]:
 
 def adapters(incomplete: str) -> list[str]:
     """The registry's adapter names (any importable ``module:Class`` works too, and is not listed)."""
-    from adapters.registry import REGISTRY
+    from streambench.adapters.registry import REGISTRY
 
     return _starting(list(REGISTRY), incomplete)
 
 
 def protocols(incomplete: str) -> list[str]:
     """The registered protocols."""
-    from harness.runs import registry
+    from streambench.harness.runs import registry
 
     return _starting(registry.names(), incomplete)
 
@@ -44,7 +44,7 @@ def datasets(incomplete: str) -> list[str]:
 
 def data_kinds(incomplete: str) -> list[str]:
     """Every kind the catalog builds (``streambench data KIND``), in the catalog's order."""
-    from harness.datasets.catalog import KINDS
+    from streambench.harness.datasets.catalog import KINDS
 
     return [kind for kind in KINDS if kind.startswith(incomplete)]
 

@@ -1,6 +1,6 @@
 """``streambench run --config FILE``: a run configuration from a JSON or TOML file, with the options given
-on the command line laid over it; validated by :class:`~harness.runner.RunConfig`, errors naming the
-file and the field (issue 7, "Bad input everywhere").
+on the command line laid over it; validated by :class:`~streambench.harness.runner.RunConfig`, errors naming
+the file and the field (issue 7, "Bad input everywhere").
 
 A file holds the fields of ``RunConfig`` (``adapter``, ``adapter_options``, ``data``, ``protocol``,
 ``engine``, ``threads``, ``power``, ``on_error``, ...). Without ``--config`` every command-line value is
@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.execution.config import RunConfig, user_field_path
-from harness.io.config_file import ConfigError, load_config_file
+from streambench.harness.execution.config import RunConfig, user_field_path
+from streambench.harness.io.config_file import ConfigError, load_config_file
 
 if sys.version_info >= (3, 11):
     pass

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli import completion
-from harness.cli.common import fail, out
-from harness.io.safe_text import safe
+from streambench.harness.cli import completion
+from streambench.harness.cli.common import fail, out
+from streambench.harness.io.safe_text import safe
 
 if TYPE_CHECKING:
-    from harness.datasets.descriptions import DataSetDescription
+    from streambench.harness.datasets.descriptions import DataSetDescription
 
 __all__ = ["register"]
 
@@ -114,7 +114,7 @@ def data(
 ) -> None:
     """The data set kinds: modalities, payload shapes, frame rate, classes and default streams; one kind's
     options (types, defaults, descriptions)."""
-    from harness.datasets.descriptions import UnknownDataSetError, describe, describe_all
+    from streambench.harness.datasets.descriptions import UnknownDataSetError, describe, describe_all
 
     if kind is None:
         kinds = describe_all()

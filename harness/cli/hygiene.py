@@ -3,7 +3,8 @@
 - :func:`command_stdout` (item 11): while a command runs a model in this process, what the model prints
   goes to stderr — ``sys.stdout`` is ``sys.stderr`` and, where stdout is file descriptor 1, fd 1 is a
   copy of fd 2 (a C library's writes, and the stdout a worker or helper inherits) — and the command's
-  own console (:data:`harness.cli.common.out`) writes to what stdout was: ``--json`` prints JSON alone.
+  own console (:data:`streambench.harness.cli.common.out`) writes to what stdout was: ``--json`` prints JSON
+  alone.
 - :func:`leave` (items 8 and 10), at the end of ``main``: ends the children the command left running
   (a model's helper in process that no run ended, naming each on stderr), and, when a non-daemon thread
   (a model's) would keep the interpreter from exiting, names it, flushes the output and exits at once
@@ -41,7 +42,7 @@ def _fileno(stream: IO[str]) -> int | None:
 @contextlib.contextmanager
 def command_stdout() -> Iterator[None]:
     """The command's stdout for the command's console alone while the block runs (see the module)."""
-    from harness.cli.common import out
+    from streambench.harness.cli.common import out
 
     original = sys.stdout
     with contextlib.suppress(OSError, ValueError):
@@ -89,7 +90,7 @@ def _end_children() -> None:
     """End (and name on stderr) the children this process still has: the command is over."""
     if "psutil" not in sys.modules and not _has_children():
         return
-    from harness.execution.process_tree import ChildWatch
+    from streambench.harness.execution.process_tree import ChildWatch
 
     left = ChildWatch(known=()).end()
     for process in left:

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness.cli import completion
-from harness.io.safe_text import safe
+from streambench.harness.cli import completion
+from streambench.harness.io.safe_text import safe
 
 __all__ = ["register", "report"]
 
@@ -40,8 +40,8 @@ def report(
     as_json: Annotated[bool, typer.Option("--json", help="print the written file's path as JSON")] = False,
 ) -> None:
     """Write an HTML report (plots inline, no network needed) of one run, or of several compared."""
-    from harness.results.store import StoreError
-    from harness.runs.catalog import resolve_run, write_report
+    from streambench.harness.results.store import StoreError
+    from streambench.harness.runs.catalog import resolve_run, write_report
 
     out, err = Console(), Console(stderr=True)
     try:

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli import completion
-from harness.cli.common import err, fail, out
-from harness.io.safe_text import safe
+from streambench.harness.cli import completion
+from streambench.harness.cli.common import err, fail, out
+from streambench.harness.io.safe_text import safe
 
 if TYPE_CHECKING:  # the store, results and report modules are imported by the command that runs
     import numpy as np
 
-    from harness.results.compare import Comparison
-    from harness.results.headline import RunHeadline
+    from streambench.harness.results.compare import Comparison
+    from streambench.harness.results.headline import RunHeadline
 
 __all__ = ["brief", "register"]
 
@@ -40,7 +40,7 @@ RunRef = Annotated[
 
 def brief(head: RunHeadline) -> str:
     """A few figures of a run for one line of the listing (every one of them measured, or named null)."""
-    from harness.results.markdown import format_value
+    from streambench.harness.results.markdown import format_value
 
     parts = []
     f1 = head.figure("f1@100ms") or next((f for f in head.figures if f.key.startswith("f1@")), None)
@@ -82,8 +82,8 @@ def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -
     aside and rebuilt; a read-only or full store is read from its run directories)."""
     from rich.table import Table
 
-    from harness.results.store import StoreError
-    from harness.runs.listing import survey_runs
+    from streambench.harness.results.store import StoreError
+    from streambench.harness.runs.listing import survey_runs
 
     try:
         listing = survey_runs(results_dir)
@@ -122,7 +122,7 @@ def runs(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -
 def _print_run(head: RunHeadline) -> None:
     from rich.table import Table
 
-    from harness.results.markdown import format_interval, format_value
+    from streambench.harness.results.markdown import format_interval, format_value
 
     fingerprint = head.fingerprint or f"null ({head.fingerprint_reason})"
     out.print(
@@ -168,10 +168,10 @@ def show(
     markdown: MarkdownFlag = False,
 ) -> None:
     """Print one run's headline figures with their bootstrap intervals."""
-    from harness.results.files import ResultFileError
-    from harness.results.markdown import run_markdown
-    from harness.results.store import StoreError
-    from harness.runs.listing import find_run
+    from streambench.harness.results.files import ResultFileError
+    from streambench.harness.results.markdown import run_markdown
+    from streambench.harness.results.store import StoreError
+    from streambench.harness.runs.listing import find_run
 
     try:
         head, notes = find_run(run, results_dir)
@@ -188,8 +188,8 @@ def show(
 
 def reindex_command(results_dir: ResultsDir = Path("results"), as_json: JsonFlag = False) -> None:
     """Rebuild the run index from the run directories (a damaged one is moved aside first)."""
-    from harness.results.store import StoreError, database_path
-    from harness.runs.catalog import reindex
+    from streambench.harness.results.store import StoreError, database_path
+    from streambench.harness.runs.catalog import reindex
 
     try:
         report = reindex(results_dir)
@@ -214,7 +214,7 @@ def reindex_command(results_dir: ResultsDir = Path("results"), as_json: JsonFlag
 
 def _latencies(run_dir: Path, head: RunHeadline) -> np.ndarray | None:
     """Per-frame latencies (ns) of the run, from the first of its protocols that records them."""
-    from harness.runs import registry
+    from streambench.harness.runs import registry
 
     for name in head.protocols:
         latencies = registry.get(name).frame_latencies_ns(run_dir)
@@ -226,7 +226,7 @@ def _latencies(run_dir: Path, head: RunHeadline) -> np.ndarray | None:
 def _print_comparison(comparison: Comparison) -> None:
     from rich.table import Table
 
-    from harness.results.markdown import format_change, format_value
+    from streambench.harness.results.markdown import format_change, format_value
 
     base, head = comparison.base, comparison.head
     out.print(f"[bold]{safe(base.run)}[/] → [bold]{safe(head.run)}[/]", highlight=False)
@@ -321,12 +321,17 @@ def compare(
     markdown: MarkdownFlag = False,
 ) -> None:
     """The change in each headline figure between two runs; with --fail-on, a regression gate."""
-    from harness.results.compare import FailOnSpec, FailOnSpecError, FingerprintMismatchError, compare_runs
-    from harness.results.files import ResultFileError
-    from harness.results.headline import LATENCY_KEYS
-    from harness.results.markdown import compare_markdown
-    from harness.results.store import StoreError
-    from harness.runs.catalog import figure_keys, load_headline, resolve_run
+    from streambench.harness.results.compare import (
+        FailOnSpec,
+        FailOnSpecError,
+        FingerprintMismatchError,
+        compare_runs,
+    )
+    from streambench.harness.results.files import ResultFileError
+    from streambench.harness.results.headline import LATENCY_KEYS
+    from streambench.harness.results.markdown import compare_markdown
+    from streambench.harness.results.store import StoreError
+    from streambench.harness.runs.catalog import figure_keys, load_headline, resolve_run
 
     try:
         spec = FailOnSpec.parse(fail_on, figure_keys())

@@ -19,15 +19,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from harness.cli import completion
-from harness.cli.common import check_output_dir, err, fail, out, show_traceback
-from harness.cli.hygiene import command_stdout
-from harness.io.safe_text import safe
-from harness.runs import registry
+from streambench.harness.cli import completion
+from streambench.harness.cli.common import check_output_dir, err, fail, out, show_traceback
+from streambench.harness.cli.hygiene import command_stdout
+from streambench.harness.io.safe_text import safe
+from streambench.harness.runs import registry
 
 if TYPE_CHECKING:  # the run's machinery is imported by the command that runs (CLI start-up)
-    from harness.execution.executor import ProgressHook
-    from harness.runs.interface import Outcome, RunProtocol
+    from streambench.harness.execution.executor import ProgressHook
+    from streambench.harness.runs.interface import Outcome, RunProtocol
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -144,8 +144,8 @@ def run(
     ] = "auto",
 ) -> None:
     """Run an adapter through a protocol (--protocol; default online) and write results/<run_id>/."""
-    from harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
-    from harness.runs.catalog import check_joinable
+    from streambench.harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
+    from streambench.harness.runs.catalog import check_joinable
 
     given = {name for name in [*CLI_FIELDS, "protocol"] if _typed(ctx, name)}
     if resume is not None:
@@ -249,7 +249,7 @@ def _finish_json(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
 
     from rich.console import Console
 
-    from harness.runs.catalog import load_headline
+    from streambench.harness.runs.catalog import load_headline
 
     code = protocol.print_result(Console(file=io.StringIO()), outcome)  # its verdict, not its tables
     if report and not outcome.unchanged:
@@ -272,19 +272,19 @@ _T = TypeVar("_T")
 def _clear_errors() -> tuple[type[BaseException], ...]:
     """Errors whose message says what went wrong and where (an OSError names its file): printed, exit code
     2, no traceback (``--debug`` prints it)."""
-    from adapters.registry import AdapterLoadError
-    from harness.execution.engine import AdapterError
-    from harness.execution.event_log import EventLogError
-    from harness.execution.isolation import WorkerError
-    from harness.results.files import ResultFileError
+    from streambench.adapters.registry import AdapterLoadError
+    from streambench.harness.execution.engine import AdapterError
+    from streambench.harness.execution.event_log import EventLogError
+    from streambench.harness.execution.isolation import WorkerError
+    from streambench.harness.results.files import ResultFileError
 
     return (AdapterLoadError, AdapterError, ValueError, ResultFileError, EventLogError, WorkerError, OSError)
 
 
 class _BarHook:
-    """The run's progress hook (:class:`~harness.execution.executor.StreamProgress`): the bar moves after
-    each stream and, within a stream, whenever the engine reports between two chunks of frames (about
-    twice a second; harness/execution/engine.py). The bar is drawn here, from those calls, and never
+    """The run's progress hook (:class:`~streambench.harness.execution.executor.StreamProgress`): the bar
+    moves after each stream and, within a stream, whenever the engine reports between two chunks of frames
+    (about twice a second; harness/execution/engine.py). The bar is drawn here, from those calls, and never
     by a refresh thread of its own: rich's ``auto_refresh`` thread (10 Hz) would take the GIL from the
     timed loop in process, in the middle of a ``predict()``."""
 
@@ -324,7 +324,7 @@ def progress_bar(enabled: bool, console: Console = err) -> Progress:
 
 def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook], _T]) -> _T:
     """Run ``job`` with a progress bar on stderr; turn the harness's clear errors into exit code 2."""
-    from harness.execution.executor import RunInterrupted as interrupted
+    from streambench.harness.execution.executor import RunInterrupted as interrupted
 
     clear = _clear_errors()
     bar = progress_bar(progress)
@@ -349,7 +349,7 @@ def _write_report(run_dir: Path, enabled: bool, say: Console | None = None) -> N
     if not enabled:
         return
     try:
-        from harness.runs.catalog import write_report
+        from streambench.harness.runs.catalog import write_report
 
         path = write_report([str(run_dir)], run_dir / "report.html", run_dir.parent)
     except (ValueError, OSError) as exc:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from harness.cli.common import fail, out
-from harness.io.safe_text import safe
+from streambench.harness.cli.common import fail, out
+from streambench.harness.io.safe_text import safe
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -40,9 +40,14 @@ def score_online(
     """Re-score a saved online run from its recorded arrays and print the summary (``--json``: the
     re-scored metrics, in result.json's ``metrics`` shape). The failed test streams are scored as the
     run scored them, as answered wrongly, from the labels saved with them in ``arrays.npz``."""
-    from harness.results.files import ResultFileError, load_failed_streams, load_recordings, load_result
-    from harness.results.summary import print_summary
-    from protocols import online
+    from streambench.harness.results.files import (
+        ResultFileError,
+        load_failed_streams,
+        load_recordings,
+        load_result,
+    )
+    from streambench.harness.results.summary import print_summary
+    from streambench.protocols import online
 
     where = run_dir if run_dir.is_dir() else run_dir.parent
     try:
@@ -75,10 +80,10 @@ def score_detection(
     as_json: JsonOption = False,
 ) -> None:
     """EER (with its threshold), FAR, FRR, AUC, F1 and balanced accuracy of a score file."""
-    from harness.io.lines import LineFileError
-    from harness.io.score_file import read_score_file
-    from harness.report.plots import plot_det_roc
-    from protocols.metrics import det_curve_points, detection_metrics
+    from streambench.harness.io.lines import LineFileError
+    from streambench.harness.io.score_file import read_score_file
+    from streambench.harness.report.plots import plot_det_roc
+    from streambench.protocols.metrics import det_curve_points, detection_metrics
 
     try:
         labels, scores = read_score_file(file)
@@ -108,10 +113,10 @@ def score_calibration(
     """ECE, MCE and the reliability bins of a calibration file (docs/metrics.md)."""
     from rich.table import Table
 
-    from harness.io.calibration_file import read_calibration_file
-    from harness.io.lines import LineFileError
-    from harness.report.plots import plot_reliability
-    from protocols.metrics import reliability_bins
+    from streambench.harness.io.calibration_file import read_calibration_file
+    from streambench.harness.io.lines import LineFileError
+    from streambench.harness.report.plots import plot_reliability
+    from streambench.protocols.metrics import reliability_bins
 
     try:
         confidences, correct = read_calibration_file(file)
@@ -163,9 +168,9 @@ def score_ranking(
     """Hit, Precision, Recall, F1, MRR, MAP and NDCG at each k (trec_eval conventions; docs/metrics.md)."""
     from rich.table import Table
 
-    from harness.io.lines import LineFileError
-    from harness.io.trec import read_qrels, read_run
-    from protocols.metrics import ranking_metrics
+    from streambench.harness.io.lines import LineFileError
+    from streambench.harness.io.trec import read_qrels, read_run
+    from streambench.protocols.metrics import ranking_metrics
 
     try:
         cutoffs = [int(x) for x in k.split(",") if x.strip()]

@@ -1,7 +1,7 @@
 """``streambench sweep FILE``: run what the store lacks of a sweep, with a live progress line (done /
 running / failed / remaining, time left) and, with ``--report``, the sweep report. The driver is
-:mod:`harness.sweep.driver`; this module imports it (and the executors, the report) in the command, so the
-CLI starts without them.
+:mod:`streambench.harness.sweep.driver`; this module imports it (and the executors, the report) in the
+command, so the CLI starts without them.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from harness.io.safe_text import plain, safe
+from streambench.harness.io.safe_text import plain, safe
 
 if TYPE_CHECKING:
-    from harness.sweep.driver import SweepOutcome
-    from harness.sweep.estimate import SweepEstimate
-    from harness.sweep.executors import Executor
-    from harness.sweep.interrupts import SweepInterrupted
-    from harness.sweep.spec import RunSpec, SweepFile
-    from harness.sweep.state import ProgressSnapshot
+    from streambench.harness.sweep.driver import SweepOutcome
+    from streambench.harness.sweep.estimate import SweepEstimate
+    from streambench.harness.sweep.executors import Executor
+    from streambench.harness.sweep.interrupts import SweepInterrupted
+    from streambench.harness.sweep.spec import RunSpec, SweepFile
+    from streambench.harness.sweep.state import ProgressSnapshot
 
 __all__ = ["register", "sweep"]
 
@@ -42,7 +42,7 @@ def _startup(executor: Executor) -> str:
 
 def _estimate_line(estimate: SweepEstimate, todo: int) -> str:
     """The time the runs to run will take, from the store's measurements (never a guess)."""
-    from harness.report.numbers import duration_s
+    from streambench.harness.report.numbers import duration_s
 
     unknown = len(estimate.unknown())
     reasons = "; ".join(estimate.reasons())
@@ -64,9 +64,9 @@ def _estimate_line(estimate: SweepEstimate, todo: int) -> str:
 def _dry_run(out: Console, specs: list[RunSpec], results_dir: Path, executor: str, as_json: bool) -> None:
     """List the runs (in the store or to run, each with its time estimate) and the total estimate; with
     ``as_json`` the same as one JSON document (an estimate without a basis is null with its reason)."""
-    from harness.report.numbers import duration_s
-    from harness.sweep.estimate import estimate_runs
-    from harness.sweep.state import split_done
+    from streambench.harness.report.numbers import duration_s
+    from streambench.harness.sweep.estimate import estimate_runs
+    from streambench.harness.sweep.state import split_done
 
     todo, done = split_done(specs, results_dir) if results_dir.is_dir() else (specs, [])
     estimate = estimate_runs(todo, results_dir, executor)
@@ -149,7 +149,7 @@ def sweep(
     ] = False,
 ) -> None:
     """Run a sweep (adapters × protocols × points × grid × seeds × repeats); finished runs are skipped."""
-    from harness.sweep.interrupts import SweepInterrupted, sweep_signals
+    from streambench.harness.sweep.interrupts import SweepInterrupted, sweep_signals
 
     out, err = Console(), Console(stderr=True)
     named: list[str] = []  # the sweep's name, once its file is read
@@ -163,8 +163,8 @@ def sweep(
             err.print(f"[dim]{safe(_format(snapshot))}[/] · {safe(message)}", highlight=False)
 
     def body() -> None:
-        from harness.sweep.driver import make_executor, run_sweep
-        from harness.sweep.spec import SweepError, expand, load_sweep
+        from streambench.harness.sweep.driver import make_executor, run_sweep
+        from streambench.harness.sweep.spec import SweepError, expand, load_sweep
 
         try:
             loaded = load_sweep(file)
@@ -218,8 +218,8 @@ def _finish(
 ) -> None:
     """Print what the sweep did (or its JSON), the failed runs and, with ``report``, the sweep report;
     exit 1 if a run failed."""
-    from harness.sweep.report import build_sweep_report, sweep_markdown
-    from harness.sweep.report_html import write_sweep_html
+    from streambench.harness.sweep.report import build_sweep_report, sweep_markdown
+    from streambench.harness.sweep.report_html import write_sweep_html
 
     if as_json:
         written: list[Path] = []

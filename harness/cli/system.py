@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.common import fail, out
-from harness.io.safe_text import safe
+from streambench.harness.cli.common import fail, out
+from streambench.harness.io.safe_text import safe
 
 __all__ = ["register"]
 
@@ -22,7 +22,7 @@ def adapters(
     if name is not None:
         from rich.table import Table
 
-        from adapters.registry import AdapterLoadError, describe_options
+        from streambench.adapters.registry import AdapterLoadError, describe_options
 
         try:
             rows = describe_options(name)
@@ -44,7 +44,7 @@ def adapters(
             table.add_row(*(safe(cell) for cell in row))
         out.print(table)
         return
-    from adapters.registry import REGISTRY
+    from streambench.adapters.registry import REGISTRY
 
     if as_json:
         out.print_json(json.dumps(dict(sorted(REGISTRY.items()))))
@@ -58,7 +58,7 @@ def selftest(
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """The harness measuring itself: overhead floor (null adapter) and timing error (busy-waits)."""
-    from harness.execution.selftest import SelfTestConfig, print_selftest, run_selftest
+    from streambench.harness.execution.selftest import SelfTestConfig, print_selftest, run_selftest
 
     report = run_selftest(SelfTestConfig())
     if as_json:
@@ -74,7 +74,7 @@ def env(
     """The environment lock manifest (docs/protocols.md) and its timing fingerprint."""
     from rich.table import Table
 
-    from harness.instruments.manifest import collect_manifest, fingerprint
+    from streambench.harness.instruments.manifest import collect_manifest, fingerprint
 
     manifest = collect_manifest({})
     if as_json:
@@ -94,7 +94,7 @@ def env(
 
 def schema() -> None:
     """Print the JSON Schema of result.json."""
-    from harness.results.files import RunResult
+    from streambench.harness.results.files import RunResult
 
     out.print_json(json.dumps(RunResult.model_json_schema()))
 

@@ -2,7 +2,7 @@
 
 Input: pairs of an audio file (WAV, or any format libsndfile reads; mono or multi-channel, any sample
 rate) and a label file — Audacity labels (``.txt``) or ``onset,offset,label`` CSV (``.csv``), both as
-read by :mod:`harness.io.labels`. Either list the pairs (``files``) or name a ``directory``: every
+read by :mod:`streambench.harness.io.labels`. Either list the pairs (``files``) or name a ``directory``: every
 ``*.wav`` in it (sorted by name) with the label file of the same stem, ``<stem>.txt`` or ``<stem>.csv``.
 
 One stream per recording, id = the audio file's stem:
@@ -27,8 +27,8 @@ One stream per recording, id = the audio file's stem:
   when it must be resampled (``resample_poly`` filters the whole signal).
 
 Errors: an audio file that cannot be read, holds no samples or has the wrong rate raises
-:class:`AudioFileError`; a malformed label file :class:`~harness.io.labels.LabelFileError`; both name
-the file (the latter also the line). The warm-up stream (:func:`warmup_stream`) is seeded low-level
+:class:`AudioFileError`; a malformed label file :class:`~streambench.harness.io.labels.LabelFileError`; both
+name the file (the latter also the line). The warm-up stream (:func:`warmup_stream`) is seeded low-level
 noise, so it needs no file and cannot leak a scored recording into the warm-up.
 """
 
@@ -43,8 +43,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from adapters.contract import Frame, Stream
-from harness.io.labels import LabelFileError, LabelSpan, read_audacity_labels, read_label_csv
+from streambench.adapters.contract import Frame, Stream
+from streambench.harness.io.labels import LabelFileError, LabelSpan, read_audacity_labels, read_label_csv
 
 __all__ = [
     "AudioFileError",

@@ -3,7 +3,7 @@
 Files, as released with the authors' code (github.com/YapengTian/AVE-ECCV18):
 
 - ``Annotations.txt``: one sample per line, ``Category&VideoID&Quality&StartTime&EndTime`` (read by
-  :func:`harness.io.annotations.read_ave_annotations`);
+  :func:`streambench.harness.io.annotations.read_ave_annotations`);
 - ``audio_feature.h5``: dataset ``avadataset`` of shape ``[N, 10, 128]`` (VGGish, one vector per 1 s
   segment) and ``visual_feature.h5``: ``avadataset`` of shape ``[N, 10, 7, 7, 512]`` (VGG-19 pool5 maps).
   Row ``i`` of both files is the sample on line ``i`` of ``Annotations.txt`` (header line not counted):
@@ -22,9 +22,9 @@ AVE categories in the authors' order (:data:`AVE_CATEGORIES`). Segment ``s`` has
 when ``StartTime <= s < EndTime``, background otherwise (one class per segment).
 
 Errors: a malformed or inconsistent annotation / split file raises
-:class:`~harness.io.annotations.AnnotationFileError` (file and line); a feature file that cannot be read
-or has the wrong layout :class:`FeatureFileError` (file and dataset). Features are read when a stream's
-``frame_source`` is called, one row at a time.
+:class:`~streambench.harness.io.annotations.AnnotationFileError` (file and line); a feature file that cannot
+be read or has the wrong layout :class:`FeatureFileError` (file and dataset). Features are read when a
+stream's ``frame_source`` is called, one row at a time.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.contract import Frame, Stream
-from harness.io.annotations import AnnotationFileError, AveAnnotation, read_ave_annotations
+from streambench.adapters.contract import Frame, Stream
+from streambench.harness.io.annotations import AnnotationFileError, AveAnnotation, read_ave_annotations
 
 __all__ = [
     "AVE_CATEGORIES",

@@ -25,13 +25,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Tag
 
-from adapters.contract import AdapterInfo, Stream
-from harness.datasets import audio_files, ave, llp, spoof, synthetic
-from harness.datasets.audio_files import AudioFilesConfig
-from harness.datasets.ave import AveConfig
-from harness.datasets.llp import LlpConfig
-from harness.datasets.spoof import SpoofConfig
-from harness.datasets.synthetic import SyntheticConfig
+from streambench.adapters.contract import AdapterInfo, Stream
+from streambench.harness.datasets import audio_files, ave, llp, spoof, synthetic
+from streambench.harness.datasets.audio_files import AudioFilesConfig
+from streambench.harness.datasets.ave import AveConfig
+from streambench.harness.datasets.llp import LlpConfig
+from streambench.harness.datasets.spoof import SpoofConfig
+from streambench.harness.datasets.synthetic import SyntheticConfig
 
 __all__ = [
     "KINDS",

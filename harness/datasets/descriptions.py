@@ -20,9 +20,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from harness.datasets import ave, llp, spoof, synthetic
-from harness.datasets.audio_files import AudioFilesConfig
-from harness.datasets.catalog import KINDS, make_streams
+from streambench.harness.datasets import ave, llp, spoof, synthetic
+from streambench.harness.datasets.audio_files import AudioFilesConfig
+from streambench.harness.datasets.catalog import KINDS, make_streams
 
 __all__ = [
     "CONFIGS",
@@ -331,5 +331,5 @@ def describe(kind: str) -> DataSetDescription:
 
 
 def describe_all() -> list[DataSetDescription]:
-    """Every kind, in :data:`~harness.datasets.catalog.KINDS` order."""
+    """Every kind, in :data:`~streambench.harness.datasets.catalog.KINDS` order."""
     return [describe(kind) for kind in KINDS]

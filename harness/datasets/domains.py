@@ -2,8 +2,8 @@
 
 A *domain* is a feature distribution: a frame of domain ``d`` carries, in the modality ``"signal"``,
 ``amplitude · s_d + noise_std · N(0, I)``, where ``s_d`` is the domain's unit signature
-(:func:`adapters.router.domain_signature`, which the reference router uses as its matched filters).
-Streams are built from *segments* (seed 001: "A→B→A", its control "A→A" without B, and "микс"
+(:func:`streambench.adapters.router.domain_signature`, which the reference router uses as its matched
+filters). Streams are built from *segments* (seed 001: "A→B→A", its control "A→A" without B, and "микс"
 segments of A and B frames in a given proportion):
 
 * :func:`aba_stream` — ``A1 (len_a) → B (len_b) → A2 (len_a2)``;
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.contract import Frame, Stream
-from adapters.router import DOMAIN_MODALITY, domain_signature
+from streambench.adapters.contract import Frame, Stream
+from streambench.adapters.router import DOMAIN_MODALITY, domain_signature
 
 __all__ = [
     "DomainSource",

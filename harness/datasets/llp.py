@@ -3,8 +3,8 @@
 Files, as released with the authors' code (github.com/YapengTian/AVVP-ECCV20):
 
 - ``AVVP_eval_audio.csv`` and ``AVVP_eval_visual.csv``: tab-separated ``filename, onset, offset,
-  event_labels`` rows (read by :func:`harness.io.annotations.read_llp_csv`); the event covers the 1 s
-  segments ``onset .. offset - 1`` of the 10 s clip ``filename``;
+  event_labels`` rows (read by :func:`streambench.harness.io.annotations.read_llp_csv`); the event covers the
+  1 s segments ``onset .. offset - 1`` of the 10 s clip ``filename``;
 - optional features, one ``.npy`` file per video named by its YouTube id (the first 11 characters of
   ``filename``), one directory per kind, as the authors' loader reads them: ``audio_features``
   (VGGish, ``[10, 128]``), ``visual_features`` (ResNet-152 at 8 frames/s, ``[80, 2048]``) and
@@ -23,10 +23,10 @@ where that modality has no event — from them audio-only, visual-only and audio
 intersection, as the authors' ``GT_av = GT_a * GT_v``) metrics can be computed.
 
 Errors: malformed files, unknown event labels and offsets past 10 s raise
-:class:`~harness.io.annotations.AnnotationFileError` (file and line); a missing, unreadable or misshapen
-``.npy`` file :class:`~harness.datasets.ave.FeatureFileError`. :func:`streams` checks every feature
-file's shape (memory-mapped, without loading it); the data is loaded when a stream's ``frame_source``
-is called.
+:class:`~streambench.harness.io.annotations.AnnotationFileError` (file and line); a missing, unreadable or
+misshapen ``.npy`` file :class:`~streambench.harness.datasets.ave.FeatureFileError`. :func:`streams` checks
+every feature file's shape (memory-mapped, without loading it); the data is loaded when a stream's
+``frame_source`` is called.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.contract import Frame, Stream
-from harness.datasets.ave import FeatureFileError, concatenated_warmup
-from harness.io.annotations import AnnotationFileError, LlpEvent, read_llp_csv
+from streambench.adapters.contract import Frame, Stream
+from streambench.harness.datasets.ave import FeatureFileError, concatenated_warmup
+from streambench.harness.io.annotations import AnnotationFileError, LlpEvent, read_llp_csv
 
 __all__ = ["LLP_CLASSES", "LLP_EVENTS", "LlpConfig", "streams", "warmup_stream"]
 
@@ -196,5 +196,6 @@ def streams(config: LlpConfig) -> list[Stream]:
 
 
 def warmup_stream(config: LlpConfig, num_frames: int) -> Stream:
-    """``llp-warmup``: the clips' frames end to end (see :func:`harness.datasets.ave.concatenated_warmup`)."""
+    """``llp-warmup``: the clips' frames end to end (see
+    :func:`streambench.harness.datasets.ave.concatenated_warmup`)."""
     return concatenated_warmup(streams(config), num_frames, "llp-warmup")

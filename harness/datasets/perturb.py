@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from adapters.contract import Frame, Stream
-from protocols.perturbations import (
+from streambench.adapters.contract import Frame, Stream
+from streambench.protocols.perturbations import (
     AudioDelay,
     Jitter,
     MissingModality,

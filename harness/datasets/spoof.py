@@ -6,7 +6,8 @@ utterance to utterance. A **fake** also carries the artefact of its (imaginary) 
 ``artefact_hz`` switched on in bursts covering about ``artefact_fraction`` of its frames, at an amplitude
 ``artefact_amplitude * sqrt(u)``, ``u ~ U(0, 1)`` per utterance, so some fakes are nearly clean. One frame
 holds too little of the tone to be sure; the evidence accumulates over frames
-(:mod:`adapters.spoof_detector`), so the EER falls as more of the utterance is heard, and stays above 0.
+(:mod:`streambench.adapters.spoof_detector`), so the EER falls as more of the utterance is heard, and stays
+above 0.
 
 Then, in the seed's order (seed 002 "Batch Processing Considerations"):
 
@@ -20,8 +21,8 @@ Streams: classes ``("fake", "real")``; every frame is labelled with its utteranc
 ``i*F .. (i+1)*F - 1`` as ``inputs={"audio": float32 [F]}``, the last frame zero-padded; frame times
 follow the data contract (``t0 = 0``, frame ``i`` arrives at ``(i+1) F / R`` s). Utterance ``k`` depends
 only on ``(seed, k)`` and is rendered when its ``frame_source`` is called. As the synthetic set's
-(:mod:`harness.datasets.synthetic`), the seed is unset by default (a run draws a secret one) and the
-warm-up utterance comes from the fixed public :data:`WARMUP_SEED`.
+(:mod:`streambench.harness.datasets.synthetic`), the seed is unset by default (a run draws a secret one) and
+the warm-up utterance comes from the fixed public :data:`WARMUP_SEED`.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from adapters.contract import Frame, Stream
-from harness.datasets.synthetic import required_seed
+from streambench.adapters.contract import Frame, Stream
+from streambench.harness.datasets.synthetic import required_seed
 
 __all__ = [
     "CLASSES",

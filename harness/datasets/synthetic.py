@@ -8,15 +8,15 @@ mix 60/20/20 %); in an audio-only span the visual payload shows the background, 
 the audio payload carries the background.
 
 Payload per frame and modality: ``amplitude * class_signature(shown class) + noise_std * N(0, I)``
-(signatures from :func:`adapters.reference.class_signature`, which the reference models use as their
-matched filters). During the first ``onset_ramp_s`` of an event the signature fades in from the
+(signatures from :func:`streambench.adapters.reference.class_signature`, which the reference models use as
+their matched filters). During the first ``onset_ramp_s`` of an event the signature fades in from the
 background signature. Stream ``k`` depends only on ``(seed, k)``; payloads are rendered when a
 stream's ``frame_source`` is called, identically on every call.
 
 The seed decides every scored stream, so a public seed makes the test set public (anyone can rebuild
 it with this module). ``seed`` is therefore unset by default: a run draws a secret one
-(:func:`harness.datasets.catalog.seeded`) and writes it to its result after scoring. Building streams
-from a configuration whose seed is still unset is an error, never a silent default. The warm-up stream
+(:func:`streambench.harness.datasets.catalog.seeded`) and writes it to its result after scoring. Building
+streams from a configuration whose seed is still unset is an error, never a silent default. The warm-up stream
 is drawn from :data:`WARMUP_SEED`, a fixed public seed, so that the frames a model is shown unscored
 tell it nothing of the secret one. ``Stream.capture`` renders a frame as
 a displaced clock would have captured it (signal displaced, the frame's own noise), for the jitter
@@ -33,8 +33,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from adapters.codebook import class_signature, default_classes
-from adapters.contract import Frame, Stream
+from streambench.adapters.codebook import class_signature, default_classes
+from streambench.adapters.contract import Frame, Stream
 
 __all__ = [
     "MODALITIES",
@@ -205,7 +205,7 @@ def required_seed(seed: int | None, what: str) -> int:
     if seed is None:
         raise ValueError(
             f"the {what} data set's seed is unset: a run draws a secret one "
-            "(harness.datasets.catalog.seeded); give one to build it outside a run"
+            "(streambench.harness.datasets.catalog.seeded); give one to build it outside a run"
         )
     return seed
 

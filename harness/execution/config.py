@@ -14,14 +14,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.datasets.catalog import DataConfig
-from harness.datasets.synthetic import SyntheticConfig
-from harness.execution.engine import EngineConfig
-from harness.execution.executor import OnError
-from harness.instruments.power import PowerConfig
-from harness.instruments.threads import ThreadConfig
-from harness.io.store_layout import reserved_reason
-from protocols import online
+from streambench.harness.datasets.catalog import DataConfig
+from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.execution.engine import EngineConfig
+from streambench.harness.execution.executor import OnError
+from streambench.harness.instruments.power import PowerConfig
+from streambench.harness.instruments.threads import ThreadConfig
+from streambench.harness.io.store_layout import reserved_reason
+from streambench.protocols import online
 
 __all__ = ["IsolationConfig", "RunConfig", "check_run_id", "run_id_for", "user_field_path"]
 
@@ -101,7 +101,8 @@ def check_run_id(run_id: str) -> str:
     """``run_id`` if it is a name (one directory inside the output directory), else ValueError saying
     why: a run id with a separator, ``..`` or an absolute path would write outside the store (issue 18);
     one the store uses itself (``index.sqlite`` and its sidecars, hidden names) or starting with ``-``
-    would collide with the store or read as an option (:func:`harness.io.store_layout.reserved_reason`)."""
+    would collide with the store or read as an option
+    (:func:`streambench.harness.io.store_layout.reserved_reason`)."""
     if not run_id or not run_id.strip():
         raise ValueError("a run id must not be empty")
     if run_id in (".", ".."):

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.contract import (
+from streambench.adapters.contract import (
     Adapter,
     Frame,
     Prediction,
@@ -34,15 +34,15 @@ from adapters.contract import (
     Stream,
     StreamingAdapter,
 )
-from harness.execution.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
-from harness.execution.outputs import FLOAT32, NoFastPath, OddFrames, OutputChecks, beyond_end
-from harness.execution.paced import feed_paced
-from harness.execution.recorded_extras import Extras, gather_extras
-from harness.execution.sealing import SealedFeed, frames_of, seal_frames
-from harness.instruments.clock import ClockInfo, clock_info
-from harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer, marked
-from harness.instruments.interference import thread_switches
-from protocols.recording import StreamRecording, StreamRole
+from streambench.harness.execution.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
+from streambench.harness.execution.outputs import FLOAT32, NoFastPath, OddFrames, OutputChecks, beyond_end
+from streambench.harness.execution.paced import feed_paced
+from streambench.harness.execution.recorded_extras import Extras, gather_extras
+from streambench.harness.execution.sealing import SealedFeed, frames_of, seal_frames
+from streambench.harness.instruments.clock import ClockInfo, clock_info
+from streambench.harness.instruments.cuda_timing import CudaEventTimer, DeviceTimer, marked
+from streambench.harness.instruments.interference import thread_switches
+from streambench.protocols.recording import StreamRecording, StreamRole
 
 __all__ = [
     "PROGRESS_INTERVAL_S",
@@ -151,7 +151,7 @@ class Engine:
         progress: FramesDone | None = None,
     ) -> StreamRecording:
         """Reset the adapter, feed the stream frame by frame, return what was recorded. Every frame is
-        sealed first (:mod:`harness.execution.sealing`), before the clock starts.
+        sealed first (:mod:`streambench.harness.execution.sealing`), before the clock starts.
 
         ``untimed`` (the causality protocol's audit, DESIGN.md "Audits"): the same loop and the same call
         path, with a clock that reads nothing (``latency_ns`` all zeros), no device timer and no pacing,
@@ -358,10 +358,10 @@ class Engine:
         ``[C]`` whose ``refers_to`` is unset or a non-negative ``int`` — copies the scores' bytes into
         one growing buffer (an adapter may reuse its output buffer) and notes the frame only when it
         labels another frame: ``emitted_at`` and ``refers_to`` are rebuilt after the stream
-        (:class:`~harness.execution.outputs.OddFrames`). Any other output (``None``, a list, scores to
-        convert, a ``refers_to`` to check, or any output while ``outputs`` collects features and
-        weights) takes :meth:`~harness.execution.outputs.OutputChecks.odd_output`, which validates it
-        and notes the frame. After the stream, vectorised: the ``[P, C]`` score array and the
+        (:class:`~streambench.harness.execution.outputs.OddFrames`). Any other output (``None``, a list,
+        scores to convert, a ``refers_to`` to check, or any output while ``outputs`` collects features and
+        weights) takes :meth:`~streambench.harness.execution.outputs.OutputChecks.odd_output`, which validates
+        it and notes the frame. After the stream, vectorised: the ``[P, C]`` score array and the
         finiteness check naming the first bad frame. The frame of an exception in ``predict()`` is the
         number of latencies recorded before it.
 

@@ -4,12 +4,13 @@
 event (DESIGN.md "Results"; issue 7, "Incremental results"), so a run that is interrupted or killed
 loses at most the stream it was in. Events:
 
-* ``start``: the run id, the :class:`~harness.runner.RunConfig` (as JSON) and the planned streams with
+* ``start``: the run id, the :class:`~streambench.harness.runner.RunConfig` (as JSON) and the planned streams
+  with
   their roles, written once when the run directory is created; ``--resume`` reads the configuration
   back from it, so a resumed run has the same configuration and seeds (the data set's seed included,
   a secret one too: the configuration holds the seed drawn for the run, ``dataset_seed_kind`` says so).
 * ``stream``: one finished stream: its id, role, and its recording as a base64 ``.npz`` of
-  :func:`protocols.recording.to_arrays` (exact bytes, read back with ``allow_pickle=False``).
+  :func:`streambench.protocols.recording.to_arrays` (exact bytes, read back with ``allow_pickle=False``).
 * ``failure``: a stream the adapter failed on: stream, frame, the error type and message, traceback.
 * ``session``: a new session of the same run began (the first run, or a resume), with the streams
   already done.
@@ -40,8 +41,8 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from harness.io.store_layout import check_run_dir
-from protocols.recording import StreamRecording, StreamRole, from_arrays, to_arrays
+from streambench.harness.io.store_layout import check_run_dir
+from streambench.protocols.recording import StreamRecording, StreamRole, from_arrays, to_arrays
 
 __all__ = [
     "EVENTS_FILE",
@@ -223,9 +224,7 @@ def _holder(fd: int) -> str:
     """The holder recorded in a lock file, as words ("unknown" while it has not written it yet)."""
     try:
         record = json.loads(os.pread(fd, 4096, 0) or b"{}")
-        return (
-            f"pid {record['pid']} on {record['host']}, started {record['started_at']}: {record['command']}"
-        )
+        return f"pid {record['pid']} on {record['host']}, started {record['started_at']}: {record['command']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "holder unknown: it is just starting"
 

@@ -2,7 +2,8 @@
 everything it measured whatever the adapter does (issue 7, "Failure policy" and "Incremental results").
 
 * Warm-up once before the first stream (:meth:`EngineExecutor.warm_up`).
-* Each finished stream is appended to the run's event log (:mod:`harness.execution.event_log`) before the next
+* Each finished stream is appended to the run's event log (:mod:`streambench.harness.execution.event_log`)
+  before the next
   starts, so an interrupted run loses at most the stream it was in.
 * An adapter failure (an exception in ``reset_state``/``predict``, an output that fails validation, a
   crash or a timeout of an isolated worker) is recorded with the stream, the frame and the traceback;
@@ -25,12 +26,18 @@ from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from adapters.contract import Stream
-from harness.execution.adapter_errors import AdapterError
-from harness.execution.engine import Engine, FrameProgress
-from harness.execution.event_log import EVENTS_FILE, EventLog, FailureEvent, StreamEvent, encode_recording
-from protocols.base import Plan, PlannedStream
-from protocols.recording import FailedStream, StreamRecording, StreamRole
+from streambench.adapters.contract import Stream
+from streambench.harness.execution.adapter_errors import AdapterError
+from streambench.harness.execution.engine import Engine, FrameProgress
+from streambench.harness.execution.event_log import (
+    EVENTS_FILE,
+    EventLog,
+    FailureEvent,
+    StreamEvent,
+    encode_recording,
+)
+from streambench.protocols.base import Plan, PlannedStream
+from streambench.protocols.recording import FailedStream, StreamRecording, StreamRole
 
 __all__ = [
     "EngineExecutor",
@@ -67,8 +74,8 @@ class StreamProgress(Protocol):
 
 
 class StreamRunner(Protocol):
-    """What the executor drives: the in-process :class:`~harness.engine.Engine` (through
-    :class:`InProcess`) or an isolated worker (:class:`harness.isolation.IsolatedEngine`)."""
+    """What the executor drives: the in-process :class:`~streambench.harness.engine.Engine` (through
+    :class:`InProcess`) or an isolated worker (:class:`streambench.harness.isolation.IsolatedEngine`)."""
 
     def warm_up(self) -> int: ...
 

@@ -1,7 +1,7 @@
 """The parent's side of the sealed feed (issue 24; the worker's side: harness/execution/sealed_feed.py):
 the streams queued for the worker, each frame handed over when the worker asks for it and timed on this
-process's clock (:class:`~harness.execution.host_timing.FeedStamps`), and the opaque token under which
-each stream is fed (the worker never learns a stream id; a stream fed twice gets two tokens).
+process's clock (:class:`~streambench.harness.execution.host_timing.FeedStamps`), and the opaque token under
+which each stream is fed (the worker never learns a stream id; a stream fed twice gets two tokens).
 
 At a worker's start the queue holds the floor's noise stream (:func:`calibration_stream`), then the
 warm-up stream; afterwards one stream per request. :meth:`FrameServer.start_figures` reads the floor
@@ -12,9 +12,9 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from adapters.contract import Stream
-from harness.execution.host_timing import FeedStamps, PipeFloor, StartTimes, floor_of, now_ns
-from harness.execution.sealed_feed import calibration_stream, encode_frame, stream_header
+from streambench.adapters.contract import Stream
+from streambench.harness.execution.host_timing import FeedStamps, PipeFloor, StartTimes, floor_of, now_ns
+from streambench.harness.execution.sealed_feed import calibration_stream, encode_frame, stream_header
 
 __all__ = ["FrameServer", "PastTheEnd"]
 

@@ -1,9 +1,9 @@
 """Latency the model cannot fake (issue 24, item 4; DESIGN.md "Causality": "the clock that times a frame
 ... lives in the parent, outside the adapter's reach").
 
-A sealed worker (:mod:`harness.execution.sealed_feed`) asks for frame ``i + 1`` only after ``predict()``
-of frame ``i`` returned and the engine took its output, and says ``DONE`` after the last frame. So the
-parent can time every frame on its own clock, which the adapter's process cannot read, stop or patch:
+A sealed worker (:mod:`streambench.harness.execution.sealed_feed`) asks for frame ``i + 1`` only after
+``predict()`` of frame ``i`` returned and the engine took its output, and says ``DONE`` after the last frame.
+So the parent can time every frame on its own clock, which the adapter's process cannot read, stop or patch:
 from handing frame ``i`` to the pipe until the worker's next request is back (:class:`FeedStamps`). That
 round trip holds the frame's ``predict()``, the handling of its output, and the pipe itself. The pipe's
 own cost (send, decode, the engine's loop, the reply) is calibrated in the same worker before the
@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from protocols.recording import StreamRecording
+from streambench.protocols.recording import StreamRecording
 
 __all__ = [
     "FeedStamps",

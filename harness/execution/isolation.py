@@ -4,18 +4,19 @@ Two kinds of worker (issue 24):
 
 - *sealed* (the default): a plain child (harness/execution/worker_process.py ``start_sealed_worker``)
   that enters its OS sandbox first (harness/execution/sandbox.py), is told a
-  :class:`~harness.execution.sealed_worker.WorkerSpec` only, and gets every frame from this process one
-  at a time under an opaque token per stream (harness/execution/frame_server.py), each frame timed on
-  this process's clock too (harness/execution/host_timing.py; the pipe's floor calibrated before the
+  :class:`~streambench.harness.execution.sealed_worker.WorkerSpec` only, and gets every frame from this
+  process one at a time under an opaque token per stream (harness/execution/frame_server.py), each frame timed
+  on this process's clock too (harness/execution/host_timing.py; the pipe's floor calibrated before the
   model is imported);
 - *isolated* (``--no-sealed``, and ``ab``'s sides with a :class:`WorkerCommand`): a child
   (harness/execution/isolation_worker.py; a ``multiprocessing`` "spawn" child, or a checkout's own
-  interpreter) that rebuilds the streams and the adapter from the :class:`~harness.runner.RunConfig`.
+  interpreter) that rebuilds the streams and the adapter from the
+  :class:`~streambench.harness.runner.RunConfig`.
 
 Either applies the thread settings and the torch seed as ``execute_run`` does, warms the adapter up and
 then serves one request per stream. It runs
-:class:`harness.engine.Engine` itself, so every latency is taken inside the worker, at the same boundary
-as in-process; a recording travels back as the bytes of
+:class:`streambench.harness.engine.Engine` itself, so every latency is taken inside the worker, at the same
+boundary as in-process; a recording travels back as the bytes of
 ``numpy.savez(to_arrays([recording]))``, loaded with ``allow_pickle=False`` (no pickle of results).
 
 Progress: the worker's adapter is wrapped in a thin proxy whose ``predict`` stores ``frame.index`` in one
@@ -65,37 +66,39 @@ from typing import Any, Literal, NoReturn
 
 import numpy as np
 
-from adapters.contract import AdapterInfo, Stream
-from harness.execution.adapter_errors import (
+from streambench.adapters.contract import AdapterInfo, Stream
+from streambench.harness.execution.adapter_errors import (
     AdapterCrashError,
     AdapterError,
     AdapterOutputError,
     AdapterTimeoutError,
 )
-from harness.execution.config import IsolationConfig, RunConfig
-from harness.execution.engine import PROGRESS_INTERVAL_S, FrameProgress
-from harness.execution.frame_server import FrameServer, PastTheEnd
-from harness.execution.host_timing import PipeFloor, StartTimes, now_ns, process_cpu_ns
-from harness.execution.isolation_worker import IDLE, worker_main
-from harness.execution.output_commits import check_commits
-from harness.execution.process_tree import LeftoverProcess, WorkerTree
-from harness.execution.sandbox import SandboxPolicy, SandboxRecord, discard, sandbox_policy
-from harness.execution.sealed_feed import DONE, NEXT, Extra, StreamsToFeed
-from harness.execution.sealed_worker import WorkerSpec
-from harness.execution.worker_errors import WorkerError, crash_error, reply_error, timeout_error
-from harness.execution.worker_process import (
+from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.engine import PROGRESS_INTERVAL_S, FrameProgress
+from streambench.harness.execution.frame_server import FrameServer, PastTheEnd
+from streambench.harness.execution.host_timing import PipeFloor, StartTimes, now_ns, process_cpu_ns
+from streambench.harness.execution.isolation_worker import IDLE, worker_main
+from streambench.harness.execution.output_commits import check_commits
+from streambench.harness.execution.process_tree import LeftoverProcess, WorkerTree
+from streambench.harness.execution.sandbox import SandboxPolicy, SandboxRecord, discard, sandbox_policy
+from streambench.harness.execution.sealed_feed import DONE, NEXT, Extra, StreamsToFeed
+from streambench.harness.execution.sealed_worker import WorkerSpec
+from streambench.harness.execution.worker_errors import WorkerError, crash_error, reply_error, timeout_error
+from streambench.harness.execution.worker_process import (
     ChildProcess,
     SharedSlot,
     WorkerCommand,
     start_sealed_worker,
     start_worker,
 )
-from harness.instruments.memory import process_peak_rss_bytes
-from protocols.recording import StreamRecording, StreamRole, from_arrays
+from streambench.harness.instruments.memory import process_peak_rss_bytes
+from streambench.protocols.recording import StreamRecording, StreamRole, from_arrays
 
 __all__ = ["IsolatedEngine", "WorkerError"]
 
-_WARMUP_ID = "syn-warmup"  # harness.datasets.synthetic.make_warmup_stream's id, for errors before "ready"
+_WARMUP_ID = (
+    "syn-warmup"  # streambench.harness.datasets.synthetic.make_warmup_stream's id, for errors before "ready"
+)
 
 
 class IsolatedEngine:
@@ -258,7 +261,7 @@ class IsolatedEngine:
         self._note_peak(header)
 
     def count_flops(self, stream_id: str) -> tuple[int | None, str | None]:
-        """:meth:`harness.engine.Engine.count_flops` on a stream's first frame, in the worker."""
+        """:meth:`streambench.harness.engine.Engine.count_flops` on a stream's first frame, in the worker."""
         message: dict[str, Any] = {"kind": "flops", "stream_id": stream_id}
         if self.sealed:
             self._ensure_worker()
@@ -327,8 +330,8 @@ class IsolatedEngine:
         """Sealed mode: build the data set in this process; the worker gets a :class:`WorkerSpec` (the
         adapter, its options and data-bound options, engine and thread settings), the header of the
         floor's noise stream and of the warm-up stream (their frames are served like any stream's)."""
-        from harness.datasets.catalog import make_streams, make_warmup_stream
-        from harness.execution.setup import data_bound_of
+        from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+        from streambench.harness.execution.setup import data_bound_of
 
         if self._data is None:
             self._data = {s.stream_id: s for s in make_streams(self.run_config.data)}
@@ -397,7 +400,7 @@ class IsolatedEngine:
         self.stream_ids = tuple(header["stream_ids"]) if self._data is None else tuple(self._data)
         self._stream_frames = {str(k): int(v) for k, v in dict(header.get("stream_frames") or {}).items()}
         if self._data is not None:  # sealed: the checks build_adapter makes in a worker that has the data
-            from harness.execution.setup import check_built
+            from streambench.harness.execution.setup import check_built
 
             try:
                 check_built(self.run_config, self._info, next(iter(self._data.values())))

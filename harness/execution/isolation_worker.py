@@ -1,9 +1,9 @@
 """The worker side of ``--isolate`` (harness/execution/isolation.py): runs in the spawned process.
 
 It rebuilds the streams and the adapter from the run's configuration, wraps the adapter in the progress
-proxy, runs :class:`harness.engine.Engine` (so latencies are taken here, at the engine's boundary),
-warms up, and answers requests on its pipe. Every message is bytes: a JSON header, and for a recording
-the bytes of ``numpy.savez(to_arrays([recording]))`` — nothing is pickled.
+proxy, runs :class:`streambench.harness.engine.Engine` (so latencies are taken here, at the engine's
+boundary), warms up, and answers requests on its pipe. Every message is bytes: a JSON header, and for a
+recording the bytes of ``numpy.savez(to_arrays([recording]))`` — nothing is pickled.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from adapters.contract import Adapter, Frame, PredictOutput, Stream
-from harness.execution.adapter_errors import AdapterError
-from harness.execution.output_commits import Outbox
-from harness.execution.sealed_feed import ParentFeed
-from protocols.recording import to_arrays
+from streambench.adapters.contract import Adapter, Frame, PredictOutput, Stream
+from streambench.harness.execution.adapter_errors import AdapterError
+from streambench.harness.execution.output_commits import Outbox
+from streambench.harness.execution.sealed_feed import ParentFeed
+from streambench.protocols.recording import to_arrays
 
 __all__ = [
     "IDLE",
@@ -234,13 +234,13 @@ def worker_main(
 ) -> None:
     """Entry point of an isolated (not sealed) worker: build the data set and the adapter from the run's
     configuration, warm up, then serve ``run`` requests until ``close``. (A sealed worker is
-    :func:`harness.execution.sealed_worker.sealed_main`: it knows only what the model needs.)"""
+    :func:`streambench.harness.execution.sealed_worker.sealed_main`: it knows only what the model needs.)"""
     bind_to_parent()
     try:
-        from harness.datasets.catalog import make_streams, make_warmup_stream
-        from harness.execution.config import RunConfig
-        from harness.execution.setup import build_adapter
-        from harness.execution.torch_setup import configure_torch_when_imported
+        from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+        from streambench.harness.execution.config import RunConfig
+        from streambench.harness.execution.setup import build_adapter
+        from streambench.harness.execution.torch_setup import configure_torch_when_imported
 
         config = RunConfig.model_validate_json(config_json)
         # torch is imported (and then seeded, its threads set) only by a model that uses it: a fresh worker
@@ -326,7 +326,7 @@ class RequestServer:
 
     def warm(self) -> int:
         """A fresh engine around the current adapter, warmed up; the warm-up frames fed."""
-        from harness.execution.engine import Engine
+        from streambench.harness.execution.engine import Engine
 
         self.engine = Engine(WorkerAdapter(self.adapter, self.slot, self.outbox), self.engine_config)
         frames = self.engine.warm_up(self.warmup) if self.warmup is not None else 0

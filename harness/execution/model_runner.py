@@ -5,8 +5,8 @@
 process holds (a clean, perturbed or occluded one) to the adapter and returns its recording:
 
 - ``sealed`` (``RunConfig.isolate`` and ``isolation.sealed``, the default): a sealed worker
-  (:class:`harness.execution.isolation.IsolatedEngine`): the frames one at a time, the labels and the
-  stream's id never sent, every frame timed on this process's clock too;
+  (:class:`streambench.harness.execution.isolation.IsolatedEngine`): the frames one at a time, the labels and
+  the stream's id never sent, every frame timed on this process's clock too;
 - ``in-process`` (``--in-process``): the engine here, with the adapter built here (for debugging; the
   model can reach the harness's clock, data and labels, and the result says ``in-process``).
 
@@ -21,14 +21,14 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Literal
 
-from adapters.contract import AdapterInfo, Stream
-from adapters.registry import resolve
-from harness.execution.config import RunConfig
-from harness.execution.engine import Engine
-from harness.execution.isolation import IsolatedEngine
-from harness.execution.sealed_feed import Extra, StreamsToFeed
-from harness.execution.setup import build_adapter, check_built
-from protocols.recording import StreamRecording, StreamRole
+from streambench.adapters.contract import AdapterInfo, Stream
+from streambench.adapters.registry import resolve
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.engine import Engine
+from streambench.harness.execution.isolation import IsolatedEngine
+from streambench.harness.execution.sealed_feed import Extra, StreamsToFeed
+from streambench.harness.execution.setup import build_adapter, check_built
+from streambench.protocols.recording import StreamRecording, StreamRole
 
 __all__ = ["ExecutionMode", "ModelRunner", "execution_mode", "open_runner", "recorded"]
 

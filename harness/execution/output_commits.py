@@ -4,13 +4,13 @@ word).
 A sealed worker's engine records each stream and sends the recording when the stream ends; what it
 records (the frame each prediction was emitted at, the frame it labels, its scores) is computed in the
 adapter's process, which a model can reach. So the worker also *commits* each ``predict()`` output to
-the parent as it goes: the request for frame ``t + 1`` (:data:`~harness.execution.sealed_feed.NEXT`)
-carries the output of frame ``t``, and the end of the stream
-(:data:`~harness.execution.sealed_feed.DONE`) that of the last frame. Whatever a model commits with the
-request for frame ``t + 1`` can depend only on frames ``0..t``: frame ``t + 1`` is sent after it. The
-parent then checks the recording against the commits (:func:`check_commits`); a recording that differs
+the parent as it goes: the request for frame ``t + 1``
+(:data:`~streambench.harness.execution.sealed_feed.NEXT`) carries the output of frame ``t``, and the end of
+the stream (:data:`~streambench.harness.execution.sealed_feed.DONE`) that of the last frame. Whatever a model
+commits with the request for frame ``t + 1`` can depend only on frames ``0..t``: frame ``t + 1`` is sent after
+it. The parent then checks the recording against the commits (:func:`check_commits`); a recording that differs
 (a prediction moved to an earlier frame, scores or the frame they label rewritten after later frames
-were seen) fails its stream with an :class:`~harness.execution.adapter_errors.AdapterOutputError`.
+were seen) fails its stream with an :class:`~streambench.harness.execution.adapter_errors.AdapterOutputError`.
 
 Worker side: :class:`Outbox` holds the last output; the worker's predict proxy stores it (one attribute
 store, inside the timed window) and the feed takes and encodes it (:func:`encode_output`) when it asks
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from adapters.contract import Prediction
-from harness.execution.adapter_errors import AdapterOutputError
-from protocols.recording import StreamRecording
+from streambench.adapters.contract import Prediction
+from streambench.harness.execution.adapter_errors import AdapterOutputError
+from streambench.protocols.recording import StreamRecording
 
 __all__ = ["UNREADABLE", "Committed", "Outbox", "check_commits", "decode_commits", "encode_output"]
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from adapters.contract import Prediction
-from harness.execution.adapter_errors import AdapterOutputError
-from harness.execution.recorded_extras import Extras, extras_of
+from streambench.adapters.contract import Prediction
+from streambench.harness.execution.adapter_errors import AdapterOutputError
+from streambench.harness.execution.recorded_extras import Extras, extras_of
 
 __all__ = ["FLOAT32", "FLOAT32_MAX", "NoFastPath", "OddFrames", "OutputChecks", "beyond_end"]
 

@@ -1,6 +1,7 @@
 """The paced feed: frames released on the wall clock at their stream time (``../shared/DESIGN.md``, "The
-engine": paced; seed 004 §6.2.3 "计时点"). Called by :meth:`harness.execution.engine.Engine.run_stream`
-for ``EngineConfig.pacing = "paced"``; the unpaced loop stays in the engine."""
+engine": paced; seed 004 §6.2.3 "计时点"). Called by
+:meth:`streambench.harness.execution.engine.Engine.run_stream` for ``EngineConfig.pacing = "paced"``; the
+unpaced loop stays in the engine."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from typing import Literal
 
 import numpy as np
 
-from adapters.contract import Frame, PredictOutput
-from harness.execution.adapter_errors import AdapterCallError, AdapterOutputError
-from harness.execution.outputs import OutputChecks
-from harness.execution.sealing import SealedFeed
-from harness.instruments.clock import wait_until
+from streambench.adapters.contract import Frame, PredictOutput
+from streambench.harness.execution.adapter_errors import AdapterCallError, AdapterOutputError
+from streambench.harness.execution.outputs import OutputChecks
+from streambench.harness.execution.sealing import SealedFeed
+from streambench.harness.instruments.clock import wait_until
 
 __all__ = ["PACED_LEAD_NS", "feed_paced"]
 

@@ -5,7 +5,7 @@ does, in each way the adapter can run:
 
 - in a worker (sealed or ``--no-sealed``): the worker leads a process group of its own (its ``Popen``
   starts it in one; a ``multiprocessing`` worker makes one first thing,
-  :func:`harness.execution.isolation_worker.bind_to_parent`), which every process the model starts
+  :func:`streambench.harness.execution.isolation_worker.bind_to_parent`), which every process the model starts
   joins unless it leaves on purpose (``setsid``). :class:`WorkerTree` notes the worker's descendants
   before it is asked to stop and, once it is gone, ends (SIGKILL) whatever is left of its group and of
   those descendants, and names each (:class:`LeftoverProcess`);

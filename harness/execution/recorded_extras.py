@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from adapters.contract import Prediction
+from streambench.adapters.contract import Prediction
 
 __all__ = ["Extras", "extras_of", "gather_extras"]
 

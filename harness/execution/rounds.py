@@ -1,8 +1,9 @@
 """Interleaved rounds of two sides, base and head, for the A/B latency gate (issue 16; ``streambench ab``).
 
-Each side runs in its own worker process (:class:`~harness.execution.isolation.IsolatedEngine` with a
-:class:`~harness.execution.worker_process.WorkerCommand`: its own interpreter, ``PYTHONPATH``, adapter and
-options), warmed up once. A **pair** is one round of each side on the same few streams:
+Each side runs in its own worker process (:class:`~streambench.harness.execution.isolation.IsolatedEngine`
+with a :class:`~streambench.harness.execution.worker_process.WorkerCommand`: its own interpreter,
+``PYTHONPATH``, adapter and options), warmed up once. A **pair** is one round of each side on the same few
+streams:
 
 * ``interleaved``: the two rounds of a pair run one after the other, in an order drawn at random per pair
   (ABBA-free randomisation, so neither side always runs first, when the caches are cold or a periodic
@@ -23,7 +24,7 @@ for fewer starts.
 
 Sequential stopping: the first look after ``rounds`` pairs, then one every ``step`` pairs up to
 ``max_rounds``; the caller's ``decide`` says whether the verdict is reached (it spends its error rate over
-:func:`planned_looks`, :func:`harness.results.gate.per_look_confidence`).
+:func:`planned_looks`, :func:`streambench.harness.results.gate.per_look_confidence`).
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.execution.config import IsolationConfig, RunConfig
-from harness.execution.isolation import IsolatedEngine
-from harness.execution.worker_process import WorkerCommand, pin
-from protocols.recording import StreamRecording
+from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.isolation import IsolatedEngine
+from streambench.harness.execution.worker_process import WorkerCommand, pin
+from streambench.protocols.recording import StreamRecording
 
 __all__ = [
     "DUET_MIN_CORES",

@@ -161,12 +161,17 @@ def _package_dirs(packages: Iterable[str]) -> list[str]:
     return found
 
 
+# streambench and its three floors: installed under one name, each floor mapped from its own directory
+# (pyproject.toml, [tool.setuptools.package-dir]), so each is found on its own
+_OWN_PACKAGES = ("streambench", "streambench.adapters", "streambench.harness", "streambench.protocols")
+
+
 def policy_for(
     denied: Sequence[Path | str],
     extra_read: Sequence[Path | str] = (),
     *,
     write_dir: str | None = None,
-    packages: Sequence[str] = ("adapters", "harness", "protocols"),
+    packages: Sequence[str] = _OWN_PACKAGES,
     import_paths: Sequence[str] = (),
 ) -> SandboxPolicy:
     """The worker's policy, computed in the parent. ``denied``: the data set's files and directories, the
@@ -292,11 +297,12 @@ def enter_sandbox(policy: SandboxPolicy, mode: SandboxMode = "auto") -> SandboxR
 
 
 def sandbox_policy(config: Any) -> SandboxPolicy:
-    """The sealed worker's policy for a run (``config``: a :class:`harness.execution.config.RunConfig`).
-    Denied: every path the data set's configuration names (its roots, label and manifest files), the
-    results store (``output_dir``, and the default ``results/`` here too) and a baseline run. Readable
-    besides the defaults: the adapter's own module (:func:`adapter_code`) and every adapter option that
-    names an existing file or directory (weights, TorchScript / ONNX files)."""
+    """The sealed worker's policy for a run (``config``: a
+    :class:`streambench.harness.execution.config.RunConfig`). Denied: every path the data set's configuration
+    names (its roots, label and manifest files), the results store (``output_dir``, and the default
+    ``results/`` here too) and a baseline run. Readable besides the defaults: the adapter's own module
+    (:func:`adapter_code`) and every adapter option that names an existing file or directory (weights,
+    TorchScript / ONNX files)."""
     # the run's store, and the default one wherever this run writes (earlier runs' recordings and labels)
     denied = [config.output_dir, Path("results"), *_paths_in(config.data.model_dump(mode="json"))]
     if config.baseline is not None:
@@ -309,10 +315,10 @@ def sandbox_policy(config: Any) -> SandboxPolicy:
 def adapter_code(adapter: str) -> tuple[list[str], list[str]]:
     """Where the worker will import an adapter's top-level module from, found without running any of it
     (no package ``__init__`` is executed here): ``(paths to read, directories to add to sys.path)``. As
-    :func:`adapters.registry.resolve` looks: ``sys.path`` first, then the current directory (which a
-    console script's ``sys.path`` lacks; it is then the one directory to add). A registry name is its
+    :func:`streambench.adapters.registry.resolve` looks: ``sys.path`` first, then the current directory (which
+    a console script's ``sys.path`` lacks; it is then the one directory to add). A registry name is its
     ``module:Class``."""
-    from adapters.registry import REGISTRY
+    from streambench.adapters.registry import REGISTRY
 
     target = REGISTRY.get(adapter, adapter)
     if ":" not in target:

@@ -11,7 +11,7 @@ the engine's frame list finds the frames already sent and nothing else; labels n
 A frame travels as bytes: a JSON header (index, time, per-modality timestamps, and for each payload its
 dtype and shape, or ``None`` for a missing modality), a NUL byte, then the payloads' raw bytes in order.
 The worker rebuilds each payload as an array that owns its memory and is read-only, exactly as
-:func:`harness.execution.sealing.seal` hands it out in process. Nothing is pickled.
+:func:`streambench.harness.execution.sealing.seal` hands it out in process. Nothing is pickled.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from adapters.contract import Frame, Stream
-from harness.execution.output_commits import Outbox
-from harness.execution.sealing import SealedFeed
+from streambench.adapters.contract import Frame, Stream
+from streambench.harness.execution.output_commits import Outbox
+from streambench.harness.execution.sealing import SealedFeed
 
 __all__ = [
     "CALIBRATION_FRAMES",

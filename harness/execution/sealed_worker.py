@@ -4,15 +4,16 @@ DESIGN.md "Causality": "the worker is told only what the model needs". A sealed 
 :class:`WorkerSpec` — the adapter reference and its options, the data-bound ``classes`` and
 ``input_dims``, the engine's settings, the thread settings and the model's torch seed — and never the
 run configuration: no data set, no paths, no data seed, no protocol, no output directory, no stream id
-(each fed stream is named by a fresh opaque token, :func:`harness.execution.sealed_feed.stream_header`).
-Every frame, warm-up included, comes from the parent one at a time (:mod:`harness.execution.sealed_feed`).
+(each fed stream is named by a fresh opaque token,
+:func:`streambench.harness.execution.sealed_feed.stream_header`). Every frame, warm-up included, comes from
+the parent one at a time (:mod:`streambench.harness.execution.sealed_feed`).
 
-Start-up, in order, each step timed by the parent (:mod:`harness.execution.host_timing`):
+Start-up, in order, each step timed by the parent (:mod:`streambench.harness.execution.host_timing`):
 
 1. imports of the harness's engine, then the pipe's floor: ``calibration`` frames of the data set's
    shapes (noise, not data) fed to the null adapter, before the model is imported;
 2. the model's import and construction, then its warm-up on the frames the parent serves;
-3. ``ready``, then requests (:class:`harness.execution.isolation_worker.RequestServer`).
+3. ``ready``, then requests (:class:`streambench.harness.execution.isolation_worker.RequestServer`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.contract import Adapter
-from harness.execution.engine import EngineConfig
-from harness.execution.isolation_worker import (
+from streambench.adapters.contract import Adapter
+from streambench.harness.execution.engine import EngineConfig
+from streambench.harness.execution.isolation_worker import (
     IDLE,
     Start,
     WorkerAdapter,
@@ -34,8 +35,8 @@ from harness.execution.isolation_worker import (
     send,
     serve,
 )
-from harness.execution.output_commits import Outbox
-from harness.instruments.threads import ThreadConfig
+from streambench.harness.execution.output_commits import Outbox
+from streambench.harness.instruments.threads import ThreadConfig
 
 __all__ = ["WorkerSpec", "sealed_main"]
 
@@ -63,9 +64,9 @@ def sealed_main(spec_json: str, conn: Connection, slot: Any) -> None:
     ``start_sealed_worker``, after its bootstrap entered the sandbox)."""
     bind_to_parent()
     try:
-        from adapters.registry import create_adapter
-        from harness.execution.engine import Engine
-        from harness.execution.torch_setup import configure_torch_when_imported
+        from streambench.adapters.registry import create_adapter
+        from streambench.harness.execution.engine import Engine
+        from streambench.harness.execution.torch_setup import configure_torch_when_imported
 
         spec = WorkerSpec.model_validate_json(spec_json)
         torch_configured = configure_torch_when_imported(spec.threads, spec.torch_seed)

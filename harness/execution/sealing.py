@@ -12,7 +12,7 @@ its own (a C-contiguous copy that owns its memory, ``.base is None``) and is mad
 
 The copy is made once per frame while the frame list is built, outside the timed loop, so the per-frame
 cost the engine measures does not grow. A payload that is not a numpy array (``None`` for a missing
-modality) is passed on unchanged; the frame itself is a new :class:`~adapters.contract.Frame`.
+modality) is passed on unchanged; the frame itself is a new :class:`~streambench.adapters.contract.Frame`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from adapters.contract import Frame, Stream
+from streambench.adapters.contract import Frame, Stream
 
 __all__ = ["SealedFeed", "frames_of", "seal", "seal_frames"]
 
@@ -57,8 +57,8 @@ def seal_frames(frames: Iterable[Frame]) -> list[Frame]:
 
 class SealedFeed(abc.ABC):
     """Frames that arrive already sealed and one at a time (the sealed worker's feed,
-    :class:`harness.execution.sealed_feed.ParentFeed`): sized, iterated once, never held as a list.
-    A stream whose ``frame_source`` returns one is fed as it comes."""
+    :class:`streambench.harness.execution.sealed_feed.ParentFeed`): sized, iterated once, never held as a
+    list. A stream whose ``frame_source`` returns one is fed as it comes."""
 
     @abc.abstractmethod
     def __len__(self) -> int: ...

@@ -4,7 +4,7 @@
 overhead and the clock's resolution as the floor of every measurement." The timing point is the one
 of seed 004 §6.2.3 ("计时点"): ``time.perf_counter_ns()`` around ``predict()``. The report holds
 
-- the clock (:func:`harness.engine.clock_info`) and its resolution, declared and measured: the
+- the clock (:func:`streambench.harness.engine.clock_info`) and its resolution, declared and measured: the
   smallest non-zero step between consecutive ``perf_counter_ns()`` reads. A Python-level read costs
   tens of nanoseconds, so the measured figure is an upper bound of the true tick;
 - the overhead floor: the latency the engine records for the null adapter (median, p99), i.e. what
@@ -13,7 +13,7 @@ of seed 004 §6.2.3 ("计时点"): ``time.perf_counter_ns()`` around ``predict()
   (as ``benchmarks/test_engine_overhead.py`` does). The bare loop calls a stand-in with the null
   adapter's call shape (a bound method returning a stored object), not the adapter's ``predict``:
   only the engine calls ``predict()`` (``tests/test_layering.py``);
-- for each busy-wait duration (:class:`adapters.null.BusyWaitAdapter`): the median latency the
+- for each busy-wait duration (:class:`streambench.adapters.null.BusyWaitAdapter`): the median latency the
   engine measured, its relative error ``(median - nominal) / nominal``, p99, and pass/fail against
   the duration's tolerance. The busy-wait spins on the engine's own clock, so every frame must be
   measured at least at its duration; a frame below it fails the check whatever the median.
@@ -35,9 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validat
 from rich.console import Console
 from rich.table import Table
 
-from adapters.contract import Adapter, Frame, Stream
-from adapters.null import BusyWaitAdapter, BusyWaitOptions, NullAdapter
-from harness.execution.engine import ClockInfo, Engine, EngineConfig, clock_info
+from streambench.adapters.contract import Adapter, Frame, Stream
+from streambench.adapters.null import BusyWaitAdapter, BusyWaitOptions, NullAdapter
+from streambench.harness.execution.engine import ClockInfo, Engine, EngineConfig, clock_info
 
 __all__ = [
     "BusyWaitFigures",

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.contract import Adapter, AdapterInfo, Stream
-from adapters.registry import create_adapter
-from harness.datasets.catalog import check_sample_streams
-from harness.execution.config import RunConfig
-from harness.instruments.data_hash import hash_streams
-from harness.instruments.manifest import EnvironmentManifest, collect_manifest, fingerprint
+from streambench.adapters.contract import Adapter, AdapterInfo, Stream
+from streambench.adapters.registry import create_adapter
+from streambench.harness.datasets.catalog import check_sample_streams
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.instruments.data_hash import hash_streams
+from streambench.harness.instruments.manifest import EnvironmentManifest, collect_manifest, fingerprint
 
 __all__ = ["build_adapter", "check_built", "create_bound", "data_bound_of", "environment_for"]
 

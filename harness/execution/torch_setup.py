@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
-from harness.instruments.threads import ThreadConfig
+from streambench.harness.instruments.threads import ThreadConfig
 
 __all__ = ["configure_torch_when_imported", "when_imported"]
 
@@ -82,14 +82,15 @@ def when_imported(name: str, configure: Callable[[ModuleType], None]) -> Callabl
 
 
 def configure_torch_when_imported(threads: ThreadConfig, seed: int) -> Callable[[], None]:
-    """The run's thread settings (:func:`harness.instruments.threads.apply`) and ``torch.manual_seed``,
-    applied when the model imports torch; the thread environment variables are set now. Returns a check
-    to call once the model is built: it raises if torch was imported without being configured."""
+    """The run's thread settings (:func:`streambench.harness.instruments.threads.apply`) and
+    ``torch.manual_seed``, applied when the model imports torch; the thread environment variables are set now.
+    Returns a check to call once the model is built: it raises if torch was imported without being
+    configured."""
     for key, value in threads.env.items():
         os.environ[key] = value
 
     def configure(torch: ModuleType) -> None:
-        from harness.instruments.threads import apply
+        from streambench.harness.instruments.threads import apply
 
         apply(threads)
         torch.manual_seed(seed)

@@ -8,14 +8,14 @@ import signal
 from collections.abc import Callable
 from typing import Any, Literal
 
-from harness.execution.adapter_errors import (
+from streambench.harness.execution.adapter_errors import (
     AdapterCallError,
     AdapterCrashError,
     AdapterError,
     AdapterOutputError,
     AdapterTimeoutError,
 )
-from harness.execution.isolation_worker import IDLE, RESETTING
+from streambench.harness.execution.isolation_worker import IDLE, RESETTING
 
 __all__ = ["RemoteTraceback", "WorkerError", "crash_error", "reply_error", "timeout_error"]
 

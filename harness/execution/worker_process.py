@@ -13,8 +13,8 @@ pins itself to ``CPUS``
 when given (duet mode), wraps its inherited socket in a ``multiprocessing`` :class:`Connection`, maps the
 progress slot (8 bytes of a shared temporary file: the frame being run, as the ``RawArray`` does for
 ``--isolate``), reads the run configuration and calls that checkout's ``worker_main``. The parent
-(:class:`~harness.execution.isolation.IsolatedEngine`) then speaks the same protocol as with spawn:
-JSON headers and ``numpy.savez`` bytes, nothing pickled.
+(:class:`~streambench.harness.execution.isolation.IsolatedEngine`) then speaks the same protocol as with
+spawn: JSON headers and ``numpy.savez`` bytes, nothing pickled.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from multiprocessing.connection import Connection
 conn = Connection(int(sys.argv[1]))
 slot = (ctypes.c_longlong * 1).from_buffer(mmap.mmap(int(sys.argv[2]), 8))
 config = conn.recv_bytes().decode()
-from harness.execution.isolation_worker import worker_main
+from streambench.harness.execution.isolation_worker import worker_main
 worker_main(config, int(sys.argv[3]) if sys.argv[3] else None, conn, slot)
 """
 
@@ -67,7 +67,7 @@ conn = Connection(int(sys.argv[1]))
 slot = (ctypes.c_longlong * 1).from_buffer(mmap.mmap(int(sys.argv[2]), 8))
 sandbox = json.loads(conn.recv_bytes())
 try:
-    from harness.execution.sandbox import SandboxPolicy, enter_sandbox
+    from streambench.harness.execution.sandbox import SandboxPolicy, enter_sandbox
     record = enter_sandbox(SandboxPolicy.model_validate(sandbox["policy"]), sandbox["mode"])
 except Exception as exc:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -76,7 +76,7 @@ except Exception as exc:
     sys.exit(1)
 conn.send_bytes(json.dumps({"kind": "sandbox", **record.model_dump(mode="json")}).encode())
 spec = conn.recv_bytes().decode()
-from harness.execution.sealed_worker import sealed_main
+from streambench.harness.execution.sealed_worker import sealed_main
 sealed_main(spec, conn, slot)
 import os
 sys.stdout.flush()
@@ -110,9 +110,9 @@ protocol, the test or the data (``PYTEST_CURRENT_TEST``, ``STREAMBENCH_*``, ``CI
 def start_sealed_worker(
     spec_json: str, slot: SharedSlot, sandbox_json: str
 ) -> tuple[ChildProcess, Connection]:
-    """Start a sealed worker (:func:`harness.execution.sealed_worker.sealed_main`) as a plain child whose
-    command line is the same for every run and protocol (``PYTHON -c BOOTSTRAP CONN_FD SLOT_FD``; a
-    ``multiprocessing`` spawn child would get the parent's ``sys.argv`` and main module), whose
+    """Start a sealed worker (:func:`streambench.harness.execution.sealed_worker.sealed_main`) as a plain
+    child whose command line is the same for every run and protocol (``PYTHON -c BOOTSTRAP CONN_FD SLOT_FD``;
+    a ``multiprocessing`` spawn child would get the parent's ``sys.argv`` and main module), whose
     environment is :data:`WORKER_ENVIRONMENT`'s part of this one, and whose import path is this
     process's (``PYTHONPATH``: an adapter named ``module:Class`` imports as it does here). Its first act
     is to enter the sandbox of ``sandbox_json`` (``{"policy": SandboxPolicy, "mode": ...}``,

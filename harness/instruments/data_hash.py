@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from adapters.contract import Stream
+from streambench.adapters.contract import Stream
 
 __all__ = ["hash_streams"]
 

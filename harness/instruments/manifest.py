@@ -10,7 +10,7 @@ git commits and the data hash complete it (DESIGN.md "Instruments": manifest).
 
 GPU items come from what ``torch.cuda`` exposes. Driver version, power limit, persistence and clock mode
 are NVML-only: they stay ``None`` (reason :data:`NEEDS_NVML`) unless the caller passes them in ``nvml``
-(read by :mod:`harness.instruments.nvml`; this module never imports the vendor library).
+(read by :mod:`streambench.harness.instruments.nvml`; this module never imports the vendor library).
 :func:`fingerprint` hashes the items that affect timing; comparisons refuse runs whose fingerprints differ.
 """
 
@@ -33,8 +33,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from harness.instruments.model_files import model_files
-from harness.instruments.threads import read_thread_env
+from streambench.harness.instruments.model_files import model_files
+from streambench.harness.instruments.threads import read_thread_env
 
 __all__ = [
     "FINGERPRINT_FIELDS",
@@ -346,20 +346,20 @@ def collect_manifest(
 
     ``adapter_module``: the module of the adapter class (``type(adapter).__module__``; ``module:Class``
     is accepted); its checkout's commit is recorded when it lies in a git repository. ``adapter_options``:
-    the files they name are hashed (:mod:`harness.instruments.model_files`). ``nvml``: items of
+    the files they name are hashed (:mod:`streambench.harness.instruments.model_files`). ``nvml``: items of
     :data:`NVML_FIELDS` read by the NVML module, replacing the ``None`` placeholders. ``root``: the root of
     ``/proc``, ``/sys`` and ``/etc`` (tests inject a fake one). Never raises for an unreadable item.
     """
     import numpy
     import torch
 
-    import harness
+    import streambench.harness
 
     unknown = set(nvml or {}) - set(NVML_FIELDS)
     if unknown:
         raise ValueError(f"nvml may only fill {NVML_FIELDS}, got {sorted(unknown)}")
     if nvml is None:
-        from harness.instruments.nvml import read_lock_items
+        from streambench.harness.instruments.nvml import read_lock_items
 
         nvml = {name: Item(value=value, reason=reason) for name, (value, reason) in read_lock_items().items()}
     gpu_nvml = {name: _missing(NEEDS_NVML) for name in NVML_FIELDS} | dict(nvml)
@@ -390,7 +390,9 @@ def collect_manifest(
         python_version=_ok(platform.python_version()),
         python_implementation=_ok(platform.python_implementation()),
         seeds=_ok(dict(seeds)),
-        harness_git=_guard(lambda: git_state(Path(harness.__file__).resolve().parent), "harness git"),
+        harness_git=_guard(
+            lambda: git_state(Path(streambench.harness.__file__).resolve().parent), "harness git"
+        ),
         adapter_git=_guard(lambda: _adapter_git(adapter_module), "adapter git"),
         data_hash=_ok(data_hash) if data_hash else _missing("no data hash given"),
         model_files=_guard(lambda: _model_files_item(adapter_options), "model files"),

@@ -6,11 +6,11 @@ makes :func:`open_gpu_sensors` return no sensors and an ``"unavailable: <reason>
 
 NVML's units are converted here, once: power (mW) to ``power_w``, power limit (mW) to
 ``power_limit_w``. The total-energy counter stays in millijoules (``energy_counter_mj``) because it is
-an integer counter; :mod:`harness.instruments.power` turns its deltas into joules. The figures serve
-seed 004 §6.3.3 (Energy/frame, W@RTF=1).
+an integer counter; :mod:`streambench.harness.instruments.power` turns its deltas into joules. The figures
+serve seed 004 §6.3.3 (Energy/frame, W@RTF=1).
 
-:class:`GpuSensor` is the whole interface the meter uses; :mod:`harness.instruments.replay` implements
-it from a recorded CSV log so every path runs in tests without hardware.
+:class:`GpuSensor` is the whole interface the meter uses; :mod:`streambench.harness.instruments.replay`
+implements it from a recorded CSV log so every path runs in tests without hardware.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.instruments.nvml import IDLE_REASON, GpuSensor, SensorError, open_gpu_sensors
+from streambench.harness.instruments.nvml import IDLE_REASON, GpuSensor, SensorError, open_gpu_sensors
 
 __all__ = ["COUNTER_METHOD", "EnergyReport", "PowerConfig", "PowerMeter", "trapezoid_j"]
 

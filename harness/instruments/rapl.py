@@ -92,7 +92,7 @@ def find_rapl_zones(root: str | Path = DEFAULT_ROOT) -> tuple[list[RaplZone], st
 
 class RaplMeter:
     """Edge readings (plus optional polling) of every package zone; ``start()`` / ``stop()`` outside the
-    timed loop, as for :class:`harness.instruments.power.PowerMeter`."""
+    timed loop, as for :class:`streambench.harness.instruments.power.PowerMeter`."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""A :class:`~harness.instruments.nvml.GpuSensor` that plays back a recorded CSV log (DESIGN.md
+"""A :class:`~streambench.harness.instruments.nvml.GpuSensor` that plays back a recorded CSV log (DESIGN.md
 "Instruments": every protocol runs in tests without the hardware; seed 004 §6.3.3 energy figures).
 
 The log has one row per reading, columns ``t_s,power_w,energy_mj,sm_clock_mhz,mem_clock_mhz,
@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from harness.instruments.nvml import EDGE_KEYS, GpuSensor, SensorError, decode_throttle_reasons
+from streambench.harness.instruments.nvml import EDGE_KEYS, GpuSensor, SensorError, decode_throttle_reasons
 
 __all__ = ["LOG_COLUMNS", "LogRow", "ManualClock", "ReplayGpuSensor", "read_log", "record_log"]
 
@@ -112,7 +112,8 @@ def read_log(path: str | Path) -> list[LogRow]:
 
 
 class ReplayGpuSensor:
-    """Plays a recorded log as a :class:`~harness.instruments.nvml.GpuSensor` against ``now()``."""
+    """Plays a recorded log as a :class:`~streambench.harness.instruments.nvml.GpuSensor` against
+    ``now()``."""
 
     def __init__(
         self, rows: Sequence[LogRow], now: Callable[[], float], name: str = "replay", index: int = 0

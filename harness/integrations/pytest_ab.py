@@ -2,8 +2,8 @@
 (declared in harness/integrations/pytest_plugin.py, which imports this module only when a test uses it).
 
 A test calls it once; it runs base and head in interleaved rounds exactly as ``streambench ab`` does
-(:func:`harness.runs.ab.run_ab`: each side in its own worker process, fresh workers every pair, the
-three-valued gate over pairs of rounds) and fails the test on a *regression*::
+(:func:`streambench.harness.runs.ab.run_ab`: each side in its own worker process, fresh workers every pair,
+the three-valued gate over pairs of rounds) and fails the test on a *regression*::
 
     def test_latency_gate(streambench_ab):
         streambench_ab(adapter="my_package.models:MyAdapter", fail_on="p50:+5%")
@@ -28,11 +28,11 @@ from typing import Any, Literal
 
 import pytest
 
-from harness.execution.config import RunConfig
-from harness.execution.rounds import RoundsConfig, Side
-from harness.execution.worker_process import WorkerCommand, default_pythonpath
-from harness.results.compare import FailOnSpec
-from harness.runs.ab import ABReport, ab_markdown, run_ab
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.rounds import RoundsConfig, Side
+from streambench.harness.execution.worker_process import WorkerCommand, default_pythonpath
+from streambench.harness.results.compare import FailOnSpec
+from streambench.harness.runs.ab import ABReport, ab_markdown, run_ab
 
 __all__ = ["make_gate"]
 

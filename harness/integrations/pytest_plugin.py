@@ -1,14 +1,15 @@
 """streambench as a pytest plugin: latency regression tests in a project's own CI (issue 6, part 5).
 
-Registered through the ``pytest11`` entry point (``streambench = "harness.integrations.pytest_plugin"``), so
-any environment with streambench installed has the ``streambench_latency`` fixture. A test calls it once::
+Registered through the ``pytest11`` entry point
+(``streambench = "streambench.harness.integrations.pytest_plugin"``), so any environment with streambench
+installed has the ``streambench_latency`` fixture. A test calls it once::
 
     def test_my_model_latency(streambench_latency):
         run = streambench_latency(adapter="my_package.models:MyAdapter", streams=4, duration_s=2.0)
         assert run.f1_at(1000) > 0.5
 
 It runs the adapter through the online protocol exactly like ``streambench run`` does (the runner's
-:func:`harness.runner.execute_run`: threads applied, warm-up, one stream at a time, batch 1, every
+:func:`streambench.harness.runner.execute_run`: threads applied, warm-up, one stream at a time, batch 1, every
 ``predict()`` timed by the engine with ``time.perf_counter_ns()``, then scored) and hands the result to
 pytest-benchmark, so that its documented regression workflow works on adapters unchanged::
 
@@ -24,8 +25,8 @@ What goes where in pytest-benchmark's record (its documented API, pytest-benchma
   (numpy's linear method, with their sample count), FPS, RTF, the F1@Δt / Acc@Δt curve (Strict, frame
   units), frame accuracy, segment F1, the headline warnings, the run id and the environment fingerprint.
 - machine info: the ``pytest_benchmark_update_machine_info`` hook adds ``machine_info["streambench"]``:
-  the environment fingerprint (:func:`harness.instruments.manifest.fingerprint`) and the manifest items
-  it hashes (nothing that changes between two runs on the same machine, so pytest-benchmark's own
+  the environment fingerprint (:func:`streambench.harness.instruments.manifest.fingerprint`) and the manifest
+  items it hashes (nothing that changes between two runs on the same machine, so pytest-benchmark's own
   "machine_info is different" warning keeps its meaning).
 - comparing: the ``pytest_benchmark_compare_machine_info`` hook refuses (usage error, before any test
   runs) to compare against saved streambench benchmarks whose fingerprint differs from this machine's
@@ -45,8 +46,8 @@ float rounding, ~1e-16 s). The target is a no-op; nothing is timed twice and not
 Caveat: this relies on pedantic reading the timer exactly once before and once after the target per
 round (true of pytest-benchmark 4 and 5). The replay clock counts its readings and the fixture fails
 the test loudly if pytest-benchmark read it any other number of times, rather than record wrong
-rounds. The saved JSON names the timer ``harness.pytest_plugin.streambench_engine_replay``, which says
-where the durations came from. (The alternative, appending the samples to the fixture's stats object
+rounds. The saved JSON names the timer ``streambench.harness.pytest_plugin.streambench_engine_replay``, which
+says where the durations came from. (The alternative, appending the samples to the fixture's stats object
 through ``BenchmarkFixture._make_stats``, uses private API and was not taken.) One run per test:
 pytest-benchmark keeps one benchmark per test, so the fixture can be called once; parametrize for more.
 ``--benchmark-timer``, ``--benchmark-warmup`` and the round-calibration options do not apply (the engine
@@ -69,10 +70,10 @@ import numpy as np
 import pytest
 
 if TYPE_CHECKING:
-    from harness.execution.config import RunConfig
-    from harness.results.files import RunResult
-    from protocols.metrics import LatencySummary
-    from protocols.online import Mode, OnlineScore, Unit
+    from streambench.harness.execution.config import RunConfig
+    from streambench.harness.results.files import RunResult
+    from streambench.protocols.metrics import LatencySummary
+    from streambench.protocols.online import Mode, OnlineScore, Unit
 
 __all__ = ["LatencyRun", "ReplayTimer", "StreambenchLatency", "streambench_latency"]
 
@@ -135,7 +136,8 @@ class LatencyRun:
 
     @property
     def latency(self) -> LatencySummary:
-        """Latency percentiles over the scored frames (protocols.online_speed, numpy's linear method)."""
+        """Latency percentiles over the scored frames (streambench.protocols.online_speed, numpy's linear
+        method)."""
         return self.result.metrics.overall.speed.latency
 
     @property
@@ -156,8 +158,8 @@ def run_config(
     output_dir: Path,
 ) -> RunConfig:
     """A small online run on the synthetic data set, events sized to fit streams of ``duration_s``."""
-    from harness.datasets.synthetic import SyntheticConfig
-    from harness.execution.config import RunConfig
+    from streambench.harness.datasets.synthetic import SyntheticConfig
+    from streambench.harness.execution.config import RunConfig
 
     defaults = SyntheticConfig.model_fields
     segments = max(1, round(duration_s / defaults["segment_length_s"].default))
@@ -237,12 +239,12 @@ class StreambenchLatency:
 
         ``adapter``: a registry name or ``module:Class``; ``options``: its options (validated by its
         ``Options`` model); ``streams`` synthetic streams of ``duration_s`` seconds at 25 fps after
-        ``warmup_frames`` warm-up frames. ``config``: a complete :class:`harness.runner.RunConfig`
+        ``warmup_frames`` warm-up frames. ``config``: a complete :class:`streambench.harness.runner.RunConfig`
         instead (the other arguments are then ignored). The run is written under pytest's temporary
         directory (``run.run_dir``).
         """
-        from harness.runs.session import execute_run
-        from protocols.online_speed import measured_latency
+        from streambench.harness.runs.session import execute_run
+        from streambench.protocols.online_speed import measured_latency
 
         if self.used:
             raise RuntimeError(
@@ -286,7 +288,7 @@ def streambench_latency(request: pytest.FixtureRequest, benchmark: Any, tmp_path
 def streambench_ab(request: pytest.FixtureRequest) -> Any:
     """The interleaved A/B latency gate (harness/integrations/pytest_ab.py): call it with the head's
     adapter; fails the test on a regression."""
-    from harness.integrations.pytest_ab import make_gate
+    from streambench.harness.integrations.pytest_ab import make_gate
 
     return make_gate(request)
 
@@ -329,7 +331,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def machine_entry(config: pytest.Config) -> dict[str, Any]:
     """This machine's fingerprint and the manifest items it hashes (read once per session)."""
     if _MACHINE_KEY not in config.stash:
-        from harness.instruments.manifest import FINGERPRINT_FIELDS, collect_manifest, fingerprint
+        from streambench.harness.instruments.manifest import FINGERPRINT_FIELDS, collect_manifest, fingerprint
 
         manifest = collect_manifest({})
         config.stash[_MACHINE_KEY] = {

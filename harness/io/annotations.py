@@ -26,8 +26,8 @@ line equal to it is skipped.
 
 Both readers skip blank lines, accept ``\\n``, ``\\r\\n`` or ``\\r`` line ends and a leading UTF-8
 byte-order mark, strip whitespace around fields, and require at least one record. Anything else raises
-:class:`AnnotationFileError` (a :class:`~harness.io.lines.LineFileError`) naming the file and the line;
-a reader returns the whole file or raises.
+:class:`AnnotationFileError` (a :class:`~streambench.harness.io.lines.LineFileError`) naming the file and the
+line; a reader returns the whole file or raises.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from harness.io.labels import text_lines
-from harness.io.lines import LineFileError
+from streambench.harness.io.labels import text_lines
+from streambench.harness.io.lines import LineFileError
 
 __all__ = [
     "AVE_HEADER",

@@ -13,7 +13,7 @@ import os
 import numpy as np
 import numpy.typing as npt
 
-from harness.io.lines import LineFileError, fields_of_lines
+from streambench.harness.io.lines import LineFileError, fields_of_lines
 
 __all__ = ["CalibrationFileError", "read_calibration_file"]
 

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from harness.io.json_file import parse_json, read_json_text
+from streambench.harness.io.json_file import parse_json, read_json_text
 
 if sys.version_info >= (3, 11):
     import tomllib

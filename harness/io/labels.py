@@ -19,8 +19,8 @@ in any order — the rows are read by those names. Blank lines are skipped; a fi
 
 Both readers require times that are finite, non-negative, plain decimal numbers with ``onset <= offset``,
 and a non-empty label. Anything else — an unreadable file, bytes that are not UTF-8, a malformed line —
-raises :class:`LabelFileError` (a :class:`~harness.io.lines.LineFileError`) naming the file and the
-line. Lines end at ``\\n``, ``\\r\\n`` or ``\\r``; a leading UTF-8 byte-order mark is ignored. A reader
+raises :class:`LabelFileError` (a :class:`~streambench.harness.io.lines.LineFileError`) naming the file and
+the line. Lines end at ``\\n``, ``\\r\\n`` or ``\\r``; a leading UTF-8 byte-order mark is ignored. A reader
 returns the whole file or raises: never a part of it.
 """
 
@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.io.lines import LineFileError
+from streambench.harness.io.lines import LineFileError
 
 __all__ = [
     "LabelFileError",

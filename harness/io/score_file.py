@@ -26,8 +26,8 @@ import os
 import numpy as np
 import numpy.typing as npt
 
-from harness.io.atomic import atomic_write_text
-from harness.io.lines import LineFileError, fields_of_lines
+from streambench.harness.io.atomic import atomic_write_text
+from streambench.harness.io.lines import LineFileError, fields_of_lines
 
 LABEL_OF_KEY = {"real": 1, "fake": 0}
 

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 DB_FILE = "index.sqlite"
-"""The run index, a cache of the run directories' headlines (:mod:`harness.results.store`)."""
+"""The run index, a cache of the run directories' headlines (:mod:`streambench.harness.results.store`)."""
 DB_SIDECARS = ("-wal", "-shm", "-journal")
 """Files SQLite keeps beside a database: the write-ahead log, its shared memory, the rollback journal."""
 DAMAGED_SUFFIX = ".damaged-"

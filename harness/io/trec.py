@@ -1,10 +1,10 @@
-"""Reading TREC run and qrels files into the mappings of :mod:`protocols.metrics.ranking`.
+"""Reading TREC run and qrels files into the mappings of :mod:`streambench.protocols.metrics.ranking`.
 
 The formats are trec_eval's:
 
 - run: one line per retrieved document, ``qid Q0 docid rank score tag`` (whitespace-separated). The
   second column and the tag are not used; ``rank`` must be an integer but, as in trec_eval, the
-  ranking comes from ``score`` (ties broken by document id, see :mod:`protocols.metrics.ranking`).
+  ranking comes from ``score`` (ties broken by document id, see :mod:`streambench.protocols.metrics.ranking`).
 - qrels: one line per judgement, ``qid iteration docid relevance`` with an integer relevance
   (``≥ 1`` relevant; 0 or negative: judged not relevant). The iteration column is not used.
 
@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterator
 from typing import TypeVar
 
-from harness.io.lines import LineFileError, fields_of_lines
+from streambench.harness.io.lines import LineFileError, fields_of_lines
 
 __all__ = ["TrecFileError", "read_qrels", "read_run"]
 

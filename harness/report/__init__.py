@@ -8,11 +8,11 @@ reliability diagram, DET / ROC; robustness curves; causality checks), the headli
 protocols that draw no section of their own, one note naming the sections a missing protocol run would
 fill, and the environment manifest.
 
-Several runs: the comparison first (:mod:`harness.report.compare`: runs, headline figures with their
-differences and intervals, overlaid latency distributions, Pareto fronts), then each run's own report
+Several runs: the comparison first (:mod:`streambench.harness.report.compare`: runs, headline figures with
+their differences and intervals, overlaid latency distributions, Pareto fronts), then each run's own report
 collapsed, to open when wanted (issue 17: a reader looks for the comparison, not for the 20,000 pixels
 of stacked single-run reports above it). The bundles are read by
-:func:`harness.runs.catalog.load_bundle`; this room only draws.
+:func:`streambench.harness.runs.catalog.load_bundle`; this room only draws.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
-from harness.report.bundle import RunBundle, SectionSpec
-from harness.report.compare import comparison_sections, run_label
-from harness.report.html import Group, Section, esc, page
-from harness.report.numbers import latency_ms, percent
-from harness.report.sections_quality import protocols_section
-from harness.report.sections_run import environment_section
+from streambench.harness.report.bundle import RunBundle, SectionSpec
+from streambench.harness.report.compare import comparison_sections, run_label
+from streambench.harness.report.html import Group, Section, esc, page
+from streambench.harness.report.numbers import latency_ms, percent
+from streambench.harness.report.sections_quality import protocols_section
+from streambench.harness.report.sections_run import environment_section
 
 __all__ = ["RunBundle", "SectionSpec", "build_report"]
 

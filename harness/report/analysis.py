@@ -15,10 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.metrics.calibration import ReliabilityBins, reliability_bins
-from protocols.metrics.detection import OperatingPoints, det_curve_points, eer, roc_auc, roc_curve_points
-from protocols.online_speed import measured_latency
-from protocols.recording import StreamRecording
+from streambench.protocols.metrics.calibration import ReliabilityBins, reliability_bins
+from streambench.protocols.metrics.detection import (
+    OperatingPoints,
+    det_curve_points,
+    eer,
+    roc_auc,
+    roc_curve_points,
+)
+from streambench.protocols.online_speed import measured_latency
+from streambench.protocols.recording import StreamRecording
 
 __all__ = [
     "DetectionCurves",

@@ -1,6 +1,6 @@
 """What one report shows of one run: its result files, read once, and the sections that draw them
-(DESIGN.md "Results"). :func:`harness.runs.catalog.load_bundle` fills a bundle through the protocol
-registry; the report only draws it. A part that is missing or unreadable is absent with the reason,
+(DESIGN.md "Results"). :func:`streambench.harness.runs.catalog.load_bundle` fills a bundle through the
+protocol registry; the report only draws it. A part that is missing or unreadable is absent with the reason,
 which the report shows in its place.
 """
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from harness.results.files import RunResult
-from harness.results.headline import Figure
-from protocols.recording import StreamRecording
+from streambench.harness.results.files import RunResult
+from streambench.harness.results.headline import Figure
+from streambench.protocols.recording import StreamRecording
 
 __all__ = ["RunBundle", "SectionSpec"]
 

@@ -1,5 +1,5 @@
 """The sections across runs, first on the page of a comparison: which runs, the headline figures with
-their differences and intervals (:mod:`harness.report.compare_table`), the latency distributions
+their differences and intervals (:mod:`streambench.harness.report.compare_table`), the latency distributions
 overlaid, and the Pareto fronts of accuracy against latency and, where measured, energy (seed 004
 §6.3.3). Runs are comparable on timings only on the same hardware (§6.3.1): differing environment
 fingerprints are called out and their timings not subtracted (DESIGN.md "Results")."""
@@ -8,14 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.report.analysis import pareto_front, scored_latency_ms
-from harness.report.bundle import RunBundle
-from harness.report.compare_table import headline_rows, headline_tables
-from harness.report.deltas import MOVER, STREAM_BOOTSTRAP
-from harness.report.figures_compare import LatencyCurve, ParetoPoint, latency_cdf_figure, pareto_figure
-from harness.report.html import Section, absent, esc, figure_block, table
-from harness.report.numbers import human, latency_ms
-from harness.results.files import RunResult
+from streambench.harness.report.analysis import pareto_front, scored_latency_ms
+from streambench.harness.report.bundle import RunBundle
+from streambench.harness.report.compare_table import headline_rows, headline_tables
+from streambench.harness.report.deltas import MOVER, STREAM_BOOTSTRAP
+from streambench.harness.report.figures_compare import (
+    LatencyCurve,
+    ParetoPoint,
+    latency_cdf_figure,
+    pareto_figure,
+)
+from streambench.harness.report.html import Section, absent, esc, figure_block, table
+from streambench.harness.report.numbers import human, latency_ms
+from streambench.harness.results.files import RunResult
 
 __all__ = ["common_delta", "comparison_sections", "run_label"]
 

@@ -1,6 +1,7 @@
 """The comparison's headline table: per figure, each run's value with its interval and, for every run
-after the first, its difference from run #1 with the difference's interval (:mod:`harness.report.deltas`
-says how each interval is obtained; the table's note repeats it for the reader).
+after the first, its difference from run #1 with the difference's interval
+(:mod:`streambench.harness.report.deltas` says how each interval is obtained; the table's note repeats it for
+the reader).
 
 Figures: F1@Δt (Strict, frame, micro) at every Δt all runs scored, the compute-aware F1 at the
 comparison's Δt, mean latency, p50 / p95 / p99, FPS, RTF, GPU energy and FLOPs per frame. A value the
@@ -14,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from harness.report.analysis import stream_latencies_ms
-from harness.report.bundle import RunBundle
-from harness.report.deltas import (
+from streambench.harness.report.analysis import stream_latencies_ms
+from streambench.harness.report.bundle import RunBundle
+from streambench.harness.report.deltas import (
     MOVER,
     STREAM_BOOTSTRAP,
     Delta,
@@ -26,10 +27,18 @@ from harness.report.deltas import (
     percentile_intervals,
     plain_difference,
 )
-from harness.report.html import esc, missing, table
-from harness.report.numbers import human, latency_ms, percent, rate_fps, signed, signed_points, unit_of_ms
-from harness.results.files import RunResult
-from protocols.metrics.bootstrap import Interval
+from streambench.harness.report.html import esc, missing, table
+from streambench.harness.report.numbers import (
+    human,
+    latency_ms,
+    percent,
+    rate_fps,
+    signed,
+    signed_points,
+    unit_of_ms,
+)
+from streambench.harness.results.files import RunResult
+from streambench.protocols.metrics.bootstrap import Interval
 
 __all__ = ["HeadlineRow", "Measured", "headline_rows", "headline_tables"]
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from protocols.metrics.bootstrap import Interval
+from streambench.protocols.metrics.bootstrap import Interval
 
 __all__ = [
     "MOVER",

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.report.analysis import Timeline
-from protocols.metrics.bootstrap import Interval
-from protocols.metrics.latency import LatencySummary
-from protocols.online import Mode, Unit
-from protocols.online_speed import StageRow
+from streambench.harness.report.analysis import Timeline
+from streambench.protocols.metrics.bootstrap import Interval
+from streambench.protocols.metrics.latency import LatencySummary
+from streambench.protocols.online import Mode, Unit
+from streambench.protocols.online_speed import StageRow
 
 __all__ = [
     "UNIT_LABELS",

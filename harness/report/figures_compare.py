@@ -4,9 +4,9 @@ cost, on logarithmic axes whose ticks cover the whole range drawn.
 Log ticks follow the 1-2-5 series of chart scales (a mantissa set per decade, the densest that keeps
 at most ``max_ticks`` labels: 1-1.5-2-2.5-3…9, 1-2-3-5-7, 1-2-5, 1-3, 1) on an axis at least a factor
 of 2 wide (so two ticks always fall inside it), labelled in plain numbers or, for latencies, in the
-time unit that suits each tick (:mod:`harness.report.numbers`), never as ``5×10⁻²``. The Pareto front is
-:func:`harness.report.analysis.pareto_front` (seed 004 §6.3.3). Labels of points are placed on the side
-of the point that faces the middle of the plot, so they stay inside it.
+time unit that suits each tick (:mod:`streambench.harness.report.numbers`), never as ``5×10⁻²``. The Pareto
+front is :func:`streambench.harness.report.analysis.pareto_front` (seed 004 §6.3.3). Labels of points are
+placed on the side of the point that faces the middle of the plot, so they stay inside it.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.report.analysis import pareto_front
-from harness.report.figures import figure, plain, to_svg
-from harness.report.numbers import human, latency_ms
+from streambench.harness.report.analysis import pareto_front
+from streambench.harness.report.figures import figure, plain, to_svg
+from streambench.harness.report.numbers import human, latency_ms
 
 __all__ = ["LatencyCurve", "ParetoPoint", "latency_cdf_figure", "log_limits", "log_ticks", "pareto_figure"]
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.report.analysis import DetectionCurves, thin_monotone
-from harness.report.figures import figure, to_svg
-from harness.report.plots import draw_det, probit
-from protocols.metrics.calibration import ReliabilityBins
-from protocols.robustness import RobustnessReport
+from streambench.harness.report.analysis import DetectionCurves, thin_monotone
+from streambench.harness.report.figures import figure, to_svg
+from streambench.harness.report.plots import draw_det, probit
+from streambench.protocols.metrics.calibration import ReliabilityBins
+from streambench.protocols.robustness import RobustnessReport
 
 __all__ = ["det_roc_figure", "reliability_figure", "robustness_figure"]
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report.numbers import human
+from streambench.harness.report.numbers import human
 
 __all__ = [
     "Group",
@@ -41,8 +41,8 @@ def esc(value: object) -> str:
 
 
 def num(value: float | int | None, digits: int = 4, unit: str = "", reason: str | None = None) -> str:
-    """A measured number as escaped text (:func:`harness.report.numbers.human`: ``digits`` significant
-    digits, thousands separated), or the missing mark with the reason (:func:`missing`)."""
+    """A measured number as escaped text (:func:`streambench.harness.report.numbers.human`: ``digits``
+    significant digits, thousands separated), or the missing mark with the reason (:func:`missing`)."""
     if value is None:
         return missing(reason or "not measured")
     if isinstance(value, bool):
@@ -109,7 +109,8 @@ def absent(reason: str) -> str:
 
 
 def figure_block(svg: str, caption_html: str) -> str:
-    """An inline SVG (rendered by :func:`harness.report.figures.to_svg`) with its caption (HTML)."""
+    """An inline SVG (rendered by :func:`streambench.harness.report.figures.to_svg`) with its caption
+    (HTML)."""
     return f'<figure class="plot">{svg}<figcaption>{caption_html}</figcaption></figure>'
 
 
@@ -164,8 +165,10 @@ def _toc(groups: Sequence[Group]) -> str:
     """The table of contents: every group, and the sections of the groups shown open."""
     items = []
     for group in groups:
-        inner = "" if group.collapsed else "".join(
-            f'<li><a href="#{esc(s.anchor)}">{esc(s.title)}</a></li>' for s in group.sections
+        inner = (
+            ""
+            if group.collapsed
+            else "".join(f'<li><a href="#{esc(s.anchor)}">{esc(s.title)}</a></li>' for s in group.sections)
         )
         items.append(
             f'<li><a href="#{esc(group.anchor)}">{esc(group.heading)}</a>'

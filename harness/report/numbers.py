@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from harness.results.markdown import format_value
+from streambench.harness.results.markdown import format_value
 
 __all__ = [
     "duration_s",
@@ -85,7 +85,7 @@ def latency_range_ms(low_ms: float, high_ms: float, unit_of: float, digits: int 
 
 def percent(share: float) -> str:
     """A share in [0, 1] (F1, accuracy) as every view prints it: ``81.31 %``
-    (:func:`harness.results.markdown.format_value`, unit ``%``)."""
+    (:func:`streambench.harness.results.markdown.format_value`, unit ``%``)."""
     return format_value(share, "%")
 
 

@@ -4,10 +4,10 @@ reliability diagram (seed 003 "Calibration"), DET / ROC (seed 002 "Core Metrics"
 
 from __future__ import annotations
 
-from harness.report.analysis import ScorePairs, detection_curves, reliability, score_pairs
-from harness.report.bundle import RunBundle
-from harness.report.figures_quality import det_roc_figure, reliability_figure
-from harness.report.html import absent, esc, figure_block, num, table
+from streambench.harness.report.analysis import ScorePairs, detection_curves, reliability, score_pairs
+from streambench.harness.report.bundle import RunBundle
+from streambench.harness.report.figures_quality import det_roc_figure, reliability_figure
+from streambench.harness.report.html import absent, esc, figure_block, num, table
 
 __all__ = ["detection_section", "protocols_section", "reliability_section"]
 
@@ -63,7 +63,6 @@ def detection_section(bundle: RunBundle) -> str:
     return figure_block(det_roc_figure(curves), caption)
 
 
-
 def protocols_section(bundle: RunBundle) -> str:
     """The headline figures of the protocols that draw no section of their own (detection, stability,
     hysteresis, ...), as the run store has them."""
@@ -78,8 +77,6 @@ def protocols_section(bundle: RunBundle) -> str:
         return absent("; ".join(reasons) or f"no {listed} here")
     parts = []
     for kind, figures in bundle.headlines.items():
-        rows = [
-            (esc(f.label), num(f.value, reason=f.reason), f"<code>{esc(f.key)}</code>") for f in figures
-        ]
+        rows = [(esc(f.label), num(f.value, reason=f.reason), f"<code>{esc(f.key)}</code>") for f in figures]
         parts.append(f"<h4>{esc(kind)}</h4>" + table(["figure", "value", "key (compare --fail-on)"], rows))
     return "".join(parts)

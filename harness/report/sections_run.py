@@ -5,17 +5,17 @@ there."""
 
 from __future__ import annotations
 
-from harness.instruments.manifest import EnvironmentManifest
-from harness.report.analysis import latency_timeline, scored_latency_ms
-from harness.report.bundle import RunBundle
-from harness.report.figures import (
+from streambench.harness.instruments.manifest import EnvironmentManifest
+from streambench.harness.report.analysis import latency_timeline, scored_latency_ms
+from streambench.harness.report.bundle import RunBundle
+from streambench.harness.report.figures import (
     UNIT_LABELS,
     breakdown_figure,
     f1_curves_figure,
     latency_figure,
     timeline_figure,
 )
-from harness.report.html import (
+from streambench.harness.report.html import (
     absent,
     esc,
     figure_block,
@@ -26,9 +26,9 @@ from harness.report.html import (
     table,
     value_or_null,
 )
-from harness.report.numbers import human, latency_ms, percent, rate_fps, unit_of_ms
-from harness.results.files import EnvironmentRecord, RunResult
-from protocols.metrics.bootstrap import Interval
+from streambench.harness.report.numbers import human, latency_ms, percent, rate_fps, unit_of_ms
+from streambench.harness.results.files import EnvironmentRecord, RunResult
+from streambench.protocols.metrics.bootstrap import Interval
 
 __all__ = [
     "breakdown_section",

@@ -1,6 +1,6 @@
-"""Reading a run's ``arrays.npz`` (written by :func:`harness.results.files.write_run`): every stream's
-recording (``s<i>/...``) and every failed stream's clock and labels (``f<i>/...``; issue 24 item 5), each
-array checked at the edge so that a bad file fails here, naming it, not later far from it."""
+"""Reading a run's ``arrays.npz`` (written by :func:`streambench.harness.results.files.write_run`): every
+stream's recording (``s<i>/...``) and every failed stream's clock and labels (``f<i>/...``; issue 24 item 5),
+each array checked at the edge so that a bad file fails here, naming it, not later far from it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from protocols.recording import FailedStream, StreamRecording, failed_from_arrays, from_arrays
+from streambench.protocols.recording import FailedStream, StreamRecording, failed_from_arrays, from_arrays
 
 __all__ = ["read_arrays"]
 

@@ -1,18 +1,20 @@
 """Comparing two runs: the change in each headline figure, and the regression gate (DESIGN.md "Results").
 
-* Runs whose environment fingerprints differ (:func:`harness.instruments.manifest.fingerprint`) are not
+* Runs whose environment fingerprints differ (:func:`streambench.harness.instruments.manifest.fingerprint`)
+  are not
   compared unless forced: their latencies measure different machines.
 * ``--fail-on`` rules (:class:`FailOnSpec`), e.g. ``p95:+10%,f1@100ms:-0.01``: a figure *breaches* its rule
   when it moved in the rule's direction by more than the floor (relative, ``%``, or absolute).
-* A latency figure (:data:`harness.headline.LATENCY_KEYS`) is called a regression only when it breaches
+* A latency figure (:data:`streambench.harness.headline.LATENCY_KEYS`) is called a regression only when it
+  breaches
   its floor **and** a one-sided Mann–Whitney U test (Mann & Whitney 1947; ``scipy.stats.mannwhitneyu``,
   asymptotic normal approximation with continuity correction for large samples) over the two runs'
   per-frame latencies agrees at level ``alpha`` — in the direction that makes the figure worse. The
   effect floor keeps a tiny, significant shift from failing the gate; the rank test keeps a few outliers
   moving a tail percentile from failing it.
 * A latency regression is not called when either run's measurement-quality verdict is INVALID
-  (:mod:`harness.results.quality`; MLPerf LoadGen's VALID / INVALID) unless forced: the figure is then
-  "not called" and ``streambench compare`` exits 3 (inconclusive).
+  (:mod:`streambench.harness.results.quality`; MLPerf LoadGen's VALID / INVALID) unless forced: the figure is
+  then "not called" and ``streambench compare`` exits 3 (inconclusive).
 * Other figures (F1, accuracy, energy, causality checks) are regressions when they breach their floor.
 * Runs that scored different data (their data hashes differ) are compared, with a note. Two runs whose
   synthetic streams were drawn from **different secret seeds** (the default since issue 24: each run
@@ -37,8 +39,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.results.headline import LATENCY_KEYS, Figure, RunHeadline
-from harness.results.quality import refusal
+from streambench.harness.results.headline import LATENCY_KEYS, Figure, RunHeadline
+from streambench.harness.results.quality import refusal
 
 __all__ = [
     "COST_KEYS",
@@ -116,7 +118,8 @@ class FailOnSpec(BaseModel):
     @classmethod
     def parse(cls, text: str | None, figures: FigureKeys = ()) -> FailOnSpec:
         """Parse ``FIGURE:±FLOOR[,...]``; with ``figures`` (each protocol's key pattern and how to write
-        it: :func:`harness.runs.catalog.figure_keys`), a figure no protocol has is refused here."""
+        it: :func:`streambench.harness.runs.catalog.figure_keys`), a figure no protocol has is refused
+        here."""
         if text is None or not text.strip():
             return cls()
         rules: list[FailRule] = []

@@ -16,24 +16,24 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from adapters.contract import AdapterInfo
-from harness.execution.engine import ClockInfo, EngineConfig
-from harness.execution.host_timing import HostTimingRecord
-from harness.execution.process_tree import LeftoverProcess
-from harness.execution.sandbox import SandboxRecord
-from harness.instruments.manifest import EnvironmentManifest
-from harness.instruments.memory import MemoryReport
-from harness.instruments.power import EnergyReport
-from harness.instruments.rapl import RaplReport
-from harness.instruments.threads import ThreadRecord
-from harness.io.atomic import atomic_write, atomic_write_text
-from harness.io.json_file import read_json, strict_json
-from harness.io.store_layout import check_run_dir
-from harness.results.arrays import read_arrays
-from harness.results.quality import MeasurementQuality
-from protocols.online import OnlineConfig, OnlineScore
-from protocols.recording import FailedStream, StreamRecording, failed_to_arrays, to_arrays
-from protocols.session_audit import SessionAuditResult
+from streambench.adapters.contract import AdapterInfo
+from streambench.harness.execution.engine import ClockInfo, EngineConfig
+from streambench.harness.execution.host_timing import HostTimingRecord
+from streambench.harness.execution.process_tree import LeftoverProcess
+from streambench.harness.execution.sandbox import SandboxRecord
+from streambench.harness.instruments.manifest import EnvironmentManifest
+from streambench.harness.instruments.memory import MemoryReport
+from streambench.harness.instruments.power import EnergyReport
+from streambench.harness.instruments.rapl import RaplReport
+from streambench.harness.instruments.threads import ThreadRecord
+from streambench.harness.io.atomic import atomic_write, atomic_write_text
+from streambench.harness.io.json_file import read_json, strict_json
+from streambench.harness.io.store_layout import check_run_dir
+from streambench.harness.results.arrays import read_arrays
+from streambench.harness.results.quality import MeasurementQuality
+from streambench.protocols.online import OnlineConfig, OnlineScore
+from streambench.protocols.recording import FailedStream, StreamRecording, failed_to_arrays, to_arrays
+from streambench.protocols.session_audit import SessionAuditResult
 
 SCHEMA_VERSION = 3
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -305,8 +305,9 @@ def write_run(
 ) -> Path:
     """Write the arrays (the recordings, and the failed streams' labels and clocks so that re-scoring
     counts them as the run did), then ``result.json`` (last, so its presence means the run is complete).
-    The caller indexes the run (:func:`harness.runs.catalog.index_written`). The JSON is strict
-    (:func:`~harness.io.json_file.strict_json`); a run directory that is a symbolic link is refused."""
+    The caller indexes the run (:func:`streambench.harness.runs.catalog.index_written`). The JSON is strict
+    (:func:`~streambench.harness.io.json_file.strict_json`); a run directory that is a symbolic link is
+    refused."""
     check_run_dir(run_dir).mkdir(parents=True, exist_ok=True)
     arrays = {**to_arrays(recordings), **failed_to_arrays(failed)}
     atomic_write(run_dir / ARRAYS_FILE, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]
@@ -316,14 +317,13 @@ def write_run(
 
 def write_protocol_result(output_dir: Path, run_id: str, filename: str, result: BaseModel) -> Path:
     """Write a protocol's own result file (robustness.json, causality.json) atomically, as strict JSON;
-    the run directory (never a symbolic link: :func:`~harness.io.store_layout.check_run_dir`)."""
+    the run directory (never a symbolic link: :func:`~streambench.harness.io.store_layout.check_run_dir`)."""
     run_dir = check_run_dir(output_dir / run_id)
     if (run_dir / filename).exists():  # never overwrite a measured result
         raise ValueError(f"{run_dir / filename}: exists already; give the run another --run-id")
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / filename, strict_json(result))
     return run_dir
-
 
 
 def load_result(path: Path) -> RunResult:

@@ -29,7 +29,7 @@ Conventions followed (read, not copied):
   numbers of rounds and spends the error rate over the planned looks (Bonferroni), so optional stopping
   does not inflate the false-alarm rate: :func:`per_look_confidence`.
 
-A rule ``p50:+5%`` (:class:`~harness.results.compare.FailRule`) gets one of three verdicts:
+A rule ``p50:+5%`` (:class:`~streambench.harness.results.compare.FailRule`) gets one of three verdicts:
 
 * **regression** — the interval lies wholly on the bad side of 1 (significant) *and* the estimate is past
   the floor (pyperf's "significant and larger than the minimum speed");
@@ -53,7 +53,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
-from harness.results.compare import FailRule
+from streambench.harness.results.compare import FailRule
 
 __all__ = [
     "EXIT_CODES",
@@ -313,9 +313,10 @@ def _judge_rule(rule: FailRule, effect: Effect, confidence: float, pass_confiden
 
 
 def check_gate(rules: Sequence[FailRule], confidence: float, pass_confidence: float) -> None:
-    """Refuse what the gate cannot judge — before any round is measured (:func:`harness.runs.ab.run_ab`
-    calls it first, for ``ab`` and the pytest fixture alike): a figure other than :data:`GATE_KEYS`, a floor
-    in percentage points (those are for shares), a rule on a falling latency, a level outside (0, 1)."""
+    """Refuse what the gate cannot judge — before any round is measured
+    (:func:`streambench.harness.runs.ab.run_ab` calls it first, for ``ab`` and the pytest fixture alike): a
+    figure other than :data:`GATE_KEYS`, a floor in percentage points (those are for shares), a rule on a
+    falling latency, a level outside (0, 1)."""
     for name, level in (("confidence", confidence), ("pass_confidence", pass_confidence)):
         if not 0 < level < 1:
             raise ValueError(f"{name} must be in (0, 1), got {level}")

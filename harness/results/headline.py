@@ -2,8 +2,8 @@
 
 One shape for every result kind (:class:`Figure`, :class:`RunHeadline`), so the run store, the markdown
 summary and the comparison need not know the protocols. Each protocol says what its figures are
-(:meth:`harness.runs.interface.RunProtocol.headline`): for example the online protocol's F1@Δt with
-their bootstrap intervals, latency percentiles with their sample count, FPS, RTF and energy; the
+(:meth:`streambench.harness.runs.interface.RunProtocol.headline`): for example the online protocol's F1@Δt
+with their bootstrap intervals, latency percentiles with their sample count, FPS, RTF and energy; the
 robustness protocol's F1 at each perturbation point; the causality protocol's checks as 1 / 0.
 
 Nothing is derived that was not measured: a figure without a value carries ``reason``.
@@ -16,8 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.results.quality import MeasurementQuality
-from protocols.metrics.bootstrap import Interval
+from streambench.harness.results.quality import MeasurementQuality
+from streambench.protocols.metrics.bootstrap import Interval
 
 __all__ = ["CAPTION", "LATENCY_KEYS", "DataRecord", "Figure", "RunHeadline", "interval_fields"]
 
@@ -38,7 +38,7 @@ class Figure(BaseModel):
     key: str = Field(description="stable name used by --fail-on: f1@100ms, p95, check[occlusion], ...")
     label: str
     unit: Literal["", "%", "ms", "fps", "x", "J", "check"] = Field(
-        description="\"%\": a share in [0, 1] (F1, accuracy, EER), stored as a fraction, shown as percent"
+        description='"%": a share in [0, 1] (F1, accuracy, EER), stored as a fraction, shown as percent'
     )
     better: Literal["higher", "lower"]
     value: float | None

@@ -2,16 +2,16 @@
 
 Every string taken from a result (run names, adapter names, reasons, warnings) is escaped, so a
 result cannot inject markup into the page (DESIGN.md "Results": "Reports escape every string they show").
-Figures are the headline of :mod:`harness.results.headline`; a figure that was not measured is shown as
-"null" with its reason, never as a number.
+Figures are the headline of :mod:`streambench.harness.results.headline`; a figure that was not measured is
+shown as "null" with its reason, never as a number.
 """
 
 from __future__ import annotations
 
 import re
 
-from harness.results.compare import Comparison, FigureChange
-from harness.results.headline import Figure, RunHeadline
+from streambench.harness.results.compare import Comparison, FigureChange
+from streambench.harness.results.headline import Figure, RunHeadline
 
 __all__ = [
     "compare_markdown",

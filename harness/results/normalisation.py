@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.results.files import NormalisationRecord, ResultFileError, RunResult, load_result
-from protocols.metrics import flops_normalised_latency, speedup
+from streambench.harness.results.files import NormalisationRecord, ResultFileError, RunResult, load_result
+from streambench.protocols.metrics import flops_normalised_latency, speedup
 
 __all__ = ["check_baseline", "normalise", "normalise_measured"]
 

@@ -1,12 +1,13 @@
 """The run store: an embedded SQLite index of the run directories under ``results/`` (DESIGN.md "Results").
 
 The directories are the truth (``result.json``, ``robustness.json``, ``causality.json``, ``arrays.npz``);
-the database ``<results>/index.sqlite`` is a cache of their headlines (:mod:`harness.results.headline`) that
-``streambench reindex`` rebuilds from them at any time. This module knows the database only: what a
-run directory holds is read by :mod:`harness.runs.catalog`, which calls it. Concurrency follows SQLite's own
-rules (https://www.sqlite.org/wal.html): write-ahead logging, so readers never block the writer; a busy
-timeout, so two runs finishing at once wait for each other instead of failing; and short ``BEGIN IMMEDIATE``
-transactions, with the result files read before the transaction opens.
+the database ``<results>/index.sqlite`` is a cache of their headlines
+(:mod:`streambench.harness.results.headline`) that ``streambench reindex`` rebuilds from them at any time.
+This module knows the database only: what a run directory holds is read by
+:mod:`streambench.harness.runs.catalog`, which calls it. Concurrency follows SQLite's own rules
+(https://www.sqlite.org/wal.html): write-ahead logging, so readers never block the writer; a busy timeout, so
+two runs finishing at once wait for each other instead of failing; and short ``BEGIN IMMEDIATE`` transactions,
+with the result files read before the transaction opens.
 
 Schema version :data:`SCHEMA_VERSION` is kept in ``PRAGMA user_version``: an older index is dropped and
 rebuilt from the directories; a newer one is refused until ``streambench reindex``.
@@ -32,9 +33,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from harness.io.store_layout import DAMAGED_SUFFIX, DB_FILE, DB_SIDECARS
-from harness.results.files import ResultFileError
-from harness.results.headline import RunHeadline
+from streambench.harness.io.store_layout import DAMAGED_SUFFIX, DB_FILE, DB_SIDECARS
+from streambench.harness.results.files import ResultFileError
+from streambench.harness.results.headline import RunHeadline
 
 __all__ = [
     "DB_FILE",
@@ -63,7 +64,7 @@ CREATE TABLE IF NOT EXISTS runs (
     adapter     TEXT NOT NULL,
     created_at  TEXT NOT NULL,         -- ISO 8601, UTC
     fingerprint TEXT,                  -- environment fingerprint, NULL when the result records none
-    headline    TEXT NOT NULL,         -- harness.headline.RunHeadline as JSON
+    headline    TEXT NOT NULL,         -- streambench.harness.headline.RunHeadline as JSON
     indexed_at  TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_created_at ON runs (created_at);

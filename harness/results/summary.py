@@ -6,11 +6,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from harness.execution.sandbox import SandboxRecord
-from harness.io.safe_text import safe
-from harness.results.files import RunResult
-from protocols.causality import CausalityReport, measured_label
-from protocols.robustness import RobustnessReport
+from streambench.harness.execution.sandbox import SandboxRecord
+from streambench.harness.io.safe_text import safe
+from streambench.harness.results.files import RunResult
+from streambench.protocols.causality import CausalityReport, measured_label
+from streambench.protocols.robustness import RobustnessReport
 
 
 def _pct(x: float) -> str:

@@ -7,8 +7,8 @@ verdict of each side (issue 16). Shared by ``streambench ab`` and the pytest plu
 is INVALID, refuses to call a regression unless forced (the verdict is then *inconclusive*).
 
 Both sides run the same streams: a data set whose seed is unset gets **one** secret seed, drawn here in
-the parent (:func:`harness.datasets.catalog.seeded`) and given to both sides, so the gate compares the
-two models on the same data. Each side's worker builds its streams itself (it may be an older checkout),
+the parent (:func:`streambench.harness.datasets.catalog.seeded`) and given to both sides, so the gate compares
+the two models on the same data. Each side's worker builds its streams itself (it may be an older checkout),
 so it is told the seed: that costs nothing here, where only latency is judged, and the report records
 the seed and whether it was secret (``data_seed``, ``data_seed_kind``).
 """
@@ -22,13 +22,27 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from harness.datasets.catalog import SeedKind, seeded
-from harness.execution.config import IsolationConfig
-from harness.execution.rounds import Rounds, RoundsConfig, Side, SideRounds, planned_looks, run_rounds
-from harness.instruments.interference import cpu_frequency_khz
-from harness.results.compare import FailRule
-from harness.results.gate import EXIT_CODES, GateResult, Verdict, check_gate, judge, per_look_confidence
-from harness.results.quality import MeasurementQuality, judge_quality, refusal
+from streambench.harness.datasets.catalog import SeedKind, seeded
+from streambench.harness.execution.config import IsolationConfig
+from streambench.harness.execution.rounds import (
+    Rounds,
+    RoundsConfig,
+    Side,
+    SideRounds,
+    planned_looks,
+    run_rounds,
+)
+from streambench.harness.instruments.interference import cpu_frequency_khz
+from streambench.harness.results.compare import FailRule
+from streambench.harness.results.gate import (
+    EXIT_CODES,
+    GateResult,
+    Verdict,
+    check_gate,
+    judge,
+    per_look_confidence,
+)
+from streambench.harness.results.quality import MeasurementQuality, judge_quality, refusal
 
 __all__ = ["ABReport", "SideReport", "ab_markdown", "interval_levels", "run_ab"]
 
@@ -127,7 +141,7 @@ def run_ab(
 ) -> ABReport:
     """Run and judge; ``on="cpu"`` needs both sides' engines to record CPU time (``engine.cpu_time``).
     Both error rates (``confidence``'s lower half, ``1 - pass_confidence``) are spread over the planned
-    looks (:func:`~harness.results.gate.per_look_confidence`)."""
+    looks (:func:`~streambench.harness.results.gate.per_look_confidence`)."""
     check_gate(rules, confidence, pass_confidence)  # before any round: a bad rule costs no measuring
     base, head, seed_kind = _same_streams(base, head)
     started = time.monotonic()

@@ -2,8 +2,8 @@
 place in the run store, its report bundle (DESIGN.md "Results").
 
 The results room below knows files and the SQLite index but no protocol; this module joins them with
-:func:`harness.runs.registry.protocols`, so a protocol added to the registry is listed by ``runs``,
-compared by ``compare`` and drawn by ``report`` with no change here.
+:func:`streambench.harness.runs.registry.protocols`, so a protocol added to the registry is listed by
+``runs``, compared by ``compare`` and drawn by ``report`` with no change here.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from harness.datasets.catalog import SeedKind, seeded
-from harness.execution.config import RunConfig
-from harness.instruments.model_files import model_files
-from harness.io.atomic import atomic_write_text
-from harness.io.store_layout import check_run_dir
-from harness.results import store
-from harness.results.files import (
+from streambench.harness.datasets.catalog import SeedKind, seeded
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.instruments.model_files import model_files
+from streambench.harness.io.atomic import atomic_write_text
+from streambench.harness.io.store_layout import check_run_dir
+from streambench.harness.results import store
+from streambench.harness.results.files import (
     RESULT_FILE,
     EnvironmentRecord,
     ResultFileError,
@@ -31,13 +31,13 @@ from harness.results.files import (
     load_result,
     write_protocol_result,
 )
-from harness.results.headline import DataRecord, Figure, RunHeadline
-from harness.results.quality import MeasurementQuality
-from harness.results.store import ReindexReport, StoreError
-from harness.runs import registry
+from streambench.harness.results.headline import DataRecord, Figure, RunHeadline
+from streambench.harness.results.quality import MeasurementQuality
+from streambench.harness.results.store import ReindexReport, StoreError
+from streambench.harness.runs import registry
 
 if TYPE_CHECKING:  # the report (matplotlib and all) is imported when a report is built, not to list runs
-    from harness.report.bundle import RunBundle
+    from streambench.harness.report.bundle import RunBundle
 
 __all__ = [
     "check_joinable",
@@ -220,8 +220,8 @@ def check_joinable(config: RunConfig) -> None:
 
 def fix_data_seed(config: RunConfig) -> tuple[RunConfig, SeedKind | None]:
     """The run configuration with its data set's seed fixed, and that seed's kind
-    (:func:`harness.datasets.catalog.seeded`): called once per run by each protocol, in the harness's
-    process, before any stream is built. An unset seed of a job that joins an existing run directory
+    (:func:`streambench.harness.datasets.catalog.seeded`): called once per run by each protocol, in the
+    harness's process, before any stream is built. An unset seed of a job that joins an existing run directory
     (``--run-id`` of an online run with a secret seed) takes that run's seed, so both results score the
     same streams; otherwise a new secret one is drawn."""
     secret = None
@@ -239,8 +239,8 @@ def fix_data_seed(config: RunConfig) -> tuple[RunConfig, SeedKind | None]:
 
 
 def write_indexed(output_dir: Path, run_id: str, filename: str, result: BaseModel) -> Path:
-    """Write a protocol's result file (:func:`~harness.results.files.write_protocol_result`) and index
-    the run; returns the run directory."""
+    """Write a protocol's result file (:func:`~streambench.harness.results.files.write_protocol_result`) and
+    index the run; returns the run directory."""
     run_dir = write_protocol_result(output_dir, run_id, filename, result)
     index_written(run_dir)
     return run_dir
@@ -284,7 +284,7 @@ def _run_dirs(results_dir: Path) -> list[Path]:
 def reindex(results_dir: Path) -> ReindexReport:
     """Rebuild the index from the run directories: drop everything, then insert every readable run. A
     damaged index is moved aside first (the report says where); one that cannot be written raises
-    :class:`~harness.results.store.IndexUnusable` and stays as it was."""
+    :class:`~streambench.harness.results.store.IndexUnusable` and stays as it was."""
     heads, skipped = read_runs(results_dir)
     moved = store.rebuild(results_dir, heads)
     return ReindexReport(
@@ -355,7 +355,7 @@ def load_bundle(run_dir: Path) -> RunBundle:
     """Everything the report draws of ``run_dir``, read by each registered protocol; a missing or broken
     part becomes a reason, not an error. A protocol with no sections of its own is listed by its headline
     figures."""
-    from harness.report.bundle import RunBundle
+    from streambench.harness.report.bundle import RunBundle
 
     bundle = RunBundle(run_dir=run_dir, name=run_dir.name)
     for protocol in registry.protocols():
@@ -384,7 +384,7 @@ def write_report(
     write it atomically to ``output``."""
     bundles = [load_bundle(resolve_run(ref, results_dir)) for ref in refs]
     output.parent.mkdir(parents=True, exist_ok=True)
-    from harness.report import build_report
+    from streambench.harness.report import build_report
 
     atomic_write_text(output, build_report(bundles, pareto_delta_ms))
     output.chmod(0o644)  # a page to open and share (the atomic writer's temporary file is private)

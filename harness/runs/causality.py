@@ -1,6 +1,6 @@
 """The causality protocol (protocols/causality.py; seed 004 §6.2.3) as the harness runs it: the checks
-(:mod:`harness.runs.causality_checks`) on the run's adapter and data, written to ``causality.json``;
-exit code 1 when a check fails."""
+(:mod:`streambench.harness.runs.causality_checks`) on the run's adapter and data, written to
+``causality.json``; exit code 1 when a check fails."""
 
 from __future__ import annotations
 
@@ -10,21 +10,21 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 
-from harness.execution.config import RunConfig
-from harness.execution.executor import ProgressHook
-from harness.report.bundle import RunBundle, SectionSpec
-from harness.report.html import absent, esc, missing, table
-from harness.results.headline import Figure
-from harness.results.summary import print_causality
-from harness.runs.causality_checks import (
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.executor import ProgressHook
+from streambench.harness.report.bundle import RunBundle, SectionSpec
+from streambench.harness.report.html import absent, esc, missing, table
+from streambench.harness.results.headline import Figure
+from streambench.harness.results.summary import print_causality
+from streambench.harness.runs.causality_checks import (
     RESULT_FILE,
     SEQUENCE_TOLERANCE,
     CausalityResult,
     execute_causality,
     occlude,
 )
-from harness.runs.interface import Outcome, RunProtocol, SweepPoint
-from protocols.causality import CausalityConfig, measured_label
+from streambench.harness.runs.interface import Outcome, RunProtocol, SweepPoint
+from streambench.protocols.causality import CausalityConfig, measured_label
 
 __all__ = [
     "RESULT_FILE",
@@ -108,7 +108,8 @@ def causality_figures(result: CausalityResult) -> list[Figure]:
 
 
 def _measured(name: str, value: float) -> str:
-    """What a check measured, named (:func:`protocols.causality.measured_label`); no figure as missing."""
+    """What a check measured, named (:func:`streambench.protocols.causality.measured_label`); no figure as
+    missing."""
     label = measured_label(name, value)
     return missing(label) if math.isinf(value) else esc(label)
 

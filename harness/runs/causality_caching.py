@@ -1,16 +1,16 @@
 """The caching audit (``../shared/DESIGN.md``, "Audits": running one stream twice must not be markedly
-faster the second time), run on an :class:`~harness.runs.causality_variants.AuditRunner` and judged by
-:func:`protocols.causality.judge_caching`.
+faster the second time), run on an :class:`~streambench.harness.runs.causality_variants.AuditRunner` and
+judged by :func:`streambench.protocols.causality.judge_caching`.
 
 Stream A runs once on a fresh (warmed-up) instance, then ``caching_rounds`` rounds each run, in a seeded
 random order, a **repeat** of A, an **unseen control** (:func:`unseen_control`) and a **one-ulp copy** of A
-(:func:`~harness.runs.causality_variants.nudge`). The verdict compares the repeat with the unseen control;
-the one-ulp copy, the audit's former control, is reported beside it and decides nothing.
+(:func:`~streambench.harness.runs.causality_variants.nudge`). The verdict compares the repeat with the unseen
+control; the one-ulp copy, the audit's former control, is reported beside it and decides nothing.
 
 Why the control is unseen content (issue 24, item 4): a control must cost an honest model what A costs and
 be a miss for every cache. A one-ulp copy costs the same, but a cache whose key forgives a few ulps (the
-payload rounded, :class:`adapters.offenders.rounding_cache.RoundingCacheAdapter`) serves it as fast as
-the repeat, and passes. What was weighed for the unseen control:
+payload rounded, :class:`streambench.adapters.offenders.rounding_cache.RoundingCacheAdapter`) serves it as
+fast as the repeat, and passes. What was weighed for the unseen control:
 
 * another stream of the data set, as it is: a data set may have fewer streams than there are rounds, and
   the earlier checks have given the worker its streams already (a cache kept in module state outlives
@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from adapters.contract import Frame, Stream
-from harness.datasets.catalog import make_warmup_stream
-from harness.execution.config import RunConfig
-from harness.runs.causality_variants import AuditRunner, nudge, nudge_payload
-from protocols.causality import CausalityConfig, CheckResult, judge_caching
+from streambench.adapters.contract import Frame, Stream
+from streambench.harness.datasets.catalog import make_warmup_stream
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.runs.causality_variants import AuditRunner, nudge, nudge_payload
+from streambench.protocols.causality import CausalityConfig, CheckResult, judge_caching
 
 __all__ = ["caching_audit", "caching_partners", "caching_rounds", "control_share", "unseen_control"]
 

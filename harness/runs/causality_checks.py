@@ -1,8 +1,8 @@
 """Runs the causality protocol's variant runs and judges them (protocols/causality.py).
 
 Checks (``../shared/DESIGN.md``, "Causality" and "Audits"; seed 004 §6.2.3). The streams run on the
-instances of an :class:`~harness.runs.causality_variants.AuditRunner`: by default a **sealed worker**
-(``sealed``), where the future does not exist in the adapter's process, so look-ahead through the
+instances of an :class:`~streambench.harness.runs.causality_variants.AuditRunner`: by default a **sealed
+worker** (``sealed``), where the future does not exist in the adapter's process, so look-ahead through the
 harness is impossible by construction and what follows checks the model's own computation; every
 instance is warmed up like a scored run's.
 
@@ -14,17 +14,18 @@ instance is warmed up like a scored run's.
   reported as such; the comparisons across instances it would confound (occlusion, state leak, reset,
   timed/untimed, replay) are then listed in ``skipped`` instead of failing under a wrong name.
 * **occlusion**: for the first ``streams`` streams, a clean run and, per cut of
-  :func:`~protocols.causality.plan_occlusion` (random by default, from a seed drawn per run and recorded
-  with every stream's cuts in :attr:`CausalityResult.cut_seed` / :attr:`CausalityResult.cuts`) and per
-  occluder, a run of the stream whose frames after the cut are replaced (seeded noise, zeros, another
+  :func:`~streambench.protocols.causality.plan_occlusion` (random by default, from a seed drawn per run and
+  recorded with every stream's cuts in :attr:`CausalityResult.cut_seed` / :attr:`CausalityResult.cuts`) and
+  per occluder, a run of the stream whose frames after the cut are replaced (seeded noise, zeros, another
   stream's frames), each on a fresh instance; every prediction emitted at a frame ``<= cut`` must be
   unchanged. One aggregated ``occlusion`` check; every variant's result in ``occlusion_runs``.
 * **state_leak**: the streams in order on one instance and in reverse order on another; every stream's
   predictions must agree. **reset_idempotent**: stream A after a double reset vs a single one.
-* **caching** (audit, :mod:`harness.runs.causality_caching`): stream A once, then ``caching_rounds``
+* **caching** (audit, :mod:`streambench.harness.runs.causality_caching`): stream A once, then
+  ``caching_rounds``
   interleaved rounds of a repeat of A, an unseen control of the same cost (A mixed with another stream)
   and a one-ulp copy of A (reported, not judged), judged by a sign test
-  (:func:`~protocols.causality.judge_caching`).
+  (:func:`~streambench.protocols.causality.judge_caching`).
 * **timed_untimed** (audit): the streams through the timed loop on one instance and through the same
   loop reading no clock (``Engine.run_stream(untimed=True)``: the same call path) on another: identical
   predictions (the detail names both F1@0 ms).
@@ -34,7 +35,7 @@ instance is warmed up like a scored run's.
   predictions (the clean replay in full, each occluded one up to its cut): a model that cheated in the
   scored run, however it told the scored run from an audit, is caught by its own outputs.
 * **gradient_flow**, **stream_sequence**, **sequence_perturbation**: the sequence mode
-  (:mod:`harness.runs.causality_sequence`).
+  (:mod:`streambench.harness.runs.causality_sequence`).
 
 An adapter failure inside one check is that check's recorded failure (:func:`_guarded`).
 """
@@ -49,18 +50,18 @@ from pathlib import Path
 
 from pydantic import Field
 
-from adapters.contract import Stream
-from harness.datasets.catalog import make_streams
-from harness.execution.adapter_errors import AdapterError
-from harness.execution.config import RunConfig, run_id_for
-from harness.execution.executor import ProgressHook
-from harness.execution.setup import build_adapter, environment_for
-from harness.results.files import EnvironmentRecord
-from harness.runs.catalog import fix_data_seed, write_indexed
-from harness.runs.causality_caching import caching_audit, caching_partners
-from harness.runs.causality_replay import Replayed, replay_plan, scored_replay
-from harness.runs.causality_sequence import SEQUENCE_TOLERANCE, sequence_checks, sequence_plan
-from harness.runs.causality_variants import (
+from streambench.adapters.contract import Stream
+from streambench.harness.datasets.catalog import make_streams
+from streambench.harness.execution.adapter_errors import AdapterError
+from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.executor import ProgressHook
+from streambench.harness.execution.setup import build_adapter, environment_for
+from streambench.harness.results.files import EnvironmentRecord
+from streambench.harness.runs.catalog import fix_data_seed, write_indexed
+from streambench.harness.runs.causality_caching import caching_audit, caching_partners
+from streambench.harness.runs.causality_replay import Replayed, replay_plan, scored_replay
+from streambench.harness.runs.causality_sequence import SEQUENCE_TOLERANCE, sequence_checks, sequence_plan
+from streambench.harness.runs.causality_variants import (
     AuditRunner,
     aggregate_runs,
     donor_for,
@@ -68,8 +69,8 @@ from harness.runs.causality_variants import (
     occlude,
     occlusion_runs,
 )
-from protocols import online
-from protocols.causality import (
+from streambench.protocols import online
+from streambench.protocols.causality import (
     CausalityConfig,
     CausalityReport,
     CheckResult,

@@ -19,15 +19,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from adapters.contract import Stream
-from harness.execution.adapter_errors import AdapterError
-from harness.execution.config import RunConfig
-from harness.results.files import RESULT_FILE as ONLINE_RESULT_FILE
-from harness.results.files import FailureRecord, load_recordings, load_result
-from harness.runs.catalog import measured_differences
-from harness.runs.causality_variants import AuditRunner, aggregate_runs, occlusion_runs
-from protocols.causality import CausalityConfig, CheckResult, compare_recordings, plan_occlusion
-from protocols.recording import StreamRecording
+from streambench.adapters.contract import Stream
+from streambench.harness.execution.adapter_errors import AdapterError
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.results.files import RESULT_FILE as ONLINE_RESULT_FILE
+from streambench.harness.results.files import FailureRecord, load_recordings, load_result
+from streambench.harness.runs.catalog import measured_differences
+from streambench.harness.runs.causality_variants import AuditRunner, aggregate_runs, occlusion_runs
+from streambench.protocols.causality import CausalityConfig, CheckResult, compare_recordings, plan_occlusion
+from streambench.protocols.recording import StreamRecording
 
 __all__ = ["Replayed", "replay_plan", "scored_replay"]
 

@@ -12,7 +12,7 @@ skipped silently:
   tap behind ``.detach()``, symmetric padding, a non-differentiable look-ahead.
 * **gradient_flow**: where the adapter also exposes a differentiable sequence function
   (``sequence_outputs(inputs [T, D]) -> [T, C]`` and ``stack(frames) -> [T, D]``), no sampled output may
-  depend on a later input (:func:`adapters.offenders.sequence_gradient_support`).
+  depend on a later input (:func:`streambench.adapters.offenders.sequence_gradient_support`).
 
 An adapter that declares ``"sequence"`` but has no working ``predict_sequence`` fails
 (``sequence_mode``): a sequence mode that cannot be checked is not a pass. An adapter that declares none
@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from adapters.contract import Adapter, Frame, Stream
-from adapters.offenders import sequence_gradient_support
-from harness.execution.config import RunConfig
-from harness.execution.engine import Engine, has_sequence_mode
-from harness.execution.sealing import seal_frames
-from harness.runs.causality_variants import occlude
-from protocols.causality import (
+from streambench.adapters.contract import Adapter, Frame, Stream
+from streambench.adapters.offenders import sequence_gradient_support
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.engine import Engine, has_sequence_mode
+from streambench.harness.execution.sealing import seal_frames
+from streambench.harness.runs.causality_variants import occlude
+from streambench.protocols.causality import (
     CausalityConfig,
     CheckResult,
     compare_prefix,
@@ -38,7 +38,7 @@ from protocols.causality import (
     judge_gradient,
     plan_gradient,
 )
-from protocols.recording import StreamRecording
+from streambench.protocols.recording import StreamRecording
 
 __all__ = ["SEQUENCE_CHECKS", "SEQUENCE_TOLERANCE", "SequencePlan", "sequence_checks", "sequence_plan"]
 

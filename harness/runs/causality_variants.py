@@ -3,16 +3,17 @@
 
 * Variants: :func:`occlude` (the frames after a cut replaced), :func:`nudge` (every payload moved by a
   few ulps: the caching audit's second control; its verdict uses the unseen control of
-  :mod:`harness.runs.causality_caching`), :func:`donor_for` (the stream whose frames replace them).
+  :mod:`streambench.harness.runs.causality_caching`), :func:`donor_for` (the stream whose frames replace
+  them).
 * :class:`AuditRunner`: the instance the checks run streams on. By default (``sealed``) every run goes
-  to one sealed worker (:mod:`harness.execution.sealed_feed`): the frames reach the adapter one at a
-  time and the future does not exist in its process, so no cheat can read it, audited or not, and the
+  to one sealed worker (:mod:`streambench.harness.execution.sealed_feed`): the frames reach the adapter one at
+  a time and the future does not exist in its process, so no cheat can read it, audited or not, and the
   adapter sees the same entry points for every stream (the worker's request loop, the engine's
   ``run_stream``). A fresh instance is a new adapter built in that worker (:meth:`IsolatedEngine.rebuild`,
   warmed up like the first); :meth:`AuditRunner.fresh_process` starts another worker, for the checks
   that must tell module-level state from nondeterminism. In process (``sealed=False``) the runs go
-  through an :class:`~harness.execution.engine.Engine` here; the planted :class:`PeekingAdapter`'s back
-  door is filled before each run, as an offender that reads the real future would.
+  through an :class:`~streambench.harness.execution.engine.Engine` here; the planted :class:`PeekingAdapter`'s
+  back door is filled before each run, as an offender that reads the real future would.
 """
 
 from __future__ import annotations
@@ -23,16 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from adapters.contract import Frame, Stream
-from adapters.offenders import PeekingAdapter
-from harness.datasets.catalog import make_warmup_stream
-from harness.execution.config import RunConfig
-from harness.execution.engine import Engine
-from harness.execution.executor import ProgressHook
-from harness.execution.isolation import IsolatedEngine
-from harness.execution.setup import build_adapter
-from protocols.causality import CausalityConfig, CheckResult, compare_prefix
-from protocols.recording import StreamRecording
+from streambench.adapters.contract import Frame, Stream
+from streambench.adapters.offenders import PeekingAdapter
+from streambench.harness.datasets.catalog import make_warmup_stream
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.engine import Engine
+from streambench.harness.execution.executor import ProgressHook
+from streambench.harness.execution.isolation import IsolatedEngine
+from streambench.harness.execution.setup import build_adapter
+from streambench.protocols.causality import CausalityConfig, CheckResult, compare_prefix
+from streambench.protocols.recording import StreamRecording
 
 __all__ = [
     "AuditRunner",
@@ -96,8 +97,8 @@ def nudge(stream: Stream, ulps: int) -> Stream:
     """The stream with every numeric payload moved ``ulps`` units in the last place: floats up by
     ``numpy.nextafter`` in their own dtype, integers by ``ulps`` (down where that would overflow). The
     same work for an honest model, other bytes for a cache keyed on them (but not for a cache that rounds
-    its key: the caching audit's verdict uses :func:`~harness.runs.causality_caching.unseen_control`);
-    other payloads unchanged."""
+    its key: the caching audit's verdict uses
+    :func:`~streambench.harness.runs.causality_caching.unseen_control`); other payloads unchanged."""
 
     def frames() -> list[Frame]:
         return [

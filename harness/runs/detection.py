@@ -2,8 +2,8 @@
 
 Seed 002's evaluation, streamed: the adapter is built and warmed up once (seed 004 §6.2.2: warm-up
 first), then each utterance is one stream (state reset before it, every ``predict()`` timed by
-:class:`~harness.engine.Engine`). The protocol turns the recorded per-frame outputs into utterance scores
-and metrics, including the EER after 0.5 s, 1 s, 2 s, ... of each utterance. Written into the run
+:class:`~streambench.harness.engine.Engine`). The protocol turns the recorded per-frame outputs into utterance
+scores and metrics, including the EER after 0.5 s, 1 s, 2 s, ... of each utterance. Written into the run
 directory: ``detection.json`` (:class:`DetectionResult`) and ``scores.txt``, the seed's score file
 (``- - real 0.85``, seed 002 "File Format for Saved Scores"), which ``streambench score detection``
 re-scores offline.
@@ -19,22 +19,22 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
 
-from harness.datasets.catalog import make_streams, make_warmup_stream
-from harness.datasets.spoof import SpoofConfig
-from harness.datasets.synthetic import SyntheticConfig
-from harness.execution.config import RunConfig, run_id_for
-from harness.execution.executor import ProgressHook
-from harness.execution.model_runner import open_runner
-from harness.execution.setup import environment_for
-from harness.io.config_file import load_protocol_config as load_shared_protocol_config
-from harness.io.safe_text import safe
-from harness.io.score_file import write_score_file
-from harness.results.files import EnvironmentRecord
-from harness.results.headline import Figure
-from harness.runs.catalog import fix_data_seed, write_indexed
-from harness.runs.interface import Outcome, RunProtocol
-from protocols import detection
-from protocols.metrics.latency import latency_summary
+from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+from streambench.harness.datasets.spoof import SpoofConfig
+from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.executor import ProgressHook
+from streambench.harness.execution.model_runner import open_runner
+from streambench.harness.execution.setup import environment_for
+from streambench.harness.io.config_file import load_protocol_config as load_shared_protocol_config
+from streambench.harness.io.safe_text import safe
+from streambench.harness.io.score_file import write_score_file
+from streambench.harness.results.files import EnvironmentRecord
+from streambench.harness.results.headline import Figure
+from streambench.harness.runs.catalog import fix_data_seed, write_indexed
+from streambench.harness.runs.interface import Outcome, RunProtocol
+from streambench.protocols import detection
+from streambench.protocols.metrics.latency import latency_summary
 
 __all__ = [
     "RESULT_FILE",

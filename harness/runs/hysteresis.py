@@ -20,22 +20,28 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from adapters.contract import AdapterInfo, Stream
-from harness.datasets.domains import DomainSource, aba_stream, control_stream, mix_stream, warmup_stream
-from harness.execution.config import RunConfig, run_id_for
-from harness.execution.executor import ProgressHook
-from harness.execution.model_runner import open_runner
-from harness.execution.setup import environment_for
-from harness.io.config_file import load_protocol_config as load_shared_protocol_config
-from harness.io.safe_text import safe
-from harness.results.files import EnvironmentRecord
-from harness.results.headline import Figure
-from harness.runs.catalog import write_indexed
-from harness.runs.hysteresis_arms import replay_arm
-from harness.runs.interface import Outcome, RunProtocol
-from protocols import hysteresis
-from protocols.hysteresis_experiments import TITLES
-from protocols.recording import StreamRecording
+from streambench.adapters.contract import AdapterInfo, Stream
+from streambench.harness.datasets.domains import (
+    DomainSource,
+    aba_stream,
+    control_stream,
+    mix_stream,
+    warmup_stream,
+)
+from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.executor import ProgressHook
+from streambench.harness.execution.model_runner import open_runner
+from streambench.harness.execution.setup import environment_for
+from streambench.harness.io.config_file import load_protocol_config as load_shared_protocol_config
+from streambench.harness.io.safe_text import safe
+from streambench.harness.results.files import EnvironmentRecord
+from streambench.harness.results.headline import Figure
+from streambench.harness.runs.catalog import write_indexed
+from streambench.harness.runs.hysteresis_arms import replay_arm
+from streambench.harness.runs.interface import Outcome, RunProtocol
+from streambench.protocols import hysteresis
+from streambench.protocols.hysteresis_experiments import TITLES
+from streambench.protocols.recording import StreamRecording
 
 __all__ = [
     "DEFAULT_ADAPTER",

@@ -17,11 +17,11 @@ import dataclasses
 
 import numpy as np
 
-from adapters.contract import Adapter, AdapterInfo, Frame, Prediction, Stream
-from adapters.router import AggregatedRouter, HardLabelRouter
-from harness.execution.engine import Engine, EngineConfig
-from protocols import hysteresis
-from protocols.recording import StreamRecording
+from streambench.adapters.contract import Adapter, AdapterInfo, Frame, Prediction, Stream
+from streambench.adapters.router import AggregatedRouter, HardLabelRouter
+from streambench.harness.execution.engine import Engine, EngineConfig
+from streambench.protocols import hysteresis
+from streambench.protocols.recording import StreamRecording
 
 __all__ = ["RecordedModel", "needs_wrapper", "replay_arm", "wrap"]
 

@@ -1,7 +1,7 @@
 """The one protocol interface (issue 14): what the command line, the sweep, the run store, ``compare`` and
 the report need to know of a protocol, and nothing more.
 
-A protocol is a subclass of :class:`RunProtocol` listed in :mod:`harness.runs.registry`. It says
+A protocol is a subclass of :class:`RunProtocol` listed in :mod:`streambench.harness.runs.registry`. It says
 
 * who it is: ``name``, a one-line ``summary``, the ``result_file`` it writes into a run directory and the
   pydantic ``result_model`` of that file (every result model records ``run_id``, ``created_at`` and
@@ -10,9 +10,9 @@ A protocol is a subclass of :class:`RunProtocol` listed in :mod:`harness.runs.re
   (run options it refuses), :meth:`execute` (run configuration + its configuration + progress ->
   :class:`Outcome`), and optionally :meth:`resume`;
 * how it is read: :meth:`print_result` (the console summary and the exit code), :meth:`headline` (the
-  figures of the store and ``compare``, :class:`~harness.results.headline.Figure`), :meth:`warnings`,
-  :meth:`incomplete_reason` (a result that must be run again), :meth:`read` (what the report loads) and
-  :meth:`report_sections` (its sections; a protocol without any is shown by its headline figures);
+  figures of the store and ``compare``, :class:`~streambench.harness.results.headline.Figure`),
+  :meth:`warnings`, :meth:`incomplete_reason` (a result that must be run again), :meth:`read` (what the report
+  loads) and :meth:`report_sections` (its sections; a protocol without any is shown by its headline figures);
 * how it sweeps: ``sweepable`` and the two hooks :meth:`sweep_trees` / :meth:`sweep_config`.
 
 The default of each optional method is the behaviour of a plain protocol that writes one JSON file.
@@ -30,12 +30,12 @@ import numpy.typing as npt
 from pydantic import BaseModel
 from rich.console import Console
 
-from harness.execution.config import RunConfig
-from harness.execution.executor import ProgressHook
-from harness.io.config_file import load_protocol_config
-from harness.report.bundle import RunBundle, SectionSpec
-from harness.results.files import ResultFileError, load_protocol_result
-from harness.results.headline import Figure
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.executor import ProgressHook
+from streambench.harness.io.config_file import load_protocol_config
+from streambench.harness.report.bundle import RunBundle, SectionSpec
+from streambench.harness.results.files import ResultFileError, load_protocol_result
+from streambench.harness.results.headline import Figure
 
 __all__ = ["Outcome", "RunProtocol", "SweepPoint"]
 
@@ -109,8 +109,9 @@ class RunProtocol(abc.ABC):
     @abc.abstractmethod
     def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
         """Run the protocol and write ``<run.output_dir>/<run_id>/<result_file>``. A protocol that builds
-        ``run.data`` fixes its seed first, once per run (:func:`harness.runs.catalog.fix_data_seed`: a
-        secret one where it is unset; streams of an unset seed are never built)."""
+        ``run.data`` fixes its seed first, once per run
+        (:func:`streambench.harness.runs.catalog.fix_data_seed`: a secret one where it is unset; streams of an
+        unset seed are never built)."""
 
     def can_resume(self, run_dir: Path) -> bool:
         """Whether :meth:`resume` can finish ``run_dir`` (an interrupted run of this protocol)."""

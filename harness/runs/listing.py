@@ -3,7 +3,7 @@ and 16): through the index when it can be used, else from the run directories, w
 
 * A damaged index (garbled, truncated: SQLite finds no whole database in it) is moved aside to
   ``index.sqlite.damaged-<UTC time>`` and rebuilt from the run directories
-  (:func:`harness.runs.catalog.reindex`); the command says so.
+  (:func:`streambench.harness.runs.catalog.reindex`); the command says so.
 * An index that cannot be written or read as it stands (a read-only or full store, a directory where the
   index belongs, a newer schema), or a damaged one that cannot be moved aside, is left as it is: the runs
   are read from their directories, and the command says so.
@@ -18,10 +18,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from harness.results import store
-from harness.results.headline import RunHeadline
-from harness.results.store import IndexUnusable
-from harness.runs import catalog
+from streambench.harness.results import store
+from streambench.harness.results.headline import RunHeadline
+from streambench.harness.results.store import IndexUnusable
+from streambench.harness.runs import catalog
 
 __all__ = ["Listing", "find_run", "survey_runs"]
 
@@ -39,8 +39,9 @@ class Listing:
 
 
 def survey_runs(results_dir: Path) -> Listing:
-    """Every run of ``results_dir`` (:func:`harness.runs.catalog.scan_runs`), whatever the state of its
-    index; :class:`~harness.results.store.StoreError` only when ``results_dir`` is no directory."""
+    """Every run of ``results_dir`` (:func:`streambench.harness.runs.catalog.scan_runs`), whatever the state
+    of its index; :class:`~streambench.harness.results.store.StoreError` only when ``results_dir`` is no
+    directory."""
     notes: list[str] = []
     try:
         return Listing(*catalog.scan_runs(results_dir), notes)
@@ -57,8 +58,8 @@ def survey_runs(results_dir: Path) -> Listing:
 
 
 def find_run(ref: str, results_dir: Path) -> tuple[RunHeadline, list[str]]:
-    """The headline of one run (:func:`harness.runs.catalog.resolve_run` for ``ref``), read from its
-    directory, and indexed where the index can be written (a damaged index is moved aside and rebuilt);
+    """The headline of one run (:func:`streambench.harness.runs.catalog.resolve_run` for ``ref``), read from
+    its directory, and indexed where the index can be written (a damaged index is moved aside and rebuilt);
     the notes say what happened to the index."""
     run_dir = catalog.resolve_run(ref, results_dir)
     head = catalog.load_headline(run_dir)

@@ -1,6 +1,6 @@
 """The online protocol (protocols/online.py; seed 004 §6.2.2) as the harness runs it: every stream frame
-by frame through the engine, in this process or an isolated worker (:mod:`harness.runs.session`), scored
-into ``result.json`` with the per-frame arrays in ``arrays.npz``; an interrupted run is resumed."""
+by frame through the engine, in this process or an isolated worker (:mod:`streambench.harness.runs.session`),
+scored into ``result.json`` with the per-frame arrays in ``arrays.npz``; an interrupted run is resumed."""
 
 from __future__ import annotations
 
@@ -12,20 +12,20 @@ import numpy.typing as npt
 from pydantic import BaseModel
 from rich.console import Console
 
-from harness.execution.config import RunConfig
-from harness.execution.event_log import EVENTS_FILE
-from harness.execution.executor import ProgressHook
-from harness.io.safe_text import safe
-from harness.report.bundle import RunBundle, SectionSpec
-from harness.report.sections_quality import detection_section, reliability_section
-from harness.report.sections_run import (
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.event_log import EVENTS_FILE
+from streambench.harness.execution.executor import ProgressHook
+from streambench.harness.io.safe_text import safe
+from streambench.harness.report.bundle import RunBundle, SectionSpec
+from streambench.harness.report.sections_quality import detection_section, reliability_section
+from streambench.harness.report.sections_run import (
     breakdown_section,
     f1_section,
     latency_section,
     summary_section,
     timeline_section,
 )
-from harness.results.files import (
+from streambench.harness.results.files import (
     ARRAYS_FILE,
     RESULT_FILE,
     ResultFileError,
@@ -33,12 +33,12 @@ from harness.results.files import (
     load_recordings,
     load_result,
 )
-from harness.results.headline import CAPTION, LATENCY_KEYS, Figure, interval_fields
-from harness.results.summary import host_timing_warnings, print_summary
-from harness.runs.interface import Outcome, RunProtocol
-from harness.runs.session import execute_run, finished_run, resume_run
-from protocols.online import OnlineConfig
-from protocols.online_speed import measured_latency
+from streambench.harness.results.headline import CAPTION, LATENCY_KEYS, Figure, interval_fields
+from streambench.harness.results.summary import host_timing_warnings, print_summary
+from streambench.harness.runs.interface import Outcome, RunProtocol
+from streambench.harness.runs.session import execute_run, finished_run, resume_run
+from streambench.protocols.online import OnlineConfig
+from streambench.protocols.online_speed import measured_latency
 
 __all__ = ["OnlineProtocol", "online_figures", "online_warnings"]
 
@@ -173,11 +173,11 @@ class OnlineProtocol(RunProtocol):
 
 def online_figures(result: RunResult) -> list[Figure]:
     """F1@Δt per Δt (Strict, frame units, micro; seed 004 §6.2.2 (1)) with the bootstrap interval over
-    streams of :class:`protocols.online.Headline`; frame accuracy (offline view, §6.3 table 6.3); per-frame
-    latency mean with its interval and p50 / p95 / p99 with their sample count (§6.2.2 (2)); FPS = 1 / mean
-    latency, whose interval is the mean's mapped through ``1/x`` (a percentile bootstrap interval is carried
-    through a monotone transform; Efron & Tibshirani 1993, §13.3); RTF with its interval; GPU energy per
-    frame (§6.3.3), ``null`` with the reason where it was not measured."""
+    streams of :class:`streambench.protocols.online.Headline`; frame accuracy (offline view, §6.3 table 6.3);
+    per-frame latency mean with its interval and p50 / p95 / p99 with their sample count (§6.2.2 (2)); FPS = 1
+    / mean latency, whose interval is the mean's mapped through ``1/x`` (a percentile bootstrap interval is
+    carried through a monotone transform; Efron & Tibshirani 1993, §13.3); RTF with its interval; GPU energy
+    per frame (§6.3.3), ``null`` with the reason where it was not measured."""
     metrics = result.metrics
     head, speed = metrics.headline, metrics.overall.speed
     lat = speed.latency
@@ -276,4 +276,3 @@ def online_warnings(online: RunResult) -> list[str]:
         )
     warnings.extend(host_timing_warnings(online))
     return warnings
-

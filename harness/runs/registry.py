@@ -15,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported where a protocol is loaded: listing the names costs no import (CLI start-up)
-    from harness.runs.interface import RunProtocol
+    from streambench.harness.runs.interface import RunProtocol
 
 __all__ = [
     "BUILT_IN",
@@ -30,12 +30,12 @@ __all__ = [
 ]
 
 BUILT_IN: dict[str, str] = {
-    "online": "harness.runs.online:OnlineProtocol",
-    "robustness": "harness.runs.robustness:RobustnessProtocol",
-    "causality": "harness.runs.causality:CausalityProtocol",
-    "detection": "harness.runs.detection:DetectionProtocol",
-    "stability": "harness.runs.stability:StabilityProtocol",
-    "hysteresis": "harness.runs.hysteresis:HysteresisProtocol",
+    "online": "streambench.harness.runs.online:OnlineProtocol",
+    "robustness": "streambench.harness.runs.robustness:RobustnessProtocol",
+    "causality": "streambench.harness.runs.causality:CausalityProtocol",
+    "detection": "streambench.harness.runs.detection:DetectionProtocol",
+    "stability": "streambench.harness.runs.stability:StabilityProtocol",
+    "hysteresis": "streambench.harness.runs.hysteresis:HysteresisProtocol",
 }
 """The built-in protocols, in their listing order (a run directory's result files are read in it)."""
 DEFAULT = "online"
@@ -90,7 +90,7 @@ def get(name: str) -> RunProtocol:
         protocol = getattr(importlib.import_module(module_name), class_name)()
     else:
         protocol = target
-    from harness.runs.interface import RunProtocol
+    from streambench.harness.runs.interface import RunProtocol
 
     if not isinstance(protocol, RunProtocol) or protocol.name != name:
         raise TypeError(f"registry entry {name!r} -> {target!r} is not a RunProtocol named {name!r}")

@@ -18,24 +18,24 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 
-from adapters.contract import Stream
-from harness.datasets.catalog import make_streams, make_warmup_stream
-from harness.datasets.perturb import perturb
-from harness.execution.adapter_errors import AdapterError
-from harness.execution.config import RunConfig, run_id_for
-from harness.execution.executor import ProgressHook, failed_stream
-from harness.execution.model_runner import open_runner
-from harness.execution.setup import environment_for
-from harness.report.bundle import RunBundle, SectionSpec
-from harness.report.figures_quality import robustness_figure
-from harness.report.html import absent, esc, figure_block, num, table
-from harness.results.files import EnvironmentRecord
-from harness.results.headline import Figure
-from harness.results.summary import print_robustness
-from harness.runs.catalog import fix_data_seed, write_indexed
-from harness.runs.interface import Outcome, RunProtocol, SweepPoint
-from protocols import robustness
-from protocols.recording import FailedStream, StreamRecording, StreamRole
+from streambench.adapters.contract import Stream
+from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+from streambench.harness.datasets.perturb import perturb
+from streambench.harness.execution.adapter_errors import AdapterError
+from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.executor import ProgressHook, failed_stream
+from streambench.harness.execution.model_runner import open_runner
+from streambench.harness.execution.setup import environment_for
+from streambench.harness.report.bundle import RunBundle, SectionSpec
+from streambench.harness.report.figures_quality import robustness_figure
+from streambench.harness.report.html import absent, esc, figure_block, num, table
+from streambench.harness.results.files import EnvironmentRecord
+from streambench.harness.results.headline import Figure
+from streambench.harness.results.summary import print_robustness
+from streambench.harness.runs.catalog import fix_data_seed, write_indexed
+from streambench.harness.runs.interface import Outcome, RunProtocol, SweepPoint
+from streambench.protocols import robustness
+from streambench.protocols.recording import FailedStream, StreamRecording, StreamRole
 
 __all__ = [
     "RESULT_FILE",

@@ -12,16 +12,16 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from adapters.contract import Stream
-from harness.datasets.catalog import (
+from streambench.adapters.contract import Stream
+from streambench.harness.datasets.catalog import (
     given_seed_kind,
     make_streams,
     make_warmup_stream,
     seeded,
 )
-from harness.execution.config import RunConfig, run_id_for
-from harness.execution.engine import clock_info
-from harness.execution.event_log import (
+from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.engine import clock_info
+from streambench.harness.execution.event_log import (
     EVENTS_FILE,
     EventLog,
     EventLogError,
@@ -32,7 +32,7 @@ from harness.execution.event_log import (
     drop_torn_tail,
     read_events,
 )
-from harness.execution.executor import (
+from streambench.harness.execution.executor import (
     EngineExecutor,
     NothingScoredError,
     ProgressHook,
@@ -42,14 +42,14 @@ from harness.execution.executor import (
     failed_streams,
     interrupt_on_sigterm,
 )
-from harness.instruments.data_hash import hash_streams
-from harness.instruments.manifest import EnvironmentManifest, collect_manifest, fingerprint
-from harness.instruments.memory import MemoryProbe, MemoryReport
-from harness.instruments.power import EnergyReport, PowerMeter
-from harness.instruments.rapl import RaplMeter, RaplReport
-from harness.instruments.threads import ThreadRecord
-from harness.instruments.threads import apply as apply_threads
-from harness.results.files import (
+from streambench.harness.instruments.data_hash import hash_streams
+from streambench.harness.instruments.manifest import EnvironmentManifest, collect_manifest, fingerprint
+from streambench.harness.instruments.memory import MemoryProbe, MemoryReport
+from streambench.harness.instruments.power import EnergyReport, PowerMeter
+from streambench.harness.instruments.rapl import RaplMeter, RaplReport
+from streambench.harness.instruments.threads import ThreadRecord
+from streambench.harness.instruments.threads import apply as apply_threads
+from streambench.harness.results.files import (
     RESULT_FILE,
     ExecutionRecord,
     FailureRecord,
@@ -64,9 +64,9 @@ from harness.results.files import (
     package_version,
     write_run,
 )
-from harness.results.normalisation import check_baseline, normalise_measured
-from harness.runs.catalog import index_written
-from harness.runs.session_subject import (
+from streambench.harness.results.normalisation import check_baseline, normalise_measured
+from streambench.harness.runs.catalog import index_written
+from streambench.harness.runs.session_subject import (
     Subject,
     adapter_memory,
     measurement_quality,
@@ -74,10 +74,10 @@ from harness.runs.session_subject import (
     session_auditor,
     with_verdicts,
 )
-from protocols import online
-from protocols.base import Plan
-from protocols.recording import StreamRecording
-from protocols.session_audit import SessionAuditResult
+from streambench.protocols import online
+from streambench.protocols.base import Plan
+from streambench.protocols.recording import StreamRecording
+from streambench.protocols.session_audit import SessionAuditResult
 
 __all__ = ["execute_run", "finished_run", "resume_run"]
 
@@ -91,7 +91,7 @@ def execute_run(
     ``result.json`` and ``arrays.npz`` last. An interrupted run (Ctrl-C, SIGTERM) or one stopped by
     ``on_error="stop"`` still writes its result, marked ``incomplete``, over the streams that finished;
     :func:`resume_run` finishes it. Every input is checked before the first stream: ``--baseline`` names
-    a readable run (:func:`~harness.results.normalisation.check_baseline`; issue 25 item 14).
+    a readable run (:func:`~streambench.harness.results.normalisation.check_baseline`; issue 25 item 14).
     """
     if config.baseline is not None:
         check_baseline(config.baseline)
@@ -390,5 +390,3 @@ def _rtf1_reason(config: RunConfig, gpu_energy: EnergyReport) -> str | None:
     if config.engine.pacing != "paced":
         return "needs a paced run (--pacing paced): unpaced frames do not arrive in real time"
     return None if gpu_energy.mean_power_w is not None else gpu_energy.reason or "no power measured"
-
-

@@ -11,11 +11,11 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 
-from adapters.contract import Stream
-from harness.execution.adapter_errors import AdapterError
-from harness.runs.causality_variants import occlude
-from protocols.recording import StreamRecording
-from protocols.session_audit import (
+from streambench.adapters.contract import Stream
+from streambench.harness.execution.adapter_errors import AdapterError
+from streambench.harness.runs.causality_variants import occlude
+from streambench.protocols.recording import StreamRecording
+from streambench.protocols.session_audit import (
     AuditVariant,
     SessionAuditConfig,
     SessionAuditResult,

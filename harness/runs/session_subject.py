@@ -12,26 +12,26 @@ from typing import Literal
 
 import numpy as np
 
-from adapters.contract import AdapterInfo, Stream
-from adapters.registry import resolve
-from harness.datasets.catalog import check_sample_streams
-from harness.execution.config import RunConfig
-from harness.execution.engine import Engine, clock_info
-from harness.execution.event_log import FailureEvent
-from harness.execution.executor import InProcess, StreamRunner
-from harness.execution.host_timing import HostTimingRecord, judge_host_timing
-from harness.execution.isolation import IsolatedEngine
-from harness.execution.process_tree import ChildWatch, LeftoverProcess
-from harness.execution.sandbox import SandboxRecord
-from harness.execution.setup import build_adapter
-from harness.instruments.interference import cpu_frequency_khz
-from harness.instruments.memory import MemoryReport
-from harness.results.quality import MeasurementQuality, judge_quality
-from harness.runs.session_audit import SessionAuditor
-from protocols.base import Plan
-from protocols.online_speed import measured_latency
-from protocols.recording import StreamRecording
-from protocols.session_audit import SessionAuditConfig, SessionAuditResult
+from streambench.adapters.contract import AdapterInfo, Stream
+from streambench.adapters.registry import resolve
+from streambench.harness.datasets.catalog import check_sample_streams
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.engine import Engine, clock_info
+from streambench.harness.execution.event_log import FailureEvent
+from streambench.harness.execution.executor import InProcess, StreamRunner
+from streambench.harness.execution.host_timing import HostTimingRecord, judge_host_timing
+from streambench.harness.execution.isolation import IsolatedEngine
+from streambench.harness.execution.process_tree import ChildWatch, LeftoverProcess
+from streambench.harness.execution.sandbox import SandboxRecord
+from streambench.harness.execution.setup import build_adapter
+from streambench.harness.instruments.interference import cpu_frequency_khz
+from streambench.harness.instruments.memory import MemoryReport
+from streambench.harness.results.quality import MeasurementQuality, judge_quality
+from streambench.harness.runs.session_audit import SessionAuditor
+from streambench.protocols.base import Plan
+from streambench.protocols.online_speed import measured_latency
+from streambench.protocols.recording import StreamRecording
+from streambench.protocols.session_audit import SessionAuditConfig, SessionAuditResult
 
 __all__ = [
     "Subject",
@@ -82,12 +82,12 @@ def open_subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | 
                 count_flops=lambda: isolated.count_flops(first.stream_id),
                 warmup_stream_id=warmup.stream_id if warmup is not None else None,
                 worker_peak_rss=lambda: isolated.peak_rss_bytes,
-                host_timing=lambda recordings: judge_host_timing(
-                    recordings, isolated.floor, isolated.start_times, isolated.idle_cpu_ns
-                )
-                if isolated.sealed
-                else HostTimingRecord(
-                    verdict="not-checked", reason="an isolated worker holds the data; not timed per frame"
+                host_timing=lambda recordings: (
+                    judge_host_timing(recordings, isolated.floor, isolated.start_times, isolated.idle_cpu_ns)
+                    if isolated.sealed
+                    else HostTimingRecord(
+                        verdict="not-checked", reason="an isolated worker holds the data; not timed per frame"
+                    )
                 ),
                 run_variant=isolated.run if isolated.sealed else None,
                 sandbox=lambda: isolated.sandbox,

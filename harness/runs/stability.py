@@ -22,23 +22,23 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from harness.datasets.catalog import make_streams, make_warmup_stream
-from harness.execution.config import RunConfig, run_id_for
-from harness.execution.executor import ProgressHook
-from harness.execution.model_runner import open_runner
-from harness.execution.setup import environment_for
-from harness.io.atomic import atomic_write
-from harness.io.config_file import load_protocol_config as load_shared_protocol_config
-from harness.io.safe_text import safe
-from harness.results.files import EnvironmentRecord
-from harness.results.headline import Figure
-from harness.runs.catalog import fix_data_seed, write_indexed
-from harness.runs.interface import Outcome, RunProtocol
-from protocols import online
-from protocols.online import CurvePoint
-from protocols.recording import to_arrays
-from protocols.stability import StabilityConfig, StabilityFigures, StabilityReport
-from protocols.stability import score as score_stability
+from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.executor import ProgressHook
+from streambench.harness.execution.model_runner import open_runner
+from streambench.harness.execution.setup import environment_for
+from streambench.harness.io.atomic import atomic_write
+from streambench.harness.io.config_file import load_protocol_config as load_shared_protocol_config
+from streambench.harness.io.safe_text import safe
+from streambench.harness.results.files import EnvironmentRecord
+from streambench.harness.results.headline import Figure
+from streambench.harness.runs.catalog import fix_data_seed, write_indexed
+from streambench.harness.runs.interface import Outcome, RunProtocol
+from streambench.protocols import online
+from streambench.protocols.online import CurvePoint
+from streambench.protocols.recording import to_arrays
+from streambench.protocols.stability import StabilityConfig, StabilityFigures, StabilityReport
+from streambench.protocols.stability import score as score_stability
 
 __all__ = [
     "ARRAYS_FILE",

@@ -42,7 +42,8 @@ class Spread(BaseModel):
 
 
 class RunFacts(BaseModel):
-    """What the grouping reads of one run (a :class:`harness.sweep.report.RunRow` satisfies it)."""
+    """What the grouping reads of one run (a :class:`streambench.harness.sweep.report.RunRow` satisfies
+    it)."""
 
     run_id: str
     label: str

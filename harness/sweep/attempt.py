@@ -31,11 +31,18 @@ from typing import Any
 import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.execution.process_tree import end_processes
-from harness.runs import registry
-from harness.sweep.interrupts import SweepInterrupted, held
-from harness.sweep.measure import CORE_LOCKS, Measured, attempt_dir, error_text, measure, run_files
-from harness.sweep.spec import RunSpec
+from streambench.harness.execution.process_tree import end_processes
+from streambench.harness.runs import registry
+from streambench.harness.sweep.interrupts import SweepInterrupted, held
+from streambench.harness.sweep.measure import (
+    CORE_LOCKS,
+    Measured,
+    attempt_dir,
+    error_text,
+    measure,
+    run_files,
+)
+from streambench.harness.sweep.spec import RunSpec
 
 __all__ = ["AttemptError", "AttemptJob", "AttemptOutcome", "WorkerLost", "main", "run_attempt"]
 
@@ -83,8 +90,8 @@ def _protocol_refs() -> list[str]:
 
 def run_attempt(spec: RunSpec) -> Measured:
     """Measure ``spec`` in a fresh process; its error is :class:`AttemptError` (:class:`WorkerLost`: the
-    process died). A :class:`~harness.sweep.interrupts.SweepInterrupted` arriving meanwhile ends the
-    process tree first; the attempt's directory is removed in every case."""
+    process died). A :class:`~streambench.harness.sweep.interrupts.SweepInterrupted` arriving meanwhile ends
+    the process tree first; the attempt's directory is removed in every case."""
     workdir: Path | None = None
     popen: subprocess.Popen[bytes] | None = None
     interrupted = False
@@ -115,7 +122,12 @@ def _start(workdir: Path) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in paths if os.path.isdir(p)))
     env["TMPDIR"] = str(workdir / TMP_DIR)
-    command = [sys.executable, "-c", "from harness.sweep.attempt import main; main()", str(workdir)]
+    command = [
+        sys.executable,
+        "-c",
+        "from streambench.harness.sweep.attempt import main; main()",
+        str(workdir),
+    ]
     # stdout is the sweep's stderr: what a model prints is not the command's output (``--json``)
     return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=2, start_new_session=True)
 

@@ -1,8 +1,9 @@
 """The sweep's driver (issue 10): expand a sweep file, skip every run the store holds already (resuming
-is the default: a finished sweep runs nothing), hand the rest to an executor (:mod:`harness.sweep.executors`)
-and return what happened. ``streambench sweep`` (harness/cli/sweep.py) adds the progress line and the
-report around it. SIGINT and SIGTERM stop the sweep at once (:mod:`harness.sweep.interrupts`):
-:class:`~harness.sweep.interrupts.SweepInterrupted`, with where the sweep stood.
+is the default: a finished sweep runs nothing), hand the rest to an executor
+(:mod:`streambench.harness.sweep.executors`) and return what happened. ``streambench sweep``
+(harness/cli/sweep.py) adds the progress line and the report around it. SIGINT and SIGTERM stop the sweep at
+once (:mod:`streambench.harness.sweep.interrupts`):
+:class:`~streambench.harness.sweep.interrupts.SweepInterrupted`, with where the sweep stood.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from harness.sweep.executors import Executor, LocalExecutor, SweepRecord
-from harness.sweep.interrupts import SweepInterrupted, sweep_signals
-from harness.sweep.ray_executor import RayExecutor
-from harness.sweep.spec import SweepError, SweepFile, expand
-from harness.sweep.state import ProgressSnapshot, SweepProgress, split_done
+from streambench.harness.sweep.executors import Executor, LocalExecutor, SweepRecord
+from streambench.harness.sweep.interrupts import SweepInterrupted, sweep_signals
+from streambench.harness.sweep.ray_executor import RayExecutor
+from streambench.harness.sweep.spec import SweepError, SweepFile, expand
+from streambench.harness.sweep.state import ProgressSnapshot, SweepProgress, split_done
 
 __all__ = ["SweepOutcome", "make_executor", "run_sweep"]
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from harness.execution.config import RunConfig
-from harness.sweep.executors import SWEEP_FILE, SweepRecord
-from harness.sweep.spec import RunSpec
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.sweep.executors import SWEEP_FILE, SweepRecord
+from streambench.harness.sweep.spec import RunSpec
 
 __all__ = ["Estimate", "SweepEstimate", "estimate_runs", "planned_frames", "stored_records"]
 

@@ -1,27 +1,27 @@
 """Executors of a sweep behind one interface: ``local`` (default) and ``ray`` (extra ``streambench[ray]``).
 
-**The worker measures, the driver alone writes the store.** :func:`~harness.sweep.measure.measure` runs
-one :class:`~harness.sweep.RunSpec` through its protocol (from the registry) into a private temporary
-directory, collects the environment manifest of the machine it ran on, and returns the run's files as
-bytes (:class:`~harness.sweep.measure.Measured`). :func:`commit`, on the
+**The worker measures, the driver alone writes the store.** :func:`~streambench.harness.sweep.measure.measure`
+runs one :class:`~streambench.harness.sweep.RunSpec` through its protocol (from the registry) into a private
+temporary directory, collects the environment manifest of the machine it ran on, and returns the run's files
+as bytes (:class:`~streambench.harness.sweep.measure.Measured`). :func:`commit`, on the
 driver, stages them with ``sweep.json`` (the spec, every attempt, the manifest and its fingerprint),
 renames the staged directory into ``<results>/<run_id>`` (one atomic rename) and indexes it
-(:func:`harness.runs.catalog.index_run`). A run that fails every attempt gets a ``sweep.json`` with
-``status = "failed"`` and each attempt's error: recorded, never silently dropped (and run again when the
+(:func:`streambench.harness.runs.catalog.index_run`). A run that fails every attempt gets a ``sweep.json``
+with ``status = "failed"`` and each attempt's error: recorded, never silently dropped (and run again when the
 sweep is resumed).
 
 * :class:`LocalExecutor`: one run at a time, so never two timed runs at once on one machine; in this
   process, or (``isolate=True``) each attempt in a fresh process of its own
-  (:mod:`harness.sweep.attempt`), whose death (a crash, ``os._exit``, the OOM killer) costs that attempt
-  only, and whose whole process tree a signal to the sweep ends at once.
-* :class:`RayExecutor`: each run is a Ray task that requests its :class:`~harness.sweep.Resources`
+  (:mod:`streambench.harness.sweep.attempt`), whose death (a crash, ``os._exit``, the OOM killer) costs that
+  attempt only, and whose whole process tree a signal to the sweep ends at once.
+* :class:`RayExecutor`: each run is a Ray task that requests its :class:`~streambench.harness.sweep.Resources`
   (``num_cpus`` whole cores, ``num_gpus`` whole GPUs, ``memory``), so Ray's scheduler places at most one
   timed run per GPU and never more runs on a node than it has cores; the task pins itself to that many
   free cores (:func:`pinned_cores`). Retries are the driver's (Ray's own are off), so each attempt and
   its error are recorded. ``address=None`` starts a local Ray instance.
 
-A signal (SIGINT, SIGTERM) stops the sweep (:mod:`harness.sweep.interrupts`): the run in progress is
-discarded with its directory; a run being committed is committed first.
+A signal (SIGINT, SIGTERM) stops the sweep (:mod:`streambench.harness.sweep.interrupts`): the run in progress
+is discarded with its directory; a run being committed is committed first.
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from harness.io.atomic import atomic_write
-from harness.runs.catalog import index_run
-from harness.sweep.attempt import AttemptError, run_attempt
-from harness.sweep.interrupts import held
-from harness.sweep.measure import Measured, error_text, measure, pinned_cores
-from harness.sweep.spec import RunSpec
-from harness.sweep.state import SweepProgress
+from streambench.harness.io.atomic import atomic_write
+from streambench.harness.runs.catalog import index_run
+from streambench.harness.sweep.attempt import AttemptError, run_attempt
+from streambench.harness.sweep.interrupts import held
+from streambench.harness.sweep.measure import Measured, error_text, measure, pinned_cores
+from streambench.harness.sweep.spec import RunSpec
+from streambench.harness.sweep.state import SweepProgress
 
 __all__ = [
     "SWEEP_FILE",

@@ -1,12 +1,12 @@
-"""The worker's side of a sweep run: :func:`measure` runs one :class:`~harness.sweep.RunSpec` through its
-protocol (from the registry) into a directory of its own, collects the environment manifest of the
+"""The worker's side of a sweep run: :func:`measure` runs one :class:`~streambench.harness.sweep.RunSpec`
+through its protocol (from the registry) into a directory of its own, collects the environment manifest of the
 machine it ran on, and returns the run's files as bytes (:class:`Measured`), for the driver to commit
 (harness/sweep/executors.py). :func:`pinned_cores` gives a run whole cores no other sweep worker on the
 machine holds.
 
 An interrupted run (Ctrl-C, SIGTERM) is not a failed attempt: it stops the sweep, as
-:class:`~harness.sweep.interrupts.SweepInterrupted` naming the signal (issue 25 item 15); its directory,
-a temporary one, is gone with it, so nothing of it is offered for ``--resume``.
+:class:`~streambench.harness.sweep.interrupts.SweepInterrupted` naming the signal (issue 25 item 15); its
+directory, a temporary one, is gone with it, so nothing of it is offered for ``--resume``.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import Any
 import psutil
 from pydantic import BaseModel, Field
 
-from harness.execution.executor import RunInterrupted
-from harness.instruments.manifest import collect_manifest, fingerprint
-from harness.runs import registry
-from harness.sweep.interrupts import SweepInterrupted, interrupted_by
-from harness.sweep.spec import RunSpec
+from streambench.harness.execution.executor import RunInterrupted
+from streambench.harness.instruments.manifest import collect_manifest, fingerprint
+from streambench.harness.runs import registry
+from streambench.harness.sweep.interrupts import SweepInterrupted, interrupted_by
+from streambench.harness.sweep.spec import RunSpec
 
 __all__ = [
     "CORE_LOCKS",
@@ -88,7 +88,9 @@ class Measured(BaseModel):
 
     run_id: str
     files: dict[str, bytes]
-    environment: dict[str, Any] = Field(description="harness.instruments.manifest.EnvironmentManifest")
+    environment: dict[str, Any] = Field(
+        description="streambench.harness.instruments.manifest.EnvironmentManifest"
+    )
     fingerprint: str
     worker: str = Field(description="host:pid of the worker process")
     cores: list[int] | None = Field(description="the cores the run was pinned to (None: not pinned)")

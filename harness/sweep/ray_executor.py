@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.sweep.executors import (
+from streambench.harness.sweep.executors import (
     Attempt,
     Executor,
     Measured,
@@ -20,10 +20,11 @@ from harness.sweep.executors import (
     _since,
     measure,
 )
-from harness.sweep.spec import RunSpec
-from harness.sweep.state import SweepProgress
+from streambench.harness.sweep.spec import RunSpec
+from streambench.harness.sweep.state import SweepProgress
 
 __all__ = ["RayExecutor"]
+
 
 def _ray_measure(spec: RunSpec) -> Measured:
     """The Ray task body (module level, so workers import it by name)."""

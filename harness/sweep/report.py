@@ -1,26 +1,26 @@
 """The sweep report: every run of a sweep from the run store, grouped into configurations, timings per
 environment fingerprint.
 
-Built on the store's files (each run's result files, read through :func:`harness.headline.load_headline`,
-and the ``sweep.json`` the driver wrote next to them); drawn as markdown here and as HTML by
-:func:`harness.sweep.report_html.write_sweep_html`.
+Built on the store's files (each run's result files, read through
+:func:`streambench.harness.headline.load_headline`, and the ``sweep.json`` the driver wrote next to them);
+drawn as markdown here and as HTML by :func:`streambench.harness.sweep.report_html.write_sweep_html`.
 
 Rules (issue 10, "Heterogeneous machines"; DESIGN.md "Results": comparisons refuse runs whose
 fingerprints differ; issue 17, repeats aggregated):
 
 * A configuration is every run of one adapter label, protocol, point and grid values; its seeds and
   repeats are aggregated, each figure shown as the median and range of the runs
-  (:mod:`harness.sweep.aggregate`), so no model is ever set against its own repeat.
+  (:mod:`streambench.harness.sweep.aggregate`), so no model is ever set against its own repeat.
 * Quality figures (F1@Δt, frame accuracy, robustness F1, causality checks) do not depend on the
   hardware: one table per protocol holds every configuration.
 * Timings (latency mean / p50 / p95 / p99, FPS, RTF) are shown per environment fingerprint, one table
   each, never mixed across fingerprints.
 * What may be compared across fingerprints is hardware-normalised: the speed-up of an online run
   against the sweep's ``baseline`` adapter's run of the same configuration (protocol, grid, seed,
-  repeat) **on the same fingerprint** (seed 004 §6.3.1 (2), :func:`protocols.metrics.speedup`). A run
-  whose baseline ran on another fingerprint, or not at all, gets ``None`` with the reason.
+  repeat) **on the same fingerprint** (seed 004 §6.3.1 (2), :func:`streambench.protocols.metrics.speedup`). A
+  run whose baseline ran on another fingerprint, or not at all, gets ``None`` with the reason.
 * Names are the sweep's ``label`` of each adapter entry (default: the adapter); numbers are written as a
-  reader writes them (:mod:`harness.report.numbers`: ``18,170 fps``, ``46.6 µs``).
+  reader writes them (:mod:`streambench.harness.report.numbers`: ``18,170 fps``, ``46.6 µs``).
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from harness.report.numbers import human, latency_ms, latency_range_ms, percent, rate_fps
-from harness.runs import registry
-from harness.runs.catalog import has_results, load_headline
-from harness.sweep.aggregate import ConfigRow, RunFacts, Spread, group_quality, group_timings
-from harness.sweep.executors import SWEEP_FILE, SweepRecord
-from harness.sweep.spec import RunSpec, SweepFile, expand
-from protocols.metrics import speedup
+from streambench.harness.report.numbers import human, latency_ms, latency_range_ms, percent, rate_fps
+from streambench.harness.runs import registry
+from streambench.harness.runs.catalog import has_results, load_headline
+from streambench.harness.sweep.aggregate import ConfigRow, RunFacts, Spread, group_quality, group_timings
+from streambench.harness.sweep.executors import SWEEP_FILE, SweepRecord
+from streambench.harness.sweep.spec import RunSpec, SweepFile, expand
+from streambench.protocols.metrics import speedup
 
 __all__ = [
     "TIMING_KEYS",

@@ -1,11 +1,12 @@
-"""The sweep report as one HTML page (:mod:`harness.sweep.report` holds the rules and the text).
+"""The sweep report as one HTML page (:mod:`streambench.harness.sweep.report` holds the rules and the text).
 
 Per protocol a quality table of the configurations; per environment fingerprint a timing table, the
 Pareto front of the configurations (median mean latency against median F1, whiskers: the range of the
 runs; seed 004 §6.3.3) and their latency distributions overlaid (each configuration's frames pooled over
 its runs); the speed-ups against the baseline; the failed runs; every run, collapsed. Each figure of a
 configuration shows its median and, below, how its runs spread. Built from the HTML blocks of the run
-report (:mod:`harness.report.html`), so the page is self-contained and never wider than the window.
+report (:mod:`streambench.harness.report.html`), so the page is self-contained and never wider than the
+window.
 """
 
 from __future__ import annotations
@@ -15,14 +16,19 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.io.atomic import atomic_write_text
-from harness.report.figures_compare import LatencyCurve, ParetoPoint, latency_cdf_figure, pareto_figure
-from harness.report.html import Group, Section, absent, esc, figure_block, page, table
-from harness.report.numbers import latency_ms
-from harness.results.files import ResultFileError
-from harness.runs import registry
-from harness.sweep.aggregate import ConfigRow, Spread
-from harness.sweep.report import (
+from streambench.harness.io.atomic import atomic_write_text
+from streambench.harness.report.figures_compare import (
+    LatencyCurve,
+    ParetoPoint,
+    latency_cdf_figure,
+    pareto_figure,
+)
+from streambench.harness.report.html import Group, Section, absent, esc, figure_block, page, table
+from streambench.harness.report.numbers import latency_ms
+from streambench.harness.results.files import ResultFileError
+from streambench.harness.runs import registry
+from streambench.harness.sweep.aggregate import ConfigRow, Spread
+from streambench.harness.sweep.report import (
     RUN_HEADERS,
     TIMING_KEYS,
     TIMING_NAMES,

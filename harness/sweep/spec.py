@@ -4,16 +4,17 @@ A sweep file (TOML, validated by :class:`SweepFile`) is expanded by :func:`expan
 :class:`RunSpec` s, one per run, each with a **stable id**: a short sha256 of the canonical JSON of the
 run's fully validated specification (adapter, options, protocol, its configuration, data, engine,
 seed, repeat). The same run in any sweep, on any machine, gets the same id, so a run already in the
-store is never run again: resuming a sweep is the default (:func:`harness.sweep.state.split_done`).
+store is never run again: resuming a sweep is the default
+(:func:`streambench.harness.sweep.state.split_done`).
 
 ``[protocols.<name>]`` names any protocol of the registry that says it is ``sweepable``; the protocol
-decides how its entry expands (:meth:`~harness.runs.interface.RunProtocol.sweep_points`) and what a
-sweep run fixes (:meth:`~harness.runs.interface.RunProtocol.sweep_trees`). The built-in ones:
+decides how its entry expands (:meth:`~streambench.harness.runs.interface.RunProtocol.sweep_points`) and what
+a sweep run fixes (:meth:`~streambench.harness.runs.interface.RunProtocol.sweep_trees`). The built-in ones:
 
 * ``online``: one run per combination (it has no perturbation points).
 * ``robustness``: with ``points`` given, one run per **perturbation point**: a
-  :class:`~protocols.robustness.RobustnessConfig` whose axes hold that single point and nothing else
-  (the protocol always adds its clean run, so each run reports the point and its drop). Without
+  :class:`~streambench.protocols.robustness.RobustnessConfig` whose axes hold that single point and nothing
+  else (the protocol always adds its clean run, so each run reports the point and its drop). Without
   ``points``: one run over the configuration's own axes (seed 004's default points).
 * ``causality``: one run per combination, every check of the configuration.
 
@@ -23,8 +24,8 @@ runs are marked ``public seed``); left unset, each run draws its own secret one 
 Grid keys are dotted paths: ``run.<RunConfig field>...`` applies to every run; ``<protocol>.<field>``
 to that protocol's configuration only.
 
-:class:`harness.sweep.state.SweepProgress` counts done / running / failed / remaining and estimates the
-time left.
+:class:`streambench.harness.sweep.state.SweepProgress` counts done / running / failed / remaining and
+estimates the time left.
 """
 
 from __future__ import annotations
@@ -39,12 +40,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from adapters.contract import AdapterOptions
-from adapters.registry import AdapterLoadError, resolve
-from harness.execution.config import RunConfig, user_field_path
-from harness.io.config_file import load_config_file
-from harness.runs import registry
-from harness.runs.interface import SweepPoint
+from streambench.adapters.contract import AdapterOptions
+from streambench.adapters.registry import AdapterLoadError, resolve
+from streambench.harness.execution.config import RunConfig, user_field_path
+from streambench.harness.io.config_file import load_config_file
+from streambench.harness.runs import registry
+from streambench.harness.runs.interface import SweepPoint
 
 __all__ = [
     "ID_SALT",

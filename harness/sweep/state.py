@@ -10,10 +10,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from harness.results.files import ResultFileError
-from harness.runs import registry
-from harness.runs.catalog import has_results
-from harness.sweep.spec import RunSpec
+from streambench.harness.results.files import ResultFileError
+from streambench.harness.runs import registry
+from streambench.harness.runs.catalog import has_results
+from streambench.harness.sweep.spec import RunSpec
 
 __all__ = ["ProgressSnapshot", "SweepProgress", "split_done"]
 

@@ -13,11 +13,11 @@ One vocabulary for users and protocols; each function's docstring cites its defi
 - :mod:`.router`: switch-lag, return-gap, DTW, hysteresis area, weight entropy (seed 001).
 """
 
-from protocols.metrics.bootstrap import Interval, bootstrap_micro_f1, bootstrap_ratio, spread
-from protocols.metrics.calibration import ReliabilityBins, brier, ece, mce, reliability_bins
-from protocols.metrics.decision import apply_thresholds, apply_top_k, tune_class_thresholds
-from protocols.metrics.delay import DelayMode, gather_decisions, select_in_window, window_bound_ns
-from protocols.metrics.detection import (
+from streambench.protocols.metrics.bootstrap import Interval, bootstrap_micro_f1, bootstrap_ratio, spread
+from streambench.protocols.metrics.calibration import ReliabilityBins, brier, ece, mce, reliability_bins
+from streambench.protocols.metrics.decision import apply_thresholds, apply_top_k, tune_class_thresholds
+from streambench.protocols.metrics.delay import DelayMode, gather_decisions, select_in_window, window_bound_ns
+from streambench.protocols.metrics.detection import (
     DetectionMetrics,
     EERMethod,
     EERResult,
@@ -29,14 +29,14 @@ from protocols.metrics.detection import (
     roc_auc,
     roc_curve_points,
 )
-from protocols.metrics.efficiency import (
+from streambench.protocols.metrics.efficiency import (
     composite_score,
     energy_per_frame,
     flops_normalised_latency,
     pareto_front,
     speedup,
 )
-from protocols.metrics.events import (
+from streambench.protocols.metrics.events import (
     EPS,
     Average,
     ClassCounts,
@@ -50,10 +50,10 @@ from protocols.metrics.events import (
     segment_f1,
     segment_labels,
 )
-from protocols.metrics.language import perplexity
-from protocols.metrics.latency import LatencySummary, PercentileMethod, fps, latency_summary, rtf
-from protocols.metrics.precision import EventMAP, Interpolation, average_precision, event_map
-from protocols.metrics.ranking import (
+from streambench.protocols.metrics.language import perplexity
+from streambench.protocols.metrics.latency import LatencySummary, PercentileMethod, fps, latency_summary, rtf
+from streambench.protocols.metrics.precision import EventMAP, Interpolation, average_precision, event_map
+from streambench.protocols.metrics.ranking import (
     Gain,
     Qrels,
     RankingRun,
@@ -66,7 +66,7 @@ from protocols.metrics.ranking import (
     ranking_metrics,
     recall_at_k,
 )
-from protocols.metrics.router import (
+from streambench.protocols.metrics.router import (
     DtwCost,
     ReturnGapMetric,
     WeightEntropy,
@@ -76,7 +76,7 @@ from protocols.metrics.router import (
     switch_lag,
     weight_entropy,
 )
-from protocols.metrics.stability import (
+from streambench.protocols.metrics.stability import (
     ActivationRuns,
     LifetimeConvention,
     TemporalStability,
@@ -86,7 +86,7 @@ from protocols.metrics.stability import (
     temporal_stability,
     topk_to_active,
 )
-from protocols.metrics.tiou import ACTIVITYNET_TIOU_THRESHOLDS, Segments, TIoUMAP, tiou_map
+from streambench.protocols.metrics.tiou import ACTIVITYNET_TIOU_THRESHOLDS, Segments, TIoUMAP, tiou_map
 
 __all__ = [
     "ACTIVITYNET_TIOU_THRESHOLDS",

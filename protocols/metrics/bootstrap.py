@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import check_int
-from protocols.metrics.events import EPS
+from streambench.protocols.metrics.checks import check_int
+from streambench.protocols.metrics.events import EPS
 
 
 @dataclass(frozen=True, slots=True)

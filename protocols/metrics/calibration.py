@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import (
+from streambench.protocols.metrics.checks import (
     FloatArray,
     IntArray,
     check_binary_vector,

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import (
+from streambench.protocols.metrics.checks import (
     BoolArray,
     FloatArray,
     check_int,
@@ -21,7 +21,7 @@ from protocols.metrics.checks import (
     check_same_shape,
     check_scores,
 )
-from protocols.metrics.events import EPS
+from streambench.protocols.metrics.events import EPS
 
 
 def apply_thresholds(scores: npt.ArrayLike, thresholds: npt.ArrayLike) -> BoolArray:

@@ -39,7 +39,13 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import BoolArray, IntArray, check_int, check_int_vector, check_multi_hot
+from streambench.protocols.metrics.checks import (
+    BoolArray,
+    IntArray,
+    check_int,
+    check_int_vector,
+    check_multi_hot,
+)
 
 DelayMode = Literal["strict", "early_ok"]
 
@@ -117,7 +123,7 @@ def gather_decisions(chosen: npt.ArrayLike, decided: npt.ArrayLike, num_classes:
     """Decisions per unit ``[num_units, C]``: the rows of ``decided`` picked by ``chosen``.
 
     ``decided`` is the decision rule applied to every prediction (``[P, C]``, bool or 0/1, e.g. from
-    :func:`protocols.metrics.decision.apply_thresholds`); ``chosen`` comes from
+    :func:`streambench.protocols.metrics.decision.apply_thresholds`); ``chosen`` comes from
     :func:`select_in_window`. A unit with ``chosen == -1`` predicts nothing (all False), as DESIGN.md
     "Time and delay" and seed 004 §6.2.2 (1) require for a unit without an in-window prediction.
     ``num_classes`` fixes ``C`` (it must equal ``decided.shape[1]``; it matters when ``P == 0``).

@@ -22,7 +22,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import (
+from streambench.protocols.metrics.checks import (
     BoolArray,
     FloatArray,
     IntArray,

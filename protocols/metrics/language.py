@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import FloatArray
+from streambench.protocols.metrics.checks import FloatArray
 
 Base = Literal["e", 2, 10]
 

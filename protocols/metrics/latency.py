@@ -15,7 +15,7 @@ from typing import Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import check_int_vector
+from streambench.protocols.metrics.checks import check_int_vector
 
 PercentileMethod = Literal[
     "linear",

@@ -30,7 +30,7 @@ from typing import Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import (
+from streambench.protocols.metrics.checks import (
     BoolArray,
     FloatArray,
     IntArray,

@@ -59,9 +59,9 @@ against ``{"q": {"a": 1, "b": 0, "c": 0}}`` gives NDCG@3 0.5 here and in trec_ev
 in ranx 0.3 (a first); 100 queries of 20 equally scored documents: mean NDCG@10 0.4048 here, 0.4294 in
 ranx. Break ties in the scores where their order matters.
 
-Implementation (reading and ranking: :mod:`protocols.metrics.ranking_input`): the dicts are checked and
-read into flat arrays in a few C-level passes (the types, then the values), then packed into padded
-``[queries, docs]`` blocks of about ``2**16`` entries, queries grouped by power-of-two list length
+Implementation (reading and ranking: :mod:`streambench.protocols.metrics.ranking_input`): the dicts are
+checked and read into flat arrays in a few C-level passes (the types, then the values), then packed into
+padded ``[queries, docs]`` blocks of about ``2**16`` entries, queries grouped by power-of-two list length
 (padding at most doubles the block), and sorted row-wise; only the ranks of the relevant documents
 are kept, and every metric is a ``bincount`` over them. :func:`ranking_metrics` packs once for all
 metrics. Sums run in trec_eval's order (rank by rank; NDCG with the C library's ``log2``), so the
@@ -76,8 +76,8 @@ from typing import Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import FloatArray, IntArray, check_int
-from protocols.metrics.ranking_input import Qrels, Ranked, RankingRun, ScorePrecision, pack
+from streambench.protocols.metrics.checks import FloatArray, IntArray, check_int
+from streambench.protocols.metrics.ranking_input import Qrels, Ranked, RankingRun, ScorePrecision, pack
 
 Gain = Literal["linear", "exponential"]
 PerQuery = dict[str, float]

@@ -1,5 +1,5 @@
-"""Reading a ranking run and its judgements for :mod:`protocols.metrics.ranking`: the input rule, the
-trec_eval ranking (float32 scores, ties by descending document id) and the packing into flat arrays.
+"""Reading a ranking run and its judgements for :mod:`streambench.protocols.metrics.ranking`: the input rule,
+the trec_eval ranking (float32 scores, ties by descending document id) and the packing into flat arrays.
 
 Internal to the ranking metrics, whose docstring states the conventions ("Inputs", "Ranking"). The
 input rule is checked on every entry of both mappings before anything is ranked: ids are ``str``; a
@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from protocols.metrics.checks import FloatArray, IntArray, scalar_types_outside
+from streambench.protocols.metrics.checks import FloatArray, IntArray, scalar_types_outside
 
 RankingRun = Mapping[str, Mapping[str, float]]
 Qrels = Mapping[str, Mapping[str, int]]

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from numpy.lib.stride_tricks import sliding_window_view
 
-from protocols.metrics.checks import FloatArray, check_int
+from streambench.protocols.metrics.checks import FloatArray, check_int
 
 ReturnGapMetric = Literal["cosine", "euclidean", "dtw"]
 DtwCost = Literal["sum", "sqrt_sum_sq"]

@@ -39,7 +39,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import BoolArray, FloatArray, IntArray, check_int
+from streambench.protocols.metrics.checks import BoolArray, FloatArray, IntArray, check_int
 
 LifetimeConvention = Literal["runs", "per_feature"]
 EmptyJaccard = Literal["one", "skip"]

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from protocols.metrics.checks import FloatArray, IntArray
-from protocols.metrics.precision import Interpolation, _check_interpolation, _segment_ap
+from streambench.protocols.metrics.checks import FloatArray, IntArray
+from streambench.protocols.metrics.precision import Interpolation, _check_interpolation, _segment_ap
 
 ACTIVITYNET_TIOU_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 

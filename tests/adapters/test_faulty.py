@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adapters.contract import Frame, Prediction
-from adapters.faulty import FaultyAdapter, FaultyOptions, PlantedFault, stream_fingerprint
-from adapters.registry import AdapterLoadError, create_adapter
-from harness.execution.adapter_errors import AdapterCallError, AdapterOutputError
-from harness.execution.engine import Engine, EngineConfig
+from streambench.adapters.contract import Frame, Prediction
+from streambench.adapters.faulty import FaultyAdapter, FaultyOptions, PlantedFault, stream_fingerprint
+from streambench.adapters.registry import AdapterLoadError, create_adapter
+from streambench.harness.execution.adapter_errors import AdapterCallError, AdapterOutputError
+from streambench.harness.execution.engine import Engine, EngineConfig
 from tests.support import make_stream
 
 CLASSES = ("background", "a", "b")

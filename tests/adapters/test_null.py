@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adapters.contract import Adapter, Frame, Prediction
-from adapters.null import NullAdapter, NullOptions
-from adapters.registry import create_adapter
+from streambench.adapters.contract import Adapter, Frame, Prediction
+from streambench.adapters.null import NullAdapter, NullOptions
+from streambench.adapters.registry import create_adapter
 
 FRAME = Frame(index=0, t=0.04, inputs={"audio": np.zeros(64, np.float32), "visual": None})
 

@@ -13,8 +13,8 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from adapters.contract import Adapter, Frame
-from adapters.offenders import (
+from streambench.adapters.contract import Adapter, Frame
+from streambench.adapters.offenders import (
     CachingAdapter,
     CachingOptions,
     LeakyResetAdapter,
@@ -27,8 +27,8 @@ from adapters.offenders import (
     frame_vector,
     sequence_gradient_support,
 )
-from adapters.offenders.rounding_cache import RoundingCacheAdapter, RoundingCacheOptions
-from adapters.registry import create_adapter
+from streambench.adapters.offenders.rounding_cache import RoundingCacheAdapter, RoundingCacheOptions
+from streambench.adapters.registry import create_adapter
 
 
 def frames(values: list[float], dim: int = 4) -> list[Frame]:
@@ -71,7 +71,9 @@ def test_offenders_speak_the_contract(cls: type) -> None:
     "name", ["PeekingAdapter", "OffByOneMaskAdapter", "LeakyResetAdapter", "CachingAdapter"]
 )
 def test_classes_are_data_bound(name: str) -> None:
-    adapter = create_adapter(f"adapters.offenders:{name}", data_bound={"classes": ("bg", "x", "y", "z")})
+    adapter = create_adapter(
+        f"streambench.adapters.offenders:{name}", data_bound={"classes": ("bg", "x", "y", "z")}
+    )
     assert adapter.info.classes == ("bg", "x", "y", "z")
     adapter.reset_state()
     out = adapter.predict(frames([1.0])[0])

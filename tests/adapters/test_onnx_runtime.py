@@ -17,10 +17,10 @@ import pytest
 import torch
 from torch import nn
 
-from adapters.contract import Frame, Stream
-from adapters.onnx_runtime import OnnxAdapter, OnnxLoadError, OnnxOptions
-from adapters.registry import AdapterLoadError, create_adapter
-from harness.execution.engine import Engine, EngineConfig
+from streambench.adapters.contract import Frame, Stream
+from streambench.adapters.onnx_runtime import OnnxAdapter, OnnxLoadError, OnnxOptions
+from streambench.adapters.registry import AdapterLoadError, create_adapter
+from streambench.harness.execution.engine import Engine, EngineConfig
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")

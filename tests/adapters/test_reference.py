@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 from sklearn.metrics import f1_score
 
-from adapters.contract import Frame, Prediction
-from adapters.reference import (
+from streambench.adapters.contract import Frame, Prediction
+from streambench.adapters.reference import (
     AVE_EVENT_CLASSES,
     CausalReferenceAdapter,
     LookaheadOptions,
@@ -23,8 +23,8 @@ from adapters.reference import (
     default_classes,
     modality_code,
 )
-from adapters.registry import create_adapter
-from harness.datasets.synthetic import SyntheticConfig, make_streams
+from streambench.adapters.registry import create_adapter
+from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
 
 THRESHOLD = 0.5
 
@@ -90,7 +90,8 @@ def test_class_signature_deterministic_and_unit_norm() -> None:
 
 
 def test_class_signature_same_in_another_process() -> None:
-    code = "from adapters.reference import class_signature as s; print(s(5, 16, 'audio').tobytes().hex())"
+    code = "from streambench.adapters.reference import class_signature as s; "
+    code += "print(s(5, 16, 'audio').tobytes().hex())"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == class_signature(5, 16, "audio").tobytes().hex()

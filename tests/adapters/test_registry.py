@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters import registry
-from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, StreamingAdapter
-from adapters.registry import REGISTRY, AdapterLoadError, create_adapter, resolve
+from streambench.adapters import registry
+from streambench.adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, StreamingAdapter
+from streambench.adapters.registry import REGISTRY, AdapterLoadError, create_adapter, resolve
 
 
 class _Opts(AdapterOptions):
@@ -99,7 +99,7 @@ def test_a_module_in_the_current_directory_is_found_as_python_m_would(
     """Issue 17: the README's `--adapter my_adapter:LoudnessAdapter` from the directory holding
     my_adapter.py. A console script's sys.path starts at its own directory, not the user's."""
     (tmp_path / "cwd_only_adapter_mod.py").write_text(
-        "from adapters.null import NullAdapter\n\nclass Mine(NullAdapter):\n    pass\n"
+        "from streambench.adapters.null import NullAdapter\n\nclass Mine(NullAdapter):\n    pass\n"
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
@@ -125,7 +125,7 @@ def test_a_comma_list_fills_a_list_option() -> None:
 def test_streambench_adapters_name_lists_the_options() -> None:
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from streambench.harness.cli import app
 
     done = CliRunner().invoke(app, ["adapters", "reference-lookahead"])
     assert done.exit_code == 0, done.output

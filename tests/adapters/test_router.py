@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from adapters.contract import AdapterInfo, Frame, Prediction
-from adapters.registry import create_adapter
-from adapters.router import (
+from streambench.adapters.contract import AdapterInfo, Frame, Prediction
+from streambench.adapters.registry import create_adapter
+from streambench.adapters.router import (
     DOMAIN_MODALITY,
     AggregatedRouter,
     HardLabelRouter,

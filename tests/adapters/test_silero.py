@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adapters.contract import Frame, Stream
-from adapters.registry import create_adapter
-from adapters.silero import (
+from streambench.adapters.contract import Frame, Stream
+from streambench.adapters.registry import create_adapter
+from streambench.adapters.silero import (
     SileroLoadError,
     SileroVadJit,
     SileroVadOnnx,
@@ -27,7 +27,7 @@ from adapters.silero import (
     SileroVadOptions,
     packaged_model,
 )
-from harness.execution.engine import Engine, EngineConfig
+from streambench.harness.execution.engine import Engine, EngineConfig
 from tests.data.speech_like import SEGMENTS, SR, recording
 
 pytest.importorskip("onnxruntime")
@@ -40,6 +40,8 @@ FRAME = 512
 SEEDS = (0, 1, 2)
 F1_FLOOR = 0.85  # measured 0.977 (module docstring)
 JIT_ONNX_TOLERANCE = 1e-4  # measured max |Δp| 2.9e-6
+
+
 def _speech_stream(seed: int) -> Stream:
     """A 6.5 s, 16 kHz stream: faint noise, with speech-like audio during ``SEGMENTS``."""
     audio = recording(seed)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adapters.contract import Frame, Prediction
-from adapters.reference import class_signature
-from adapters.registry import AdapterLoadError, create_adapter
-from adapters.topk_encoder import TopKEncoderAdapter, TopKEncoderOptions, signature
-from harness.datasets.synthetic import SyntheticConfig, make_streams
-from protocols.metrics.stability import temporal_stability, topk_to_active
+from streambench.adapters.contract import Frame, Prediction
+from streambench.adapters.reference import class_signature
+from streambench.adapters.registry import AdapterLoadError, create_adapter
+from streambench.adapters.topk_encoder import TopKEncoderAdapter, TopKEncoderOptions, signature
+from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
+from streambench.protocols.metrics.stability import temporal_stability, topk_to_active
 
 DIMS = {"audio": 64, "visual": 128}
 

@@ -14,10 +14,10 @@ import pytest
 import torch
 from torch import nn
 
-from adapters.contract import Frame, Prediction, Stream
-from adapters.registry import AdapterLoadError, create_adapter
-from adapters.torch_module import TorchModuleAdapter, TorchModuleLoadError, TorchModuleOptions
-from harness.execution.engine import Engine, EngineConfig
+from streambench.adapters.contract import Frame, Prediction, Stream
+from streambench.adapters.registry import AdapterLoadError, create_adapter
+from streambench.adapters.torch_module import TorchModuleAdapter, TorchModuleLoadError, TorchModuleOptions
+from streambench.harness.execution.engine import Engine, EngineConfig
 
 DIM, HIDDEN, CLASSES = 4, 8, ("a", "b", "c")
 
@@ -217,9 +217,9 @@ def test_a_modules_sequence_method_is_forwarded_and_checked(
     """Issue 15 item 4: the wrapper forwards the module's sequence method (option sequence_method),
     declares the capability, and the causality protocol's sequence checks run on it: the honest GRU
     passes all three, a backward pass hidden in the sequence method fails all three."""
-    from harness.execution.config import RunConfig
-    from harness.runs.causality_sequence import SEQUENCE_CHECKS, sequence_checks, sequence_plan
-    from protocols.causality import CausalityConfig
+    from streambench.harness.execution.config import RunConfig
+    from streambench.harness.runs.causality_sequence import SEQUENCE_CHECKS, sequence_checks, sequence_plan
+    from streambench.protocols.causality import CausalityConfig
 
     monkeypatch.setattr(sys.modules[models], "PeekingSequenceGru", PeekingSequenceGru, raising=False)
     adapter = create_adapter(
@@ -238,7 +238,7 @@ def test_a_modules_sequence_method_is_forwarded_and_checked(
 
 
 def test_without_a_sequence_method_there_is_no_sequence_mode_and_a_wrong_name_is_refused(models: str) -> None:
-    from harness.runs.causality_sequence import sequence_plan
+    from streambench.harness.runs.causality_sequence import sequence_plan
 
     bound = {"classes": CLASSES, "input_dims": {"audio": DIM}}
     plain = create_adapter("torch-module", {"factory": f"{models}:StepGru"}, data_bound=bound)

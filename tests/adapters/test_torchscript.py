@@ -14,10 +14,10 @@ import pytest
 import torch
 from torch import nn
 
-from adapters.contract import Frame, Stream
-from adapters.registry import create_adapter
-from adapters.torchscript import TorchScriptAdapter, TorchScriptLoadError, TorchScriptOptions
-from harness.execution.engine import Engine, EngineConfig
+from streambench.adapters.contract import Frame, Stream
+from streambench.adapters.registry import create_adapter
+from streambench.adapters.torchscript import TorchScriptAdapter, TorchScriptLoadError, TorchScriptOptions
+from streambench.harness.execution.engine import Engine, EngineConfig
 
 DIM, HIDDEN, CLASSES = 4, 8, ("a", "b", "c")
 

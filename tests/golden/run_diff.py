@@ -46,10 +46,10 @@ numpy, typer, ...) come from there, the streambench code from SRC_TREE.
     flags and ``sys.path``), ``-I`` (no PYTHON* variables, no cwd or user site on the path), ``-B``
     (no ``__pycache__`` written into SRC_TREE) and ``-X utf8``; the PRELUDE puts SRC_TREE first on
     ``sys.path`` and the venv's site-packages (this interpreter's purelib/platlib) after the standard
-    library, then calls ``harness.cli.main()`` with ``sys.argv[0] = "streambench"``. An ``atexit``
+    library, then calls ``streambench.harness.cli.main()`` with ``sys.argv[0] = "streambench"``. An ``atexit``
     hook writes every loaded ``harness``/``protocols``/``adapters`` module and its file to
-    ``provenance/<job>.json``; ``record`` prints ``harness.__file__`` once and fails if any module came
-    from outside SRC_TREE. The environment is fixed too: COLUMNS=400 (rich wraps no output line, only
+    ``provenance/<job>.json``; ``record`` prints ``streambench.harness.__file__`` once and fails if any module
+    came from outside SRC_TREE. The environment is fixed too: COLUMNS=400 (rich wraps no output line, only
     a table's title and caption to the table's width), TZ=UTC, NO_COLOR=1.
 
 ``diff``
@@ -138,7 +138,7 @@ import numpy as np
 # record
 # --------------------------------------------------------------------------------------------------
 
-PACKAGES = ("harness", "protocols", "adapters")
+PACKAGES = ("streambench",)
 
 PRELUDE = """\
 import atexit, json, sys
@@ -151,7 +151,7 @@ def _golden_provenance():
     with open({prov!r}, "w", encoding="utf-8") as fh:
         json.dump(mods, fh, indent=1, sort_keys=True)
 atexit.register(_golden_provenance)
-from harness.cli import main
+from streambench.harness.cli import main
 sys.argv[0] = "streambench"
 main()
 """
@@ -188,8 +188,17 @@ RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("online-isolate", (*SMALL, "--isolate")),
     (
         "online-faulty",
-        (*SMALL, "--adapter", "faulty", "--option", "fault=raise", "--option", "stream_index=2",
-         "--option", "at_frame=10"),
+        (
+            *SMALL,
+            "--adapter",
+            "faulty",
+            "--option",
+            "fault=raise",
+            "--option",
+            "stream_index=2",
+            "--option",
+            "at_frame=10",
+        ),
     ),
     ("robustness", (*SMALL, "--protocol", "robustness")),
     ("causality", (*SMALL, "--protocol", "causality")),
@@ -222,8 +231,11 @@ def plan_jobs() -> list[tuple[bool, list[Job]]]:
         Job("adapters", ("adapters",)),
         Job("schema", ("schema",), json_stdout=True),
         Job("env-json", ("env", "--json"), json_stdout=True),
-        Job("score-calibration-json", ("score", "calibration", "{inputs}/calibration.txt", "--json"),
-            json_stdout=True),
+        Job(
+            "score-calibration-json",
+            ("score", "calibration", "{inputs}/calibration.txt", "--json"),
+            json_stdout=True,
+        ),
         Job("score-calibration", ("score", "calibration", "{inputs}/calibration.txt", "--bins", "5")),
         Job(
             "score-ranking-json",
@@ -232,8 +244,18 @@ def plan_jobs() -> list[tuple[bool, list[Job]]]:
         ),
         Job(
             "score-ranking",
-            ("score", "ranking", "--run", "{inputs}/run.trec", "--qrels", "{inputs}/qrels.trec",
-             "--k", "1,3", "--gain", "exponential"),
+            (
+                "score",
+                "ranking",
+                "--run",
+                "{inputs}/run.trec",
+                "--qrels",
+                "{inputs}/qrels.trec",
+                "--k",
+                "1,3",
+                "--gain",
+                "exponential",
+            ),
         ),
     ]
     runs = [
@@ -257,10 +279,14 @@ def plan_jobs() -> list[tuple[bool, list[Job]]]:
         Job("report-online-a", ("report", "online-a", *rd)),
         Job("report-two", ("report", "online-a", "online-b", *rd, "-o", "{outputs}/compare.html")),
         Job("score-online", ("score", "online", "{results}/online-a")),
-        Job("score-detection-json", ("score", "detection", "{results}/detection/scores.txt", "--json"),
-            json_stdout=True),
-        Job("score-detection",
-            ("score", "detection", "{results}/detection/scores.txt", "--threshold", "0.5")),
+        Job(
+            "score-detection-json",
+            ("score", "detection", "{results}/detection/scores.txt", "--json"),
+            json_stdout=True,
+        ),
+        Job(
+            "score-detection", ("score", "detection", "{results}/detection/scores.txt", "--threshold", "0.5")
+        ),
     ]
     reindex = [
         Job("reindex", ("reindex", *rd)),
@@ -276,7 +302,12 @@ def plan_jobs() -> list[tuple[bool, list[Job]]]:
     ]
     timing = [Job("selftest-json", ("selftest", "--json"), json_stdout=True, timing_only=True)]
     return [
-        (True, pure), (False, runs), (False, listing), (True, queries), (False, reindex), (False, sweeps),
+        (True, pure),
+        (False, runs),
+        (False, listing),
+        (True, queries),
+        (False, reindex),
+        (False, sweeps),
         (False, timing),
     ]
 
@@ -330,8 +361,15 @@ def run_job(job: Job, src: Path, out: Path, places: dict[str, str]) -> dict[str,
     argv = [sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", code, *args]
     started = time.perf_counter()
     done = subprocess.run(
-        argv, cwd=out / "cwd", env=job_env(), capture_output=True, text=True, encoding="utf-8",
-        errors="replace", timeout=600, check=False,
+        argv,
+        cwd=out / "cwd",
+        env=job_env(),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        timeout=600,
+        check=False,
     )
     seconds = time.perf_counter() - started
     return {
@@ -356,8 +394,8 @@ def check_provenance(src: Path, out: Path, records: Sequence[dict[str, Any]]) ->
             problems.append(f"{rec['name']}: no provenance written (did the interpreter start?)")
             continue
         modules: dict[str, str | None] = json.loads(prov.read_text(encoding="utf-8"))
-        if not shown and "harness" in modules:
-            print(f"harness.__file__ = {modules['harness']}")
+        if not shown and "streambench.harness" in modules:
+            print(f"streambench.harness.__file__ = {modules['streambench.harness']}")
             shown = True
         for name, file in modules.items():
             if file is None:  # a namespace package would have no file: the layout must not rely on one
@@ -422,20 +460,34 @@ def record(src_arg: str, out_arg: str) -> int:
 # "[x]" the element whose "name" or "key" is x, "a|b" either key, shell wildcards inside a key. Keep it
 # short and exact: only measurements of time, memory or energy, clock stamps and provenance belong here.
 IGNORE_RULES: tuple[tuple[str, str, str], ...] = (
-    ("*", "**/created_at|collected_at|started_at|finished_at|ended_at|indexed_at|timestamp",
-     "wall-clock stamp"),
+    (
+        "*",
+        "**/created_at|collected_at|started_at|finished_at|ended_at|indexed_at|timestamp",
+        "wall-clock stamp",
+    ),
     ("*", "**/speed/latency/mean_ms|std_ms|p50_ms|p95_ms|p99_ms|max_ms|min_ms|fps", "latency"),
     ("*", "**/speed/rtf|processing_s", "real-time factor, processing time"),
-    ("*", "**/speed/replay/deadline_miss_rate|drop_rate|mean_wait_ms|*_response_ms|*_staleness_ms",
-     "pacing replayed from the measured latencies"),
+    (
+        "*",
+        "**/speed/replay/deadline_miss_rate|drop_rate|mean_wait_ms|*_response_ms|*_staleness_ms",
+        "pacing replayed from the measured latencies",
+    ),
     ("*", "**/speed/breakdown/[]/ms_per_frame|share", "per-stage host time"),
     ("*", "**/speed/device", "CUDA device time"),
     ("*", "**/headline/mean_latency_ms|rtf/estimate|low|high", "latency interval"),
     ("*", "**/headline/latency_spread", "latency IQR/median"),
-    ("*", "**/resources/memory/peak_rss_bytes|rss_start_bytes|rss_end_bytes|peak_cuda_bytes"
-          "|peak_cuda_reserved_bytes", "memory measured"),
-    ("*", "**/resources/gpu_energy|cpu_energy/energy_j|net_energy_j|idle_power_w|mean_power_w|duration_s"
-          "|samples|throttled|edge_start|edge_end|zones_j|wraps", "energy measured"),
+    (
+        "*",
+        "**/resources/memory/peak_rss_bytes|rss_start_bytes|rss_end_bytes|peak_cuda_bytes"
+        "|peak_cuda_reserved_bytes",
+        "memory measured",
+    ),
+    (
+        "*",
+        "**/resources/gpu_energy|cpu_energy/energy_j|net_energy_j|idle_power_w|mean_power_w|duration_s"
+        "|samples|throttled|edge_start|edge_end|zones_j|wraps",
+        "energy measured",
+    ),
     ("*", "**/resources/energy_per_frame_j|power_at_rtf1_w", "energy measured"),
     ("*", "**/harness_git|adapter_git", "source-tree provenance (commit, dirty)"),
     ("*detection.json", "latency/mean_ms|p50_ms|p95_ms|p99_ms|max_ms", "detection run's latency"),
@@ -484,11 +536,27 @@ TEXT_MASKS: tuple[re.Pattern[str], ...] = tuple(
 )
 
 # table columns (rich, Markdown, HTML) whose cells are timings
-TIMING_COLUMNS = frozenset({
-    "avg", "p50", "p95", "p99", "max", "FPS", "RTF", "ms", "share %", "UTC",  # run, runs
-    "latency mean", "speed-up",  # sweep report
-    "ms per frame", "share (%)", "mean latency (ms)", "p95 (ms)", "on the latency front",  # HTML report
-})
+TIMING_COLUMNS = frozenset(
+    {
+        "avg",
+        "p50",
+        "p95",
+        "p99",
+        "max",
+        "FPS",
+        "RTF",
+        "ms",
+        "share %",
+        "UTC",  # run, runs
+        "latency mean",
+        "speed-up",  # sweep report
+        "ms per frame",
+        "share (%)",
+        "mean latency (ms)",
+        "p95 (ms)",
+        "on the latency front",  # HTML report
+    }
+)
 # table rows (by their first cell) whose cells are timings, memory or energy, or provenance
 TIMING_ROWS = re.compile(
     r"^(latency\b|mean latency|FPS$|RTF$|deadline-miss|W at RTF|GPU energy|CPU energy|energy per frame"
@@ -706,8 +774,12 @@ class Differ:
                 elif not np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"):
                     bad = np.argwhere(x != y)
                     first = tuple(int(v) for v in bad[0]) if bad.size else ()
-                    self.add(where, f"{key}{list(first)} ({len(bad)} elements differ)",
-                             x[first] if first else x, y[first] if first else y)
+                    self.add(
+                        where,
+                        f"{key}{list(first)} ({len(bad)} elements differ)",
+                        x[first] if first else x,
+                        y[first] if first else y,
+                    )
 
     # -- text ---------------------------------------------------------------------------------
     def text_lines(self, rel: str, a_text: str, b_text: str, mask: bool = True) -> None:
@@ -931,8 +1003,26 @@ def _word_diff(a: str, b: str, context: int = 6) -> tuple[str, str]:
 class _HtmlText(html.parser.HTMLParser):
     """The visible text of a report outside its plots: one line per block, table rows as cells."""
 
-    BLOCKS = frozenset({"p", "li", "h1", "h2", "h3", "h4", "caption", "summary", "div", "section", "table",
-                        "dt", "dd", "pre", "blockquote", "figcaption"})
+    BLOCKS = frozenset(
+        {
+            "p",
+            "li",
+            "h1",
+            "h2",
+            "h3",
+            "h4",
+            "caption",
+            "summary",
+            "div",
+            "section",
+            "table",
+            "dt",
+            "dd",
+            "pre",
+            "blockquote",
+            "figcaption",
+        }
+    )
     SKIP = frozenset({"svg", "style", "script"})
 
     def __init__(self) -> None:

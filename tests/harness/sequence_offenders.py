@@ -1,7 +1,7 @@
 """Sequence-mode offenders for tests/harness/test_causality_sequence.py (issue 15 item 4), built by module
 path (``tests.harness.sequence_offenders:<Class>``). Each streams honestly (a running mean of the frame
-vectors, projected and squashed, as :class:`adapters.offenders.OffByOneMaskAdapter` does) and breaks only
-its sequence mode:
+vectors, projected and squashed, as :class:`streambench.adapters.offenders.OffByOneMaskAdapter` does) and
+breaks only its sequence mode:
 
 * :class:`SymmetricPadding`: the sequence mode smooths with a centred window (position t averages
   t - 1, t, t + 1, as a convolution with symmetric padding does): a future dependency gradients see too.
@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from adapters.contract import AdapterOptions, Frame, Prediction
-from adapters.offenders import OffByOneMaskAdapter, OffByOneMaskOptions
+from streambench.adapters.contract import AdapterOptions, Frame, Prediction
+from streambench.adapters.offenders import OffByOneMaskAdapter, OffByOneMaskOptions
 
 
 class _Honest(OffByOneMaskAdapter):

@@ -17,7 +17,14 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from adapters.contract import AdapterInfo, AdapterOptions, Frame, Prediction, PredictOutput, StreamingAdapter
+from streambench.adapters.contract import (
+    AdapterInfo,
+    AdapterOptions,
+    Frame,
+    Prediction,
+    PredictOutput,
+    StreamingAdapter,
+)
 
 
 class SnoopOptions(AdapterOptions):

@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from adapters.contract import Frame, PredictOutput
-from adapters.faulty import EXIT_CODE, FaultyAdapter, FaultyOptions
+from streambench.adapters.contract import Frame, PredictOutput
+from streambench.adapters.faulty import EXIT_CODE, FaultyAdapter, FaultyOptions
 
 EXIT_AT_FRAME = 5
 """The frame of the first scored stream at which :class:`ExitOnceAdapter` kills its process."""

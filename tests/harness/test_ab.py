@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.results.quality import QualityLimits, judge_quality, refusal
+from streambench.harness.cli import app
+from streambench.harness.results.quality import QualityLimits, judge_quality, refusal
 
 SMALL = ["--base-adapter", "null", "--streams", "2", "--duration", "5", "--warmup-frames", "10",
          "--streams-per-round", "1", "--no-progress"]  # fmt: skip
@@ -155,7 +155,7 @@ def test_both_sides_get_one_seed_drawn_in_the_parent(
 ) -> None:
     """Issue 24: without --seed, one secret seed is drawn per job and given to both sides (the gate
     compares the same streams); a new job draws a new one; --seed is used as given (public)."""
-    import harness.runs.ab
+    import streambench.harness.runs.ab
 
     seen: list[tuple[object, object]] = []
 
@@ -163,7 +163,7 @@ def test_both_sides_get_one_seed_drawn_in_the_parent(
         seen.append((base.run.data, head.run.data))  # type: ignore[attr-defined]
         raise _Stop
 
-    monkeypatch.setattr(harness.runs.ab, "run_rounds", rounds)
+    monkeypatch.setattr(streambench.harness.runs.ab, "run_rounds", rounds)
     for _ in range(2):
         with pytest.raises(_Stop):
             CliRunner().invoke(app, ["ab", *SMALL, *typed], catch_exceptions=False)

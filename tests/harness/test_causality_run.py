@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from adapters.faulty import stream_fingerprint
-from harness.datasets.catalog import make_streams
-from harness.execution.config import RunConfig
-from harness.execution.sealing import seal_frames
-from harness.results.summary import print_causality
-from harness.runs.causality import RESULT_FILE, CausalityResult, execute_causality
-from protocols.causality import CausalityConfig, CausalityReport, plan_occlusion
+from streambench.adapters.faulty import stream_fingerprint
+from streambench.harness.datasets.catalog import make_streams
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.sealing import seal_frames
+from streambench.harness.results.summary import print_causality
+from streambench.harness.runs.causality import RESULT_FILE, CausalityResult, execute_causality
+from streambench.protocols.causality import CausalityConfig, CausalityReport, plan_occlusion
 
 SEQUENCE_CHECKS = {"gradient_flow", "stream_sequence", "sequence_perturbation"}
 ALWAYS = {
@@ -100,7 +100,7 @@ def test_peeking_fails_occlusion_only_at_the_cut_in_process_and_cannot_peek_when
         c for s in result.streams for c in result.cuts[s] for _ in range(3)
     ]
     # the back door is closed after the run
-    from adapters.offenders import PeekingAdapter
+    from streambench.adapters.offenders import PeekingAdapter
 
     assert PeekingAdapter._leaked == {}
 
@@ -166,7 +166,7 @@ def test_print_causality(tmp_path: Path) -> None:
 def test_cli_causality_exit_code_follows_the_verdict(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from streambench.harness.cli import app
 
     args = ["run", "--protocol", "causality", "--streams", "3", "--duration", "5", "--warmup-frames", "20"]
     args += ["--output-dir", str(tmp_path), "--no-progress"]
@@ -179,7 +179,7 @@ def test_cli_causality_exit_code_follows_the_verdict(tmp_path: Path) -> None:
 def test_protocol_config_sets_cuts_seed_tolerance_and_streams(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from streambench.harness.cli import app
 
     settings = tmp_path / "causality.toml"
     settings.write_text(
@@ -269,7 +269,7 @@ def test_state_leak_checks_every_stream_in_both_orders(tmp_path: Path) -> None:
 def test_readme_demonstration_names_registered_offenders_and_their_checks() -> None:
     """The README's offender lines name registered adapters and the check each one fails (the tests
     above show each failing exactly that check)."""
-    from adapters.registry import REGISTRY, resolve
+    from streambench.adapters.registry import REGISTRY, resolve
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     demos = dict(re.findall(r"--protocol causality --adapter (offender-[a-z-]+)\s+# (.*)", readme))
@@ -285,9 +285,9 @@ def test_readme_demonstration_names_registered_offenders_and_their_checks() -> N
     for name, check in expected.items():
         assert name in REGISTRY
         assert resolve(name).__module__ in (
-            "adapters.offenders",
-            "adapters.offenders.rounding_cache",
-            "adapters.sneaky",
+            "streambench.adapters.offenders",
+            "streambench.adapters.offenders.rounding_cache",
+            "streambench.adapters.sneaky",
         )
         assert check in demos[name]
 

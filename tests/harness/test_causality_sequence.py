@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from harness.execution.config import IsolationConfig
-from harness.runs.causality import CausalityResult, execute_causality
-from harness.runs.session import execute_run
-from protocols.causality import CausalityConfig
+from streambench.harness.execution.config import IsolationConfig
+from streambench.harness.runs.causality import CausalityResult, execute_causality
+from streambench.harness.runs.session import execute_run
+from streambench.protocols.causality import CausalityConfig
 from tests.harness.test_causality_run import small
 
 pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
@@ -94,9 +94,11 @@ def test_a_cheat_gains_nothing_in_the_default_sealed_scored_run(tmp_path: Path) 
 
 
 def test_a_model_that_behaves_when_it_sees_an_audit_on_its_call_stack_is_caught(tmp_path: Path) -> None:
-    """Honest whenever a module named like harness.runs.causality is on its call stack (it tells the
-    audit from the scored run), cheating otherwise: its scored outputs are the evidence against it."""
-    result = online_then_causality(tmp_path, "offender-stack-peeking", avoid="harness.runs.causality")
+    """Honest whenever a module named like streambench.harness.runs.causality is on its call stack (it tells
+    the audit from the scored run), cheating otherwise: its scored outputs are the evidence against it."""
+    result = online_then_causality(
+        tmp_path, "offender-stack-peeking", avoid="streambench.harness.runs.causality"
+    )
     assert "scored_replay" in result.report.failed
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
+from streambench.harness.cli import app
 
 SMALL = ["--streams", "2", "--duration", "5", "--warmup-frames", "0", "--no-progress", "--no-report"]
 _names = itertools.count()

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
-from harness.io.config_file import ConfigError, load_config_file
-from harness.results.files import load_result
+from streambench.harness.cli import app
+from streambench.harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
+from streambench.harness.io.config_file import ConfigError, load_config_file
+from streambench.harness.results.files import load_result
 
 TOML = """
 adapter = "reference"

@@ -16,8 +16,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness.cli import app, completion
-from harness.datasets import catalog
+from streambench.harness.cli import app, completion
+from streambench.harness.datasets import catalog
 from tests.support import run_streambench
 
 ROOT = Path(__file__).resolve().parents[2]

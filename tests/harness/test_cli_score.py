@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.io.calibration_file import CalibrationFileError, read_calibration_file
-from protocols.metrics import detection_metrics, ece, mce, ranking_metrics
+from streambench.harness.cli import app
+from streambench.harness.io.calibration_file import CalibrationFileError, read_calibration_file
+from streambench.protocols.metrics import detection_metrics, ece, mce, ranking_metrics
 
 runner = CliRunner()
 SCORES = "- - real 0.9\n- - real 0.8\n- - fake 0.3\n- - real 0.4\n- - fake 0.6\n- - fake 0.1\n"

@@ -13,20 +13,20 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.execution.config import RunConfig
-from harness.results.compare import (
+from streambench.harness.cli import app
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.results.compare import (
     FailOnSpec,
     FailOnSpecError,
     FailRule,
     FingerprintMismatchError,
     compare_runs,
 )
-from harness.results.files import RESULT_FILE
-from harness.results.headline import DataRecord, Figure, RunHeadline
-from harness.results.markdown import format_change, format_value
-from harness.runs.catalog import figure_keys
-from harness.runs.session import execute_run
+from streambench.harness.results.files import RESULT_FILE
+from streambench.harness.results.headline import DataRecord, Figure, RunHeadline
+from streambench.harness.results.markdown import format_change, format_value
+from streambench.harness.runs.catalog import figure_keys
+from streambench.harness.runs.session import execute_run
 
 
 def headline(run: str, fingerprint: str | None = "f" * 16, **values: float | None) -> RunHeadline:
@@ -249,7 +249,7 @@ def test_cli_refuses_other_environments_and_bad_input(busy: Path, tmp_path: Path
 
 
 def test_a_latency_regression_between_invalid_measurements_is_not_called_unless_forced() -> None:
-    from harness.results.quality import judge_quality
+    from streambench.harness.results.quality import judge_quality
 
     rng = np.random.default_rng(0)
     base_ns = rng.normal(1e6, 1e4, 400).astype(np.int64)
@@ -303,7 +303,7 @@ def test_different_draws_are_compared_with_a_note_and_their_scores_gated_only_wh
     unknown = compare_runs(base, headline("head", p50=1.5, **{"f1@100ms": 0.5}), spec, base_ns, head_ns)
     assert unknown.data_note is None and unknown.regressions == ["p50", "f1@100ms"]  # an old index entry
     # an INVALID measurement and different draws: both refusals, each on its own figures
-    from harness.results.quality import judge_quality
+    from streambench.harness.results.quality import judge_quality
 
     invalid = judge_quality(head_ns[:50], 1, 0, 1.0)
     both = compare_runs(base, head.model_copy(update={"measurement": invalid}), spec, base_ns, head_ns)

@@ -15,15 +15,15 @@ import pytest
 import soundfile
 from typer.testing import CliRunner
 
-from adapters.contract import Stream
-from harness.cli import app
-from harness.datasets import catalog
-from harness.datasets.audio_files import AudioFilesConfig, AudioLabelPair
-from harness.datasets.ave import AveConfig
-from harness.datasets.descriptions import CONFIGS, describe, type_name
-from harness.datasets.llp import LlpConfig
-from harness.datasets.spoof import SpoofConfig
-from harness.datasets.synthetic import SyntheticConfig
+from streambench.adapters.contract import Stream
+from streambench.harness.cli import app
+from streambench.harness.datasets import catalog
+from streambench.harness.datasets.audio_files import AudioFilesConfig, AudioLabelPair
+from streambench.harness.datasets.ave import AveConfig
+from streambench.harness.datasets.descriptions import CONFIGS, describe, type_name
+from streambench.harness.datasets.llp import LlpConfig
+from streambench.harness.datasets.spoof import SpoofConfig
+from streambench.harness.datasets.synthetic import SyntheticConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -160,7 +160,7 @@ def test_type_names_are_readable() -> None:
 def test_describing_every_kind_imports_neither_torch_nor_scipy_nor_the_file_readers() -> None:
     """The command starts as fast as the CLI: a generated kind is built with numpy alone."""
     code = (
-        "import sys; from typer.testing import CliRunner; from harness.cli import app; "
+        "import sys; from typer.testing import CliRunner; from streambench.harness.cli import app; "
         "done = CliRunner().invoke(app, ['data', '--json']); assert done.exit_code == 0, done.output; "
         "print(sorted({'torch', 'scipy', 'h5py', 'soundfile'} & set(sys.modules)))"
     )
@@ -169,7 +169,7 @@ def test_describing_every_kind_imports_neither_torch_nor_scipy_nor_the_file_read
 
 
 def test_the_kind_completes_from_the_catalog() -> None:
-    from harness.cli.completion import data_kinds as _complete_kind
+    from streambench.harness.cli.completion import data_kinds as _complete_kind
 
     assert _complete_kind("synth") == ["synthetic", "synthetic_spoof"]
     assert _complete_kind("") == list(catalog.KINDS)

@@ -14,13 +14,13 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-import harness.runs.detection as detection_run
-from harness.cli import app
-from harness.datasets.spoof import SpoofConfig
-from harness.execution.config import RunConfig
-from harness.io.score_file import read_score_file
-from harness.results.files import load_protocol_result
-from harness.runs.detection import (
+import streambench.harness.runs.detection as detection_run
+from streambench.harness.cli import app
+from streambench.harness.datasets.spoof import SpoofConfig
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.io.score_file import read_score_file
+from streambench.harness.results.files import load_protocol_result
+from streambench.harness.runs.detection import (
     RESULT_FILE,
     SCORE_FILE,
     DetectionResult,
@@ -28,7 +28,7 @@ from harness.runs.detection import (
     execute_detection,
     print_result,
 )
-from protocols.detection import DetectionConfig
+from streambench.protocols.detection import DetectionConfig
 
 runner = CliRunner()
 
@@ -176,8 +176,8 @@ def test_headline_figures(seed0: tuple[DetectionResult, Path]) -> None:
 
 
 def test_reference_detector_is_causal(tmp_path: Path) -> None:
-    from harness.runs.causality import execute_causality
-    from protocols.causality import CausalityConfig
+    from streambench.harness.runs.causality import execute_causality
+    from streambench.protocols.causality import CausalityConfig
 
     result, _ = execute_causality(spoof_run(tmp_path, utterances=3), CausalityConfig())
     verdicts = {c.name: c.passed for c in result.report.checks}

@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from adapters.contract import Frame, Prediction
-from harness.execution.engine import AdapterOutputError, Engine, EngineConfig
+from streambench.adapters.contract import Frame, Prediction
+from streambench.harness.execution.engine import AdapterOutputError, Engine, EngineConfig
 from tests.support import ScriptedAdapter, constant, make_stream
 
 OK = [0.2, 0.8]
@@ -232,7 +232,7 @@ def test_class_count_mismatch_is_refused() -> None:
 
 
 def test_stage_times_are_drained_per_stream_and_exclude_warmup() -> None:
-    from adapters.contract import StageTimer
+    from streambench.adapters.contract import StageTimer
 
     class Staged(ScriptedAdapter):
         def __init__(self) -> None:
@@ -259,8 +259,8 @@ def test_stage_times_are_drained_per_stream_and_exclude_warmup() -> None:
 
 
 def test_flops_per_frame_of_the_reference_model() -> None:
-    from adapters.reference import CausalReferenceAdapter
-    from harness.datasets.synthetic import SyntheticConfig, make_streams
+    from streambench.adapters.reference import CausalReferenceAdapter
+    from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
 
     stream = make_streams(SyntheticConfig(seed=0, num_streams=1))[0]
     flops, reason = Engine(CausalReferenceAdapter(), EngineConfig(warmup_frames=0)).count_flops(stream)
@@ -273,7 +273,7 @@ def test_flops_per_frame_of_the_reference_model() -> None:
 
 
 def test_an_adapter_that_raises_is_named_with_stream_and_frame() -> None:
-    from harness.execution.engine import AdapterCallError
+    from streambench.harness.execution.engine import AdapterCallError
 
     def script(frame: Frame) -> Prediction:
         if frame.index == 3:
@@ -329,7 +329,7 @@ class FakeDeviceTimer:
 
 
 def test_device_marks_around_each_predict_and_divergence_flags() -> None:
-    from protocols import online
+    from streambench.protocols import online
 
     timers: list[FakeDeviceTimer] = []
 
@@ -354,8 +354,8 @@ def test_device_marks_around_each_predict_and_divergence_flags() -> None:
 
 
 def test_cuda_adapters_get_event_timers_by_default() -> None:
-    from adapters.contract import AdapterInfo
-    from harness.instruments.cuda_timing import CudaEventTimer
+    from streambench.adapters.contract import AdapterInfo
+    from streambench.harness.instruments.cuda_timing import CudaEventTimer
 
     class OnCuda(ScriptedAdapter):
         @property
@@ -433,7 +433,7 @@ def test_reused_output_buffers_are_copied_in_every_loop() -> None:
 
 
 def test_cpu_time_is_recorded_beside_wall_time_and_survives_the_arrays() -> None:
-    from protocols.recording import from_arrays, to_arrays
+    from streambench.protocols.recording import from_arrays, to_arrays
 
     def spin(frame: Frame) -> Prediction:
         end = time.thread_time_ns() + 200_000  # 0.2 ms of this thread's CPU
@@ -466,7 +466,7 @@ def test_cpu_time_needs_an_unpaced_run() -> None:
 
 
 def test_the_beyond_end_count_survives_the_arrays_and_a_corrupt_one_is_refused() -> None:
-    from protocols.recording import from_arrays, to_arrays
+    from streambench.protocols.recording import from_arrays, to_arrays
 
     def script(frame: Frame) -> Prediction:
         return Prediction(scores=np.asarray(OK, dtype=np.float32), refers_to=frame.index + 2)

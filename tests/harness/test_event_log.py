@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.execution.event_log import (
+from streambench.harness.execution.event_log import (
     EVENTS_FILE,
     EventLog,
     EventLogError,
@@ -26,10 +26,10 @@ from harness.execution.event_log import (
     encode_recording,
     read_events,
 )
-from harness.io.config_file import ConfigError, load_config_file
-from harness.results.files import ResultFileError, load_protocol_result
-from harness.runs.robustness import RobustnessResult
-from protocols.recording import StreamRecording
+from streambench.harness.io.config_file import ConfigError, load_config_file
+from streambench.harness.results.files import ResultFileError, load_protocol_result
+from streambench.harness.runs.robustness import RobustnessResult
+from streambench.protocols.recording import StreamRecording
 
 
 def recording(stream_id: str = "s", n: int = 6, classes: int = 3) -> StreamRecording:
@@ -91,8 +91,9 @@ def test_bad_lines_name_the_file_and_line(tmp_path: Path) -> None:
     path.write_bytes(b"\n".join(lines))
     with pytest.raises(EventLogError, match=r"events\.jsonl: line 3: not a valid event"):
         read_events(tmp_path)
-    path.write_bytes(b'{"kind": "session", "started_at": "2026-01-01T00:00:00Z", "resumed": false, '
-                     b'"streams_done": 0}\n')
+    path.write_bytes(
+        b'{"kind": "session", "started_at": "2026-01-01T00:00:00Z", "resumed": false, "streams_done": 0}\n'
+    )
     with pytest.raises(EventLogError, match="line 1: an event before the start event"):
         read_events(tmp_path)
 

@@ -1,7 +1,7 @@
 """Issue 24 item 5, "Nothing is dropped from scoring": a model cannot abstain by failing.
 
-The planted :class:`~adapters.offenders.abstainer.AbstainerAdapter` raises on the streams whose first
-frame tells it that it would get them wrong. Left out of the figures, those streams would lift its F1
+The planted :class:`~streambench.adapters.offenders.abstainer.AbstainerAdapter` raises on the streams whose
+first frame tells it that it would get them wrong. Left out of the figures, those streams would lift its F1
 above the same model's honest F1; scored as answered wrongly (every class flipped, every frame), they
 gain it nothing. Every failed stream is listed with its error, saved with its labels so a re-score
 counts it the same way, and replayed by the causality protocol's ``scored_replay`` audit like any
@@ -18,22 +18,22 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from adapters.contract import Frame, Stream
-from adapters.offenders import frame_feature
-from adapters.offenders.abstainer import AbstainerAdapter, AbstainerOptions
-from adapters.registry import resolve
-from harness.cli import app
-from harness.datasets.synthetic import SyntheticConfig, make_streams
-from harness.execution.config import RunConfig
-from harness.execution.engine import Engine, EngineConfig
-from harness.execution.executor import EngineExecutor, InProcess, failed_streams
-from harness.results.files import ResultFileError, load_failed_streams, load_result
-from harness.runs.causality import execute_causality
-from harness.runs.session import execute_run
-from protocols import online
-from protocols.causality import CausalityConfig
-from protocols.online import OnlineConfig
-from protocols.recording import FailedStream, failed_to_arrays
+from streambench.adapters.contract import Frame, Stream
+from streambench.adapters.offenders import frame_feature
+from streambench.adapters.offenders.abstainer import AbstainerAdapter, AbstainerOptions
+from streambench.adapters.registry import resolve
+from streambench.harness.cli import app
+from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.engine import Engine, EngineConfig
+from streambench.harness.execution.executor import EngineExecutor, InProcess, failed_streams
+from streambench.harness.results.files import ResultFileError, load_failed_streams, load_result
+from streambench.harness.runs.causality import execute_causality
+from streambench.harness.runs.session import execute_run
+from streambench.protocols import online
+from streambench.protocols.causality import CausalityConfig
+from streambench.protocols.online import OnlineConfig
+from streambench.protocols.recording import FailedStream, failed_to_arrays
 
 CLASSES = ("background", "event")
 CONFIG = OnlineConfig(bootstrap_resamples=20)

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.execution.config import RunConfig
-from harness.execution.event_log import EVENTS_FILE, read_events
-from harness.execution.executor import NothingScoredError
-from harness.results.files import load_recordings, load_result
-from harness.runs.session import execute_run
+from streambench.harness.cli import app
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.event_log import EVENTS_FILE, read_events
+from streambench.harness.execution.executor import NothingScoredError
+from streambench.harness.results.files import load_recordings, load_result
+from streambench.harness.runs.session import execute_run
 
 ADAPTER = "tests.support:FailAtAdapter"
 
@@ -133,8 +133,8 @@ def test_cli_exit_codes_and_failure_summary(tmp_path: Path) -> None:
 
 
 def _first_frame_fingerprint(stream_id: str, cfg: RunConfig) -> str:
-    from adapters.faulty import stream_fingerprint
-    from harness.datasets.synthetic import make_streams
+    from streambench.adapters.faulty import stream_fingerprint
+    from streambench.harness.datasets.synthetic import make_streams
 
     stream = next(s for s in make_streams(cfg.data) if s.stream_id == stream_id)
     return stream_fingerprint(next(iter(stream.frames())))

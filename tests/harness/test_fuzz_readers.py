@@ -11,9 +11,10 @@ Readers covered, one parametrised entry each:
   Label files (Audacity labels) and annotation files (AVE / LLP) do not exist yet: when they do, each is
   one more :class:`LineFormat` entry (its reader, its error, a strategy for valid records and what the
   reader must return for them) and every property below runs on it.
-- ``result.json`` (:func:`harness.results.load_result`) and ``arrays.npz``
-  (:func:`harness.results.load_recordings`) of a real run made once per module.
-- configuration: :class:`harness.runner.RunConfig` and the causality / robustness result models, which
+- ``result.json`` (:func:`streambench.harness.results.load_result`) and ``arrays.npz``
+  (:func:`streambench.harness.results.load_recordings`) of a real run made once per module.
+- configuration: :class:`streambench.harness.runner.RunConfig` and the causality / robustness result models,
+  which
   must only ever raise ``pydantic.ValidationError``.
 """
 
@@ -41,14 +42,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.execution.config import RunConfig
-from harness.io import atomic
-from harness.io.atomic import atomic_write, atomic_write_text
-from harness.io.calibration_file import CalibrationFileError, read_calibration_file
-from harness.io.lines import LineFileError
-from harness.io.score_file import ScoreFileError, read_score_file, write_score_file
-from harness.io.trec import TrecFileError, read_qrels, read_run
-from harness.results.files import (
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.io import atomic
+from streambench.harness.io.atomic import atomic_write, atomic_write_text
+from streambench.harness.io.calibration_file import CalibrationFileError, read_calibration_file
+from streambench.harness.io.lines import LineFileError
+from streambench.harness.io.score_file import ScoreFileError, read_score_file, write_score_file
+from streambench.harness.io.trec import TrecFileError, read_qrels, read_run
+from streambench.harness.results.files import (
     ARRAYS_FILE,
     RESULT_FILE,
     SCHEMA_VERSION,
@@ -58,12 +59,12 @@ from harness.results.files import (
     load_result,
     write_run,
 )
-from harness.runs.causality import CausalityResult, execute_causality
-from harness.runs.robustness import RobustnessResult, execute_robustness
-from harness.runs.session import execute_run
-from protocols.causality import CausalityConfig
-from protocols.recording import StreamRecording, to_arrays
-from protocols.robustness import RobustnessConfig
+from streambench.harness.runs.causality import CausalityResult, execute_causality
+from streambench.harness.runs.robustness import RobustnessResult, execute_robustness
+from streambench.harness.runs.session import execute_run
+from streambench.protocols.causality import CausalityConfig
+from streambench.protocols.recording import StreamRecording, to_arrays
+from streambench.protocols.robustness import RobustnessConfig
 
 FUZZ = settings(
     max_examples=75,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy.stats import wilcoxon
 
-from harness.results.compare import FailOnSpec, FailRule
-from harness.results.gate import (
+from streambench.harness.results.compare import FailOnSpec, FailRule
+from streambench.harness.results.gate import (
     EXIT_CODES,
     hodges_lehmann,
     hodges_lehmann_bounds,

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.execution.config import RunConfig
-from harness.results.files import ResultFileError, RunResult
-from harness.results.headline import LATENCY_KEYS
-from harness.runs.catalog import figures_of, load_headline
-from harness.runs.causality import CausalityResult
-from harness.runs.robustness import RESULT_FILE as ROBUSTNESS_FILE
-from harness.runs.robustness import execute_robustness
-from harness.runs.session import execute_run
-from protocols.causality import CausalityConfig, CheckResult, summarize
-from protocols.robustness import Failure, RobustnessConfig
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.results.files import ResultFileError, RunResult
+from streambench.harness.results.headline import LATENCY_KEYS
+from streambench.harness.runs.catalog import figures_of, load_headline
+from streambench.harness.runs.causality import CausalityResult
+from streambench.harness.runs.robustness import RESULT_FILE as ROBUSTNESS_FILE
+from streambench.harness.runs.robustness import execute_robustness
+from streambench.harness.runs.session import execute_run
+from streambench.protocols.causality import CausalityConfig, CheckResult, summarize
+from streambench.protocols.robustness import Failure, RobustnessConfig
 
 
 def config(output_dir: Path, run_id: str = "run") -> RunConfig:

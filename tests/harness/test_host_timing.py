@@ -12,11 +12,11 @@ import os
 import numpy as np
 import pytest
 
-from harness.datasets.synthetic import SyntheticConfig
-from harness.execution.config import IsolationConfig, RunConfig
-from harness.execution.host_timing import FeedStamps, PipeFloor, judge_host_timing
-from harness.execution.isolation import IsolatedEngine
-from protocols.recording import StreamRecording
+from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.host_timing import FeedStamps, PipeFloor, judge_host_timing
+from streambench.harness.execution.isolation import IsolatedEngine
+from streambench.protocols.recording import StreamRecording
 
 
 def _recording(
@@ -135,7 +135,7 @@ def test_the_sealed_worker_holds_no_stream_id_seed_path_or_test_name(tmp_path: o
 def test_the_cli_exits_1_and_says_why_when_the_clocks_disagree(tmp_path: object) -> None:
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from streambench.harness.cli import app
 
     args = ["run", "--adapter", "offender-stopped-clock", "--streams", "2", "--duration", "2"]
     args += ["--warmup-frames", "10", "--output-dir", str(tmp_path), "--no-progress"]

@@ -11,9 +11,9 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.cli import run as run_cli
-from harness.io.safe_text import plain, safe
+from streambench.harness.cli import app
+from streambench.harness.cli import run as run_cli
+from streambench.harness.io.safe_text import plain, safe
 from tests.support import HOSTILE
 
 CONTROL = ("\x1b", "\x9b", "\x07")

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adapters.contract import Frame, Prediction
-from adapters.router import RouterOptions, SoftRouterAdapter
-from harness.datasets.domains import DomainSource, aba_stream
-from harness.execution.config import RunConfig
-from harness.execution.engine import Engine, EngineConfig
-from harness.runs.hysteresis import execute_hysteresis
-from harness.runs.hysteresis_arms import replay_arm, wrap
-from protocols import hysteresis
-from protocols.hysteresis import HysteresisConfig
+from streambench.adapters.contract import Frame, Prediction
+from streambench.adapters.router import RouterOptions, SoftRouterAdapter
+from streambench.harness.datasets.domains import DomainSource, aba_stream
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.engine import Engine, EngineConfig
+from streambench.harness.runs.hysteresis import execute_hysteresis
+from streambench.harness.runs.hysteresis_arms import replay_arm, wrap
+from streambench.protocols import hysteresis
+from streambench.protocols.hysteresis import HysteresisConfig
 
 ARMS: tuple[hysteresis.Arm, ...] = ("none", "mean", "tail_exp", "hard", "hard_state")
 

@@ -12,9 +12,15 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from harness.execution.config import RunConfig
-from harness.runs.hysteresis import RESULT_FILE, HysteresisResult, cli_run, execute_hysteresis, print_result
-from protocols.hysteresis import HysteresisConfig, Row
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.runs.hysteresis import (
+    RESULT_FILE,
+    HysteresisResult,
+    cli_run,
+    execute_hysteresis,
+    print_result,
+)
+from streambench.protocols.hysteresis import HysteresisConfig, Row
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "hysteresis"
 
@@ -119,7 +125,7 @@ def test_cli_run_reads_the_protocol_file_and_defaults_to_the_router(tmp_path: Pa
 
 @pytest.mark.parametrize("name", ["b_length", "mix", "aggregation", "hard_label"])
 def test_example_configurations_are_valid(name: str) -> None:
-    from harness.runs.hysteresis import load_protocol_config
+    from streambench.harness.runs.hysteresis import load_protocol_config
 
     config = load_protocol_config(EXAMPLES / f"{name}.toml")
     assert config.experiments == (name,)
@@ -128,7 +134,7 @@ def test_example_configurations_are_valid(name: str) -> None:
 def test_cli_refuses_options_the_protocol_would_ignore() -> None:
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from streambench.harness.cli import app
 
     res = CliRunner().invoke(app, ["run", "--protocol", "hysteresis", "--streams", "3", "--no-progress"])
     assert res.exit_code == 2 and "builds its own streams" in res.output and "--streams" in res.output

@@ -16,20 +16,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adapters.faulty import EXIT_CODE, stream_fingerprint
-from harness.datasets.synthetic import SyntheticConfig, make_streams, make_warmup_stream
-from harness.execution.adapter_errors import (
+from streambench.adapters.faulty import EXIT_CODE, stream_fingerprint
+from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams, make_warmup_stream
+from streambench.harness.execution.adapter_errors import (
     AdapterCallError,
     AdapterCrashError,
     AdapterError,
     AdapterOutputError,
     AdapterTimeoutError,
 )
-from harness.execution.config import IsolationConfig, RunConfig
-from harness.execution.engine import Engine, EngineConfig
-from harness.execution.isolation import IsolatedEngine, WorkerError
-from harness.execution.setup import build_adapter
-from protocols.recording import StreamRecording
+from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.engine import Engine, EngineConfig
+from streambench.harness.execution.isolation import IsolatedEngine, WorkerError
+from streambench.harness.execution.setup import build_adapter
+from streambench.protocols.recording import StreamRecording
 
 DATA = SyntheticConfig(
     seed=0, num_streams=15, num_event_classes=2, duration_s=2.0, min_event_segments=1, max_event_segments=2
@@ -248,12 +248,13 @@ def test_a_worker_that_cannot_build_the_adapter_is_a_worker_error() -> None:
 
 def test_a_worker_command_runs_its_own_pythonpath(tmp_path: Any) -> None:
     # the side's checkout is only on its own PYTHONPATH: the adapter module is found there, not here
-    from harness.execution.worker_process import WorkerCommand, default_pythonpath
+    from streambench.harness.execution.worker_process import WorkerCommand, default_pythonpath
 
     side = tmp_path / "side"
     side.mkdir()
     (side / "side_only_adapter.py").write_text(
-        "from adapters.null import NullAdapter\n\n\nclass SideAdapter(NullAdapter):\n    NAME = 'side-only'\n"
+        "from streambench.adapters.null import NullAdapter\n\n\n"
+        "class SideAdapter(NullAdapter):\n    NAME = 'side-only'\n"
     )
     config = RunConfig(adapter="side_only_adapter:SideAdapter", data=DATA, engine=ENGINE)
     command = WorkerCommand(pythonpath=[str(side), *default_pythonpath()])

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.datasets.synthetic import SyntheticConfig
-from harness.execution import isolation
-from harness.execution.config import RunConfig
-from harness.execution.isolation import IsolatedEngine
-from harness.instruments.memory import process_peak_rss_bytes
+from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.execution import isolation
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.isolation import IsolatedEngine
+from streambench.harness.instruments.memory import process_peak_rss_bytes
 
 HOLD_MB = 300
 

@@ -13,15 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.io.annotations import (
+from streambench.harness.io.annotations import (
     AnnotationFileError,
     AveAnnotation,
     LlpEvent,
     read_ave_annotations,
     read_llp_csv,
 )
-from harness.io.labels import LabelFileError, LabelSpan, read_audacity_labels, read_label_csv
-from harness.io.lines import LineFileError
+from streambench.harness.io.labels import LabelFileError, LabelSpan, read_audacity_labels, read_label_csv
+from streambench.harness.io.lines import LineFileError
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

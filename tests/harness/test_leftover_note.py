@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.results.summary import _middle_cut
+from streambench.harness.results.summary import _middle_cut
 
 
 @pytest.mark.parametrize("root", ["/w", "/check/work/main", "/" + "deep/" * 40])

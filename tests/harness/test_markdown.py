@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.execution.config import RunConfig
-from harness.results.compare import FailOnSpec, compare_runs
-from harness.results.files import RunResult, load_result
-from harness.results.headline import Figure, RunHeadline
-from harness.results.markdown import compare_markdown, escape_md, format_value, run_markdown
-from harness.runs.catalog import load_headline
-from harness.runs.session import execute_run
+from streambench.harness.cli import app
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.results.compare import FailOnSpec, compare_runs
+from streambench.harness.results.files import RunResult, load_result
+from streambench.harness.results.headline import Figure, RunHeadline
+from streambench.harness.results.markdown import compare_markdown, escape_md, format_value, run_markdown
+from streambench.harness.runs.catalog import load_headline
+from streambench.harness.runs.session import execute_run
 
 
 @pytest.fixture(scope="module")

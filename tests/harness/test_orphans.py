@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.execution.event_log import EVENTS_FILE
+from streambench.harness.execution.event_log import EVENTS_FILE
 
 pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
 
@@ -29,7 +29,7 @@ HANG += ["--frame-timeout", "600", "--no-progress", "--no-report"]
 
 def _start_hung_run(tmp_path: Path) -> tuple[subprocess.Popen[str], list[psutil.Process]]:
     """A CLI run whose worker hangs in predict(); returned once the worker serves the first stream."""
-    command = [sys.executable, "-c", "from harness.cli import main; main()", *HANG]
+    command = [sys.executable, "-c", "from streambench.harness.cli import main; main()", *HANG]
     proc = subprocess.Popen(
         [*command, "--output-dir", str(tmp_path), "--run-id", "hung"],
         stdout=subprocess.PIPE,
@@ -96,7 +96,7 @@ def _interrupt_at(
 ) -> tuple[subprocess.Popen[str], str, float, list[psutil.Process]]:
     """A short sealed run, Ctrl-C to its process group ``at_s`` seconds after it started: the process,
     its stderr, the seconds it took to exit after the signal, and every descendant it had."""
-    command = [sys.executable, "-c", "from harness.cli import main; main()", *SHORT]
+    command = [sys.executable, "-c", "from streambench.harness.cli import main; main()", *SHORT]
     proc = subprocess.Popen(
         [*command, "--output-dir", str(tmp_path), "--run-id", "r"],
         stdout=subprocess.PIPE,

@@ -13,16 +13,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adapters.contract import Prediction
-from harness.datasets.synthetic import SyntheticConfig, make_streams
-from harness.execution import isolation
-from harness.execution.adapter_errors import AdapterOutputError
-from harness.execution.config import RunConfig
-from harness.execution.engine import Engine, EngineConfig
-from harness.execution.executor import NothingScoredError
-from harness.execution.output_commits import UNREADABLE, check_commits, decode_commits, encode_output
-from harness.runs.session import execute_run
-from protocols.recording import StreamRecording
+from streambench.adapters.contract import Prediction
+from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
+from streambench.harness.execution import isolation
+from streambench.harness.execution.adapter_errors import AdapterOutputError
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.engine import Engine, EngineConfig
+from streambench.harness.execution.executor import NothingScoredError
+from streambench.harness.execution.output_commits import (
+    UNREADABLE,
+    check_commits,
+    decode_commits,
+    encode_output,
+)
+from streambench.harness.runs.session import execute_run
+from streambench.protocols.recording import StreamRecording
 
 C = 3
 
@@ -56,7 +61,7 @@ def test_commits_round_trip_every_output_shape() -> None:
 
 def _honest() -> tuple[StreamRecording, list[bytes]]:
     """A reference adapter's recording in process, and the commits of the same outputs."""
-    from adapters.registry import create_adapter
+    from streambench.adapters.registry import create_adapter
 
     (stream,) = make_streams(SyntheticConfig(seed=1, num_streams=1, duration_s=1.0))
     adapter = create_adapter("reference-lookahead", {}, data_bound={"classes": stream.classes})

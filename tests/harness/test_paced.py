@@ -16,12 +16,12 @@ from typing import Any, Literal
 import numpy as np
 import pytest
 
-from adapters.contract import Frame, Prediction
-from harness.execution import paced
-from harness.execution.engine import Engine, EngineConfig
-from protocols import online
-from protocols.pacing import replay_recording
-from protocols.recording import StreamRecording
+from streambench.adapters.contract import Frame, Prediction
+from streambench.harness.execution import paced
+from streambench.harness.execution.engine import Engine, EngineConfig
+from streambench.protocols import online
+from streambench.protocols.pacing import replay_recording
+from streambench.protocols.recording import StreamRecording
 from tests.support import ScriptedAdapter, make_stream
 
 MS = 1_000_000

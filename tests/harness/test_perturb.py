@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from adapters.contract import Frame, Stream
-from harness.datasets.perturb import (
+from streambench.adapters.contract import Frame, Stream
+from streambench.harness.datasets.perturb import (
     AudioDelay,
     Jitter,
     MissingModality,
@@ -17,7 +17,7 @@ from harness.datasets.perturb import (
     parse_perturbations,
     perturb,
 )
-from harness.datasets.synthetic import SyntheticConfig, make_streams
+from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
 
 T = 250  # frames of a default synthetic stream (10 s at 25 fps)
 

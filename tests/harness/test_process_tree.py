@@ -30,7 +30,7 @@ from typing import Any
 import psutil
 import pytest
 
-from harness.execution.event_log import EVENTS_FILE, read_events
+from streambench.harness.execution.event_log import EVENTS_FILE, read_events
 
 pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
 
@@ -96,7 +96,7 @@ def _cli(args: list[str], tag: str, outputs: Path) -> Iterator[subprocess.Popen[
     outputs.mkdir(parents=True, exist_ok=True)
     with (outputs / "stdout").open("w") as out, (outputs / "stderr").open("w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-c", "from harness.cli import main; main()", *args],
+            [sys.executable, "-c", "from streambench.harness.cli import main; main()", *args],
             stdout=out,
             stderr=err,
             text=True,

@@ -15,15 +15,15 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from adapters.contract import AdapterInfo, Frame, Prediction, PredictOutput
-from adapters.null import NullAdapter
-from harness.cli import app
-from harness.cli.run import _BarHook, progress_bar
-from harness.execution.config import IsolationConfig, RunConfig
-from harness.execution.engine import Engine, EngineConfig
-from harness.execution.executor import EngineExecutor, InProcess, StreamProgress
-from harness.execution.isolation import IsolatedEngine
-from protocols.base import Plan, PlannedStream
+from streambench.adapters.contract import AdapterInfo, Frame, Prediction, PredictOutput
+from streambench.adapters.null import NullAdapter
+from streambench.harness.cli import app
+from streambench.harness.cli.run import _BarHook, progress_bar
+from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.engine import Engine, EngineConfig
+from streambench.harness.execution.executor import EngineExecutor, InProcess, StreamProgress
+from streambench.harness.execution.isolation import IsolatedEngine
+from streambench.protocols.base import Plan, PlannedStream
 from tests.support import make_stream
 
 
@@ -56,6 +56,7 @@ def test_progress_moves_within_a_long_stream_and_never_inside_predict() -> None:
     engine = Engine(adapter, EngineConfig(warmup_frames=0))
     stream = make_stream(num_frames=6000)
     calls: list[tuple[int, int, bool, int]] = []
+
     def hook(done: int, total: int) -> None:
         calls.append((done, total, adapter.inside, adapter.returned))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.integrations.pytest_plugin import TIMER_NAME, ReplayTimer, run_config
+from streambench.harness.integrations.pytest_plugin import TIMER_NAME, ReplayTimer, run_config
 
 pytest_plugins = ["pytester"]
 
@@ -24,7 +24,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "test_latency_examp
 MODEL = """
 from pydantic import Field
 
-from adapters.null import BusyWaitAdapter, BusyWaitOptions
+from streambench.adapters.null import BusyWaitAdapter, BusyWaitOptions
 
 
 class MyModelOptions(BusyWaitOptions):
@@ -69,7 +69,7 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def test_plugin_is_registered_through_the_pytest11_entry_point() -> None:
     plugins = {e.name: e.value for e in entry_points(group="pytest11")}
-    assert plugins.get("streambench") == "harness.integrations.pytest_plugin"
+    assert plugins.get("streambench") == "streambench.harness.integrations.pytest_plugin"
 
 
 def test_replay_timer_gives_each_round_its_latency_and_refuses_extra_reads() -> None:

@@ -12,23 +12,29 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.execution.config import RunConfig
-from harness.instruments.manifest import Item
-from harness.report import build_report
-from harness.report.analysis import detection_curves, pareto_front, reliability, score_pairs, thin_monotone
-from harness.report.compare import comparison_sections
-from harness.report.numbers import latency_ms
-from harness.runs.catalog import load_bundle, write_report
-from harness.runs.causality import execute_causality
-from harness.runs.robustness import execute_robustness
-from harness.runs.session import execute_run
-from protocols.causality import CausalityConfig
-from protocols.metrics.calibration import ece
-from protocols.metrics.detection import roc_auc
-from protocols.online_speed import StageRow
-from protocols.recording import StreamRecording
-from protocols.robustness import Failure, RobustnessConfig
+from streambench.harness.cli import app
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.instruments.manifest import Item
+from streambench.harness.report import build_report
+from streambench.harness.report.analysis import (
+    detection_curves,
+    pareto_front,
+    reliability,
+    score_pairs,
+    thin_monotone,
+)
+from streambench.harness.report.compare import comparison_sections
+from streambench.harness.report.numbers import latency_ms
+from streambench.harness.runs.catalog import load_bundle, write_report
+from streambench.harness.runs.causality import execute_causality
+from streambench.harness.runs.robustness import execute_robustness
+from streambench.harness.runs.session import execute_run
+from streambench.protocols.causality import CausalityConfig
+from streambench.protocols.metrics.calibration import ece
+from streambench.protocols.metrics.detection import roc_auc
+from streambench.protocols.online_speed import StageRow
+from streambench.protocols.recording import StreamRecording
+from streambench.protocols.robustness import Failure, RobustnessConfig
 
 HOSTILE = "<script>alert(1)</script>"
 EXTERNAL = re.compile(
@@ -195,7 +201,7 @@ def test_headline_figures_show_each_run_and_the_difference_with_its_interval(
 ) -> None:
     """Issue 17: per figure, each run's value with its interval and the difference #2 − #1 with the MOVER
     interval of the stored intervals; p50 / p95 / p99 with intervals recomputed from the arrays."""
-    from harness.report.deltas import mover_difference
+    from streambench.harness.report.deltas import mover_difference
 
     headline = _sections(reports["two"])["compare-headline"]
     ref, look = load_bundle(root / "ref").result, load_bundle(root / "look").result
@@ -354,7 +360,7 @@ def test_failures_and_execution_mode_are_shown_escaped(tmp_path: Path) -> None:
 def test_latency_axes_go_logarithmic_when_a_few_slow_frames_would_squeeze_the_typical_range() -> None:
     """Issue 17: 0.03-0.2 ms typical frames and a few 4 ms ones: on a linear axis p50 and p95 share one
     bar; log-spaced bins separate them. A narrow spread keeps the linear axis."""
-    from harness.report.figures import latency_bins
+    from streambench.harness.report.figures import latency_bins
 
     rng = np.random.default_rng(0)
     typical = rng.uniform(0.03, 0.2, 2000)
@@ -370,8 +376,8 @@ def test_latency_axes_go_logarithmic_when_a_few_slow_frames_would_squeeze_the_ty
 def test_mover_interval_of_a_difference_from_two_stored_intervals() -> None:
     """Zou & Donner (2008): with symmetric intervals the difference's half-width is the root sum of the two
     half-widths; asymmetric ones combine the facing sides; different levels give no interval."""
-    from harness.report.deltas import mover_difference
-    from protocols.metrics.bootstrap import Interval
+    from streambench.harness.report.deltas import mover_difference
+    from streambench.protocols.metrics.bootstrap import Interval
 
     a = Interval(0.50, 0.40, 0.60, 0.95, 10, 1000)
     b = Interval(0.70, 0.67, 0.73, 0.95, 10, 1000)
@@ -390,7 +396,7 @@ def test_mover_interval_of_a_difference_from_two_stored_intervals() -> None:
 def test_percentile_intervals_resample_streams_and_see_a_shift() -> None:
     """p50 / p99 intervals over streams: a run whose every frame is 1 ms slower differs by exactly 1 ms in
     every resample (same seed, same draws); an identical run by 0, an interval that includes 0."""
-    from harness.report.deltas import percentile_difference, percentile_intervals
+    from streambench.harness.report.deltas import percentile_difference, percentile_intervals
 
     rng = np.random.default_rng(1)
     streams = [rng.lognormal(-3, 0.5, 200) for _ in range(8)]
@@ -410,7 +416,7 @@ def test_percentile_intervals_resample_streams_and_see_a_shift() -> None:
 def test_log_ticks_cover_the_whole_range_and_stay_inside_it() -> None:
     """Issue 17: the Pareto plot's log axis showed ticks only below 0.1 ms. Ticks span the axis from end to
     end, at least two and at most eight, never outside (a tick outside would widen the axis)."""
-    from harness.report.figures_compare import log_limits, log_ticks
+    from streambench.harness.report.figures_compare import log_limits, log_ticks
 
     for low, high in [(0.03, 0.2), (7e-5, 4.2), (30.6, 38.5), (9.1, 19.9), (1e-9, 1e9), (0.0466, 0.0717)]:
         lo, hi = log_limits(low, high)
@@ -422,7 +428,7 @@ def test_log_ticks_cover_the_whole_range_and_stay_inside_it() -> None:
 
 
 def test_numbers_read_as_a_person_writes_them() -> None:
-    from harness.report.numbers import human, latency_ms, rate_fps, signed
+    from streambench.harness.report.numbers import human, latency_ms, rate_fps, signed
 
     assert rate_fps(18170.4) == "18,170 fps" and rate_fps(1.317e7) == "13,170,000 fps"
     assert human(0.0007762) == "0.0007762" and human(11136) == "11,136" and human(0.8131) == "0.8131"

@@ -24,14 +24,14 @@ from typing import Any
 
 import pytest
 
-from harness.execution.config import RunConfig
-from harness.runs.catalog import write_report
-from harness.runs.session import execute_run
-from harness.sweep.driver import run_sweep
-from harness.sweep.executors import LocalExecutor
-from harness.sweep.report import build_sweep_report
-from harness.sweep.report_html import write_sweep_html
-from harness.sweep.spec import SweepFile
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.runs.catalog import write_report
+from streambench.harness.runs.session import execute_run
+from streambench.harness.sweep.driver import run_sweep
+from streambench.harness.sweep.executors import LocalExecutor
+from streambench.harness.sweep.report import build_sweep_report
+from streambench.harness.sweep.report_html import write_sweep_html
+from streambench.harness.sweep.spec import SweepFile
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 DRIVERS = ("chromedriver", "chromium-driver")

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.execution.config import RunConfig
-from harness.execution.event_log import EVENTS_FILE, EventLogError, read_events
-from harness.results.files import RunResult, load_result
-from harness.runs.session import execute_run, resume_run
+from streambench.harness.cli import app
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.event_log import EVENTS_FILE, EventLogError, read_events
+from streambench.harness.results.files import RunResult, load_result
+from streambench.harness.runs.session import execute_run, resume_run
 
 TIMING_CURVES = ("frame_replay", "frame_paced")
 
@@ -91,7 +91,14 @@ def test_interrupt_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> No
 def test_sigterm_from_outside_then_cli_resume(tmp_path: Path) -> None:
     """A real signal: the run (a subprocess) is sent SIGTERM once two streams are in its event log."""
     run_dir = tmp_path / "sig"
-    command = [sys.executable, "-c", "from harness.cli import main; main()", "run", "--streams", "40"]
+    command = [
+        sys.executable,
+        "-c",
+        "from streambench.harness.cli import main; main()",
+        "run",
+        "--streams",
+        "40",
+    ]
     command += ["--duration", "2", "--warmup-frames", "20", "--output-dir", str(tmp_path), "--run-id", "sig"]
     command += ["--no-progress"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

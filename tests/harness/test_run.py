@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.execution.config import RunConfig
-from harness.results.files import ResultFileError, RunResult, load_recordings, load_result
-from harness.runs.session import execute_run
-from protocols import online
+from streambench.harness.cli import app
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.results.files import ResultFileError, RunResult, load_recordings, load_result
+from streambench.harness.runs.session import execute_run
+from streambench.protocols import online
 from tests.support import run_streambench
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -114,7 +114,7 @@ def test_cli_run_prints_the_summary_and_score_reproduces_it(tmp_path: Path) -> N
     assert rescored.exit_code == 0, rescored.output
     assert re.search(r"│\s+500 │.*", rescored.output).group(0) == row.group(0)  # type: ignore[union-attr]
     listed = runner.invoke(app, ["adapters"])
-    assert "reference-lookahead" in listed.output and "adapters.null:NullAdapter" in listed.output
+    assert "reference-lookahead" in listed.output and "streambench.adapters.null:NullAdapter" in listed.output
 
 
 def test_result_json_validates_against_the_published_json_schema(tmp_path: Path) -> None:
@@ -227,7 +227,7 @@ def test_result_files_are_readable_by_other_users_as_open_would_make_them(tmp_pa
     CI artifact uploader running as another user can read it."""
     import stat
 
-    from harness.io.atomic import atomic_write_text
+    from streambench.harness.io.atomic import atomic_write_text
 
     old = os.umask(0o022)
     try:
@@ -242,7 +242,7 @@ def test_a_protocol_refuses_to_join_a_run_of_another_adapter_or_data(tmp_path: P
     show a reference robustness run as the GRU's. The same adapter and data may join."""
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from streambench.harness.cli import app
 
     base = ["--streams", "2", "--duration", "5", "--warmup-frames", "0", "--output-dir", str(tmp_path)]
     base += ["--run-id", "r", "--no-progress", "--no-report"]
@@ -261,7 +261,7 @@ def test_run_and_adapters_speak_json(tmp_path: Path) -> None:
     adapters (the registry, or one adapter's options)."""
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from streambench.harness.cli import app
 
     args = ["run", "--streams", "2", "--duration", "5", "--warmup-frames", "0", "--output-dir", str(tmp_path)]
     done = CliRunner().invoke(app, [*args, "--run-id", "j", "--no-progress", "--json"])

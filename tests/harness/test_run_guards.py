@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.execution.config import RunConfig
+from streambench.harness.cli import app
+from streambench.harness.execution.config import RunConfig
 
 SMALL = ["--streams", "2", "--duration", "5", "--warmup-frames", "0", "--no-progress", "--no-report"]
 

@@ -1,6 +1,6 @@
 """Issue 18, "Two writers, one run directory": a run directory is held by one process (an exclusive lock,
-:class:`harness.execution.event_log.RunLock`); a second run of the same id or a second resume fails at
-once naming the holder; a log with a stream twice counts it once; resuming a finished run changes
+:class:`streambench.harness.execution.event_log.RunLock`); a second run of the same id or a second resume
+fails at once naming the holder; a log with a stream twice counts it once; resuming a finished run changes
 nothing and says so."""
 
 from __future__ import annotations
@@ -14,11 +14,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.execution.config import RunConfig
-from harness.execution.event_log import EVENTS_FILE, LOCK_FILE, RunLock, RunLockedError, read_events
-from harness.results.files import RESULT_FILE, load_result
-from harness.runs.session import execute_run, resume_run
+from streambench.harness.cli import app
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.event_log import (
+    EVENTS_FILE,
+    LOCK_FILE,
+    RunLock,
+    RunLockedError,
+    read_events,
+)
+from streambench.harness.results.files import RESULT_FILE, load_result
+from streambench.harness.runs.session import execute_run, resume_run
 
 pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
 
@@ -64,7 +70,14 @@ def test_a_second_resume_fails_at_once_and_a_duplicated_stream_counts_once(tmp_p
 
 
 def test_two_cli_runs_of_one_id_at_the_same_time_leave_one_run(tmp_path: Path) -> None:
-    command = [sys.executable, "-c", "from harness.cli import main; main()", "run", "--streams", "30"]
+    command = [
+        sys.executable,
+        "-c",
+        "from streambench.harness.cli import main; main()",
+        "run",
+        "--streams",
+        "30",
+    ]
     command += ["--duration", "5", "--warmup-frames", "0", "--output-dir", str(tmp_path), "--run-id", "twin"]
     command += ["--no-progress", "--no-report"]
     procs = [

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adapters.contract import Frame, Prediction
-from adapters.offenders.file_reader import FileReaderAdapter, FileReaderOptions
-from harness.execution.sandbox import (
+from streambench.adapters.contract import Frame, Prediction
+from streambench.adapters.offenders.file_reader import FileReaderAdapter, FileReaderOptions
+from streambench.harness.execution.sandbox import (
     SandboxPolicy,
     adapter_code,
     discard,
@@ -37,7 +37,7 @@ needs_landlock = pytest.mark.skipif(ABI < 1, reason=f"Landlock is unavailable on
 
 CHILD = r"""
 import json, os, sys, tempfile, threading
-from harness.execution import sandbox
+from streambench.harness.execution import sandbox
 args = json.loads(sys.stdin.read())
 try:
     import landlockpy  # imported here so that no import before the sandbox lists the entry below by chance
@@ -52,8 +52,8 @@ if args["thread"]:
     threading.Thread(target=lambda: (started.set(), threading.Event().wait(30)), daemon=True).start()
     started.wait()
 def cheat(path):  # the planted offender, built inside the sandbox as the worker would build it
-    from adapters.contract import Frame, Prediction
-    from adapters.offenders.file_reader import FileReaderAdapter, FileReaderOptions
+    from streambench.adapters.contract import Frame, Prediction
+    from streambench.adapters.offenders.file_reader import FileReaderAdapter, FileReaderOptions
     model = FileReaderAdapter(FileReaderOptions(path=path))
     return [model.read_outcome, model.predict(Frame(index=0, t=0.0, inputs={})).scores.tolist()]
 out = {}

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.datasets.synthetic import SyntheticConfig
-from harness.execution.adapter_errors import AdapterError
-from harness.execution.config import IsolationConfig, RunConfig
-from harness.execution.sandbox import landlock_abi
-from harness.runs.session import execute_run
+from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.execution.adapter_errors import AdapterError
+from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.sandbox import landlock_abi
+from streambench.harness.runs.session import execute_run
 
 LANDLOCK = landlock_abi()[0] >= 1
 
@@ -44,7 +44,7 @@ def test_a_model_reading_the_results_store_finds_nothing_in_the_sandbox(tmp_path
 
 def test_require_refuses_where_landlock_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where Landlock is unavailable (simulated), auto runs and says why; require refuses."""
-    from harness.execution import sandbox
+    from streambench.harness.execution import sandbox
 
     monkeypatch.setattr(sandbox, "landlock_abi", lambda: (0, "simulated: no Landlock"))
     record = sandbox.enter_sandbox(sandbox.SandboxPolicy(read_paths=[], write_dir=str(tmp_path)), "auto")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.io.score_file import ScoreFileError, read_score_file, write_score_file
+from streambench.harness.io.score_file import ScoreFileError, read_score_file, write_score_file
 
 SEED_EXAMPLE = "- - real 0.85\n- - fake 0.23\n- - real 0.92\n- - fake 0.15\n"
 

@@ -14,18 +14,25 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adapters.contract import AdapterInfo, Frame, Prediction, PredictOutput, Stream, StreamingAdapter
-from adapters.null import NullOptions
-from harness.datasets.catalog import make_streams, make_warmup_stream
-from harness.datasets.domains import DomainSource, aba_stream
-from harness.datasets.perturb import perturb
-from harness.datasets.spoof import SpoofConfig
-from harness.datasets.synthetic import SyntheticConfig
-from harness.execution.adapter_errors import AdapterCallError
-from harness.execution.engine import Engine, EngineConfig
-from harness.execution.sealing import seal_frames
-from harness.runs.causality import occlude
-from protocols.perturbations import AudioDelay, Jitter, MissingModality
+from streambench.adapters.contract import (
+    AdapterInfo,
+    Frame,
+    Prediction,
+    PredictOutput,
+    Stream,
+    StreamingAdapter,
+)
+from streambench.adapters.null import NullOptions
+from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+from streambench.harness.datasets.domains import DomainSource, aba_stream
+from streambench.harness.datasets.perturb import perturb
+from streambench.harness.datasets.spoof import SpoofConfig
+from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.execution.adapter_errors import AdapterCallError
+from streambench.harness.execution.engine import Engine, EngineConfig
+from streambench.harness.execution.sealing import seal_frames
+from streambench.harness.runs.causality import occlude
+from streambench.protocols.perturbations import AudioDelay, Jitter, MissingModality
 
 SYNTHETIC = SyntheticConfig(seed=0, num_streams=2, duration_s=5.0)
 
@@ -104,7 +111,7 @@ def check_sealed(payloads: list[tuple[int, str, Any]]) -> int:
 
 def _audio_files(tmp_path: Path) -> list[Stream]:
     soundfile = pytest.importorskip("soundfile")
-    from harness.datasets.audio_files import AudioFilesConfig, AudioLabelPair
+    from streambench.harness.datasets.audio_files import AudioFilesConfig, AudioLabelPair
 
     samples = (np.arange(16000, dtype=np.float32) / 16000).astype(np.float32)
     soundfile.write(str(tmp_path / "a.wav"), samples, 16000, subtype="FLOAT")
@@ -120,7 +127,7 @@ def _audio_files(tmp_path: Path) -> list[Stream]:
 
 def _ave(tmp_path: Path) -> list[Stream]:
     h5py = pytest.importorskip("h5py")
-    from harness.datasets.ave import AveConfig
+    from streambench.harness.datasets.ave import AveConfig
 
     (tmp_path / "Annotations.txt").write_text(
         "Category&VideoID&Quality&StartTime&EndTime\nBark&v1&good&2&4\n"

@@ -11,18 +11,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adapters.contract import Frame
-from adapters.faulty import stream_fingerprint
-from adapters.sneaky import StackPeekingAdapter, StackPeekingOptions
-from harness.datasets.catalog import make_streams
-from harness.execution.adapter_errors import AdapterCrashError, AdapterTimeoutError
-from harness.execution.config import IsolationConfig, RunConfig
-from harness.execution.engine import Engine
-from harness.execution.isolation import IsolatedEngine
-from harness.execution.sealed_feed import decode_frame, encode_frame
-from harness.execution.sealing import seal_frames
-from harness.execution.setup import build_adapter
-from protocols.recording import StreamRecording
+from streambench.adapters.contract import Frame
+from streambench.adapters.faulty import stream_fingerprint
+from streambench.adapters.sneaky import StackPeekingAdapter, StackPeekingOptions
+from streambench.harness.datasets.catalog import make_streams
+from streambench.harness.execution.adapter_errors import AdapterCrashError, AdapterTimeoutError
+from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.engine import Engine
+from streambench.harness.execution.isolation import IsolatedEngine
+from streambench.harness.execution.sealed_feed import decode_frame, encode_frame
+from streambench.harness.execution.sealing import seal_frames
+from streambench.harness.execution.setup import build_adapter
+from streambench.protocols.recording import StreamRecording
 
 
 def config(adapter: str = "reference", **options: Any) -> RunConfig:

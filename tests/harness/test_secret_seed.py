@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from adapters.offenders.rebuilder import frame_fingerprint
-from harness.cli import app
-from harness.datasets.synthetic import SyntheticConfig, make_streams
-from harness.execution.config import RunConfig
-from harness.execution.event_log import read_events
-from harness.results.files import RESULT_FILE, RunResult, load_recordings, load_result
-from harness.runs.session import execute_run
+from streambench.adapters.offenders.rebuilder import frame_fingerprint
+from streambench.harness.cli import app
+from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.event_log import read_events
+from streambench.harness.results.files import RESULT_FILE, RunResult, load_recordings, load_result
+from streambench.harness.runs.session import execute_run
 
 SMALL: dict[str, Any] = {"num_streams": 4, "duration_s": 2.0}
 
@@ -89,7 +89,7 @@ def test_the_recorded_seed_rebuilds_the_streams_and_is_then_public(store: Path) 
     code, output = invoke("show", "again", "--results-dir", str(store), "--json")
     assert json.loads(output)["data"]["seed_kind"] == "public"
 
-    from harness.runs.catalog import write_report
+    from streambench.harness.runs.catalog import write_report
 
     page = write_report([str(store / "again")], store / "again.html", store).read_text()
     assert "public seed</span> " + str(first.seeds.dataset) in page
@@ -98,8 +98,8 @@ def test_the_recorded_seed_rebuilds_the_streams_and_is_then_public(store: Path) 
 
 
 def test_a_seed_in_a_configuration_file_is_public(tmp_path: Path) -> None:
-    from harness.cli.config import RunOptions, build_run_config
-    from harness.datasets.catalog import seeded
+    from streambench.harness.cli.config import RunOptions, build_run_config
+    from streambench.harness.datasets.catalog import seeded
 
     path = tmp_path / "run.toml"
     path.write_text("[data]\nseed = 5\nnum_streams = 2\n")
@@ -118,7 +118,7 @@ def test_compare_notes_two_draws_and_a_redraw_with_the_seed_is_the_same_data(sto
     code, output = invoke("compare", "first", "again", "--results-dir", str(store))
     assert "again: public seed" in " ".join(output.split())
 
-    from harness.runs.catalog import write_report
+    from streambench.harness.runs.catalog import write_report
 
     runs = [str(store / "first"), str(store / "second"), str(store / "again")]
     page = write_report(runs, store / "three.html", store).read_text()
@@ -136,12 +136,12 @@ def test_an_older_result_without_seed_kinds_reads_as_public(store: Path, tmp_pat
 
 
 def test_the_other_protocols_draw_their_own_and_a_joined_run_keeps_its_seed(store: Path) -> None:
-    from harness.runs.catalog import check_joinable
-    from harness.runs.detection import execute_detection, with_defaults
-    from harness.runs.robustness import RESULT_FILE as ROBUSTNESS_FILE
-    from harness.runs.robustness import RobustnessResult, execute_robustness
-    from protocols.detection import DetectionConfig
-    from protocols.robustness import RobustnessConfig
+    from streambench.harness.runs.catalog import check_joinable
+    from streambench.harness.runs.detection import execute_detection, with_defaults
+    from streambench.harness.runs.robustness import RESULT_FILE as ROBUSTNESS_FILE
+    from streambench.harness.runs.robustness import RobustnessResult, execute_robustness
+    from streambench.protocols.detection import DetectionConfig
+    from streambench.protocols.robustness import RobustnessConfig
 
     first = load_result(store / "first")
     joined = config(store, "first", isolate=False)  # a robustness result joins the online run "first"

@@ -17,17 +17,17 @@ import pytest
 from pydantic import ValidationError
 from rich.console import Console
 
-from adapters.contract import Adapter, Frame, Prediction
-from adapters.null import (
+from streambench.adapters.contract import Adapter, Frame, Prediction
+from streambench.adapters.null import (
     BusyWaitAdapter,
     BusyWaitOptions,
     CudaSleepAdapter,
     CudaSleepOptions,
     CudaUnavailableError,
 )
-from adapters.registry import create_adapter
-from harness.execution.engine import Engine, EngineConfig, clock_info
-from harness.execution.selftest import (
+from streambench.adapters.registry import create_adapter
+from streambench.harness.execution.engine import Engine, EngineConfig, clock_info
+from streambench.harness.execution.selftest import (
     OverheadFigures,
     ResolutionFigures,
     SelfTestConfig,
@@ -77,7 +77,9 @@ def test_busywait_duration_must_be_positive(bad: float) -> None:
 
 def test_busywait_classes_are_data_bound() -> None:
     adapter = create_adapter(
-        "adapters.null:BusyWaitAdapter", {"duration_us": 5}, data_bound={"classes": ("x", "y", "z")}
+        "streambench.adapters.null:BusyWaitAdapter",
+        {"duration_us": 5},
+        data_bound={"classes": ("x", "y", "z")},
     )
     assert adapter.info.classes == ("x", "y", "z") and adapter.info.device == "cpu"
 

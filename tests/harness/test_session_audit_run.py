@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.datasets.synthetic import SyntheticConfig
-from harness.execution.config import RunConfig
-from harness.runs.session import execute_run
+from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.runs.session import execute_run
 
 
 def _run(tmp_path: Path, adapter: str, **update: object) -> RunConfig:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.execution.event_log import read_events
-from harness.results.files import RESULT_FILE, load_result
+from streambench.harness.execution.event_log import read_events
+from streambench.harness.results.files import RESULT_FILE, load_result
 
 pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
 
@@ -44,8 +44,8 @@ def _finish(proc: subprocess.Popen[str], timeout: float = 180) -> tuple[str, str
 
 
 def test_sigterm_while_the_cli_imports_ends_it_with_a_word(tmp_path: Path) -> None:
-    """The child holds its import of typer (the first module harness.cli imports after its handler)
-    until the signal comes, so the signal lands mid-import every time."""
+    """The child holds its import of typer (the first module streambench.harness.cli imports after its
+    handler) until the signal comes, so the signal lands mid-import every time."""
     proc = _start(
         """
         import os, sys, time
@@ -56,7 +56,7 @@ def test_sigterm_while_the_cli_imports_ends_it_with_a_word(tmp_path: Path) -> No
                     time.sleep(60)
                 return None
         sys.meta_path.insert(0, Hold())
-        from harness.cli import main
+        from streambench.harness.cli import main
         main()
         """,
         "run",
@@ -74,14 +74,14 @@ def test_sigterm_while_the_cli_imports_ends_it_with_a_word(tmp_path: Path) -> No
 
 SCORING = """
 import os, signal, sys
-import harness.runs.session as session
+import streambench.harness.runs.session as session
 score = session.online.score
 def score_under_fire(*args, **kwargs):
     for _ in range({signals}):
         os.kill(os.getpid(), signal.SIGTERM)  # while scoring: every stream is logged by now
     return score(*args, **kwargs)
 session.online.score = score_under_fire
-from harness.cli import main
+from streambench.harness.cli import main
 main()
 """
 RUN = ["run", "--streams", "3", "--duration", "5", "--warmup-frames", "0", "--no-progress", "--no-report"]
@@ -107,13 +107,13 @@ def test_a_second_signal_while_scoring_ends_it_with_the_resume_hint(tmp_path: Pa
 
 SETTING_UP = """
 import os, signal
-import harness.runs.session as session
+import streambench.harness.runs.session as session
 opened = session.PowerMeter.open
 def open_under_fire(*args, **kwargs):
     os.kill(os.getpid(), signal.{name})  # the event log is written, the measured window not begun
     return opened(*args, **kwargs)
 session.PowerMeter.open = open_under_fire
-from harness.cli import main
+from streambench.harness.cli import main
 main()
 """
 

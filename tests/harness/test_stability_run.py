@@ -10,11 +10,11 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.datasets.synthetic import SyntheticConfig
-from harness.execution.config import RunConfig
-from harness.execution.engine import EngineConfig
-from harness.runs.stability import (
+from streambench.harness.cli import app
+from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.engine import EngineConfig
+from streambench.harness.runs.stability import (
     ARRAYS_FILE,
     RESULT_FILE,
     StabilityResult,
@@ -22,8 +22,8 @@ from harness.runs.stability import (
     execute_stability,
     print_result,
 )
-from protocols.recording import from_arrays
-from protocols.stability import StabilityConfig, score
+from streambench.protocols.recording import from_arrays
+from streambench.protocols.stability import StabilityConfig, score
 
 DATA = SyntheticConfig(seed=0, num_streams=3, duration_s=4.0, max_event_segments=3)
 

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.execution.config import RunConfig
-from harness.results import store
-from harness.results.files import RESULT_FILE, load_recordings, load_result, write_run
-from harness.results.store import StoreError
-from harness.runs import catalog
-from harness.runs.catalog import load_headline
-from harness.runs.session import execute_run
+from streambench.harness.cli import app
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.results import store
+from streambench.harness.results.files import RESULT_FILE, load_recordings, load_result, write_run
+from streambench.harness.results.store import StoreError
+from streambench.harness.runs import catalog
+from streambench.harness.runs.catalog import load_headline
+from streambench.harness.runs.session import execute_run
 
 
 def make_run(results: Path, run_id: str, adapter: str = "null") -> Path:
@@ -206,7 +206,7 @@ def test_cli_runs_show_reindex(copy: Path) -> None:
 def test_runs_names_unreadable_run_directories(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from streambench.harness.cli import app
 
     broken = tmp_path / "broken-run"
     broken.mkdir()

@@ -30,13 +30,13 @@ import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 from typer.testing import CliRunner, Result
 
-from harness.cli import app
-from harness.execution.config import RunConfig
-from harness.results import store
-from harness.results.files import ARRAYS_FILE, RESULT_FILE, load_result, write_protocol_result
-from harness.runs import catalog
-from harness.runs.session import execute_run
-from protocols.causality import CheckResult
+from streambench.harness.cli import app
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.results import store
+from streambench.harness.results.files import ARRAYS_FILE, RESULT_FILE, load_result, write_protocol_result
+from streambench.harness.runs import catalog
+from streambench.harness.runs.session import execute_run
+from streambench.protocols.causality import CheckResult
 
 OLD, NEW = "20260101-000000-null-aaaaaa", "20260101-000100-reference-bbbbbb"
 CONNECT = sqlite3.connect  # the real one: the faults below replace it

@@ -14,19 +14,19 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.execution.config import RunConfig
-from harness.instruments.manifest import collect_manifest, fingerprint
-from harness.results.headline import LATENCY_KEYS
-from harness.runs.catalog import list_runs, load_headline
-from harness.runs.session import execute_run
-from harness.sweep.driver import run_sweep
-from harness.sweep.executors import SWEEP_FILE, LocalExecutor, SweepRecord, pinned_cores
-from harness.sweep.report import build_sweep_report, sweep_markdown
-from harness.sweep.report_html import write_sweep_html
-from harness.sweep.spec import SweepError, SweepFile, expand, load_sweep
-from harness.sweep.state import SweepProgress
-from protocols.robustness import RobustnessConfig
+from streambench.harness.cli import app
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.instruments.manifest import collect_manifest, fingerprint
+from streambench.harness.results.headline import LATENCY_KEYS
+from streambench.harness.runs.catalog import list_runs, load_headline
+from streambench.harness.runs.session import execute_run
+from streambench.harness.sweep.driver import run_sweep
+from streambench.harness.sweep.executors import SWEEP_FILE, LocalExecutor, SweepRecord, pinned_cores
+from streambench.harness.sweep.report import build_sweep_report, sweep_markdown
+from streambench.harness.sweep.report_html import write_sweep_html
+from streambench.harness.sweep.spec import SweepError, SweepFile, expand, load_sweep
+from streambench.harness.sweep.state import SweepProgress
+from streambench.protocols.robustness import RobustnessConfig
 from tests.harness.sweep_helpers import SMALL_RUN, small_sweep
 
 pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
@@ -247,7 +247,7 @@ def test_rerunning_a_finished_sweep_runs_nothing(local_store: Any) -> None:
 
 def test_an_incomplete_run_in_the_store_is_run_again(local_store: Any, tmp_path: Path) -> None:
     """An online run marked incomplete (interrupted, --on-error stop) is not a finished run of the sweep."""
-    from harness.sweep.state import split_done
+    from streambench.harness.sweep.state import split_done
 
     results, sweep, first = local_store
     copy = tmp_path / "copy"
@@ -428,7 +428,14 @@ def test_cli_sweep_runs_each_run_in_its_own_process_so_a_crash_costs_that_run_on
     path.write_text(json.dumps(tree))
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from harness.cli import main; main()", "sweep", str(path), "--no-progress"],
+        [
+            sys.executable,
+            "-c",
+            "from streambench.harness.cli import main; main()",
+            "sweep",
+            str(path),
+            "--no-progress",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -452,7 +459,7 @@ def test_an_adapter_error_crosses_the_sweeps_process_pool_as_itself() -> None:
     own worker died, say); unpicklable, it reached the driver as a broken pool ("worker process lost")."""
     import pickle
 
-    from harness.execution.adapter_errors import AdapterCrashError, AdapterTimeoutError
+    from streambench.harness.execution.adapter_errors import AdapterCrashError, AdapterTimeoutError
 
     crash = AdapterCrashError("faulty", "syn-warmup", 3, "the worker process died", 13, None)
     timeout = AdapterTimeoutError("faulty", "syn-0001", 7, "no answer", "stream", 2.5)
@@ -462,7 +469,7 @@ def test_an_adapter_error_crosses_the_sweeps_process_pool_as_itself() -> None:
 
 
 def _run_row(label: str, repeat: int, mean_ms: float | None, f1: float, status: str = "done") -> Any:
-    from harness.sweep.report import RunRow
+    from streambench.harness.sweep.report import RunRow
 
     done = status == "done"
     return RunRow(
@@ -483,8 +490,8 @@ def _run_row(label: str, repeat: int, mean_ms: float | None, f1: float, status: 
 def test_repeats_are_one_configuration_with_median_and_range(tmp_path: Path) -> None:
     """Issue 17: three repeats of one model are one configuration (median, range over the runs), so the
     fastest repeat never "dominates" the others; a failed repeat is counted, not averaged in."""
-    from harness.sweep.report import SweepReport
-    from harness.sweep.report_html import pareto_points
+    from streambench.harness.sweep.report import SweepReport
+    from streambench.harness.sweep.report_html import pareto_points
 
     rows = [
         _run_row("ref", 0, 0.0428, 0.7642),
@@ -524,7 +531,7 @@ def test_repeats_are_one_configuration_with_median_and_range(tmp_path: Path) -> 
 def _timed_record(results: Path, spec: Any, measured_s: float, driver_s: float) -> None:
     from datetime import datetime, timezone
 
-    from harness.sweep.executors import Attempt
+    from streambench.harness.sweep.executors import Attempt
 
     record = SweepRecord(
         run_id=spec.run_id,
@@ -543,7 +550,7 @@ def test_dry_run_estimates_time_from_the_stores_per_frame_cost_or_says_it_cannot
     """Issue 17: --dry-run gives the time the missing runs will take: the stored runs' cost per frame of
     the same adapter, options and protocol, scaled to each run's frames, plus the executor's measured
     start-up; a run the store never timed gets no figure, only the reason."""
-    from harness.sweep.estimate import estimate_runs, planned_frames
+    from streambench.harness.sweep.estimate import estimate_runs, planned_frames
 
     results = tmp_path / "results"
     small = SweepFile.model_validate(small_sweep(results, protocols={"online": {}}))

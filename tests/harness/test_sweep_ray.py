@@ -13,12 +13,12 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray executor needs Ray: pip install 'streambench[ray]'")
 
-from harness.results.headline import LATENCY_KEYS  # noqa: E402
-from harness.runs.catalog import list_runs, load_headline  # noqa: E402
-from harness.sweep.driver import run_sweep  # noqa: E402
-from harness.sweep.executors import LocalExecutor  # noqa: E402
-from harness.sweep.ray_executor import RayExecutor  # noqa: E402
-from harness.sweep.spec import SweepFile, expand  # noqa: E402
+from streambench.harness.results.headline import LATENCY_KEYS  # noqa: E402
+from streambench.harness.runs.catalog import list_runs, load_headline  # noqa: E402
+from streambench.harness.sweep.driver import run_sweep  # noqa: E402
+from streambench.harness.sweep.executors import LocalExecutor  # noqa: E402
+from streambench.harness.sweep.ray_executor import RayExecutor  # noqa: E402
+from streambench.harness.sweep.spec import SweepFile, expand  # noqa: E402
 from tests.harness.sweep_helpers import small_sweep  # noqa: E402
 
 pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)

@@ -21,12 +21,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.execution.event_log import EVENTS_FILE
-from harness.runs.catalog import list_runs
-from harness.sweep.driver import run_sweep
-from harness.sweep.executors import LocalExecutor
-from harness.sweep.measure import ATTEMPT_PREFIX, clear_stale
-from harness.sweep.spec import SweepFile
+from streambench.harness.execution.event_log import EVENTS_FILE
+from streambench.harness.runs.catalog import list_runs
+from streambench.harness.sweep.driver import run_sweep
+from streambench.harness.sweep.executors import LocalExecutor
+from streambench.harness.sweep.measure import ATTEMPT_PREFIX, clear_stale
+from streambench.harness.sweep.spec import SweepFile
 from tests.harness.sweep_helpers import small_sweep
 
 pytestmark = pytest.mark.slow  # end to end through subprocesses: its own CI step (pytest -m slow)
@@ -53,7 +53,7 @@ def _start_hung_sweep(
     with every process it had then."""
     temp = tmp_path / "tmp"
     temp.mkdir()
-    command = [sys.executable, "-c", "from harness.cli import main; main()", "sweep"]
+    command = [sys.executable, "-c", "from streambench.harness.cli import main; main()", "sweep"]
     proc = subprocess.Popen(
         [*command, str(_sweep_file(tmp_path, model_in_process)), "--no-progress", *args],
         stdout=subprocess.PIPE,
@@ -159,7 +159,7 @@ def test_a_lost_attempt_leaves_no_directory_behind(tmp_path: Path, monkeypatch: 
 def test_a_signal_waits_for_a_held_block_then_stops_the_sweep() -> None:
     """A run being committed to the store is committed first (:func:`held`); elsewhere a signal stops the
     sweep at once; the exit code is the shell's."""
-    from harness.sweep.interrupts import SweepInterrupted, held, sweep_signals
+    from streambench.harness.sweep.interrupts import SweepInterrupted, held, sweep_signals
 
     before = signal.getsignal(signal.SIGTERM)
     steps: list[str] = []

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from adapters.reference import AVE_EVENT_CLASSES, class_signature
-from harness.datasets.synthetic import (
+from streambench.adapters.reference import AVE_EVENT_CLASSES, class_signature
+from streambench.harness.datasets.synthetic import (
     VIS_AUDIO_ONLY,
     VIS_AUDIO_VISUAL,
     VIS_BACKGROUND,
@@ -265,8 +265,8 @@ def test_an_unset_seed_builds_nothing_and_the_warmup_reveals_no_seed() -> None:
 
 
 def test_seeded_draws_a_secret_seed_keeps_a_given_one_and_leaves_files_alone() -> None:
-    from harness.datasets.audio_files import AudioFilesConfig
-    from harness.datasets.catalog import SECRET_SEED_BITS, given_seed_kind, seeded, withheld
+    from streambench.harness.datasets.audio_files import AudioFilesConfig
+    from streambench.harness.datasets.catalog import SECRET_SEED_BITS, given_seed_kind, seeded, withheld
 
     unset = SyntheticConfig(num_streams=2, duration_s=2.0)
     (first, kind), (second, _) = seeded(unset), seeded(unset)

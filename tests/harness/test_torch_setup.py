@@ -9,11 +9,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-from harness.datasets.synthetic import SyntheticConfig
-from harness.execution.config import IsolationConfig, RunConfig
-from harness.execution.engine import EngineConfig
-from harness.execution.isolation import IsolatedEngine
-from harness.execution.worker_process import WorkerCommand, default_pythonpath
+from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.engine import EngineConfig
+from streambench.harness.execution.isolation import IsolatedEngine
+from streambench.harness.execution.worker_process import WorkerCommand, default_pythonpath
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,8 +31,8 @@ def test_torch_is_configured_right_after_its_first_import_and_not_imported_befor
     printed = _fresh(
         """
         import importlib.util, os, sys
-        from harness.execution.torch_setup import configure_torch_when_imported
-        from harness.instruments.threads import ThreadConfig
+        from streambench.harness.execution.torch_setup import configure_torch_when_imported
+        from streambench.harness.instruments.threads import ThreadConfig
         threads = os.cpu_count() + 1
         config = ThreadConfig(intra_op=threads, env={"SB_TEST_VAR": "set"})
         check = configure_torch_when_imported(config, 1234)
@@ -53,8 +53,8 @@ def test_a_torch_imported_behind_the_hooks_back_is_reported() -> None:
     printed = _fresh(
         """
         import sys
-        from harness.execution.torch_setup import configure_torch_when_imported
-        from harness.instruments.threads import ThreadConfig
+        from streambench.harness.execution.torch_setup import configure_torch_when_imported
+        from streambench.harness.instruments.threads import ThreadConfig
         check = configure_torch_when_imported(ThreadConfig(), 1)
         sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_AfterImport"]
         import torch
@@ -72,8 +72,8 @@ def test_an_imported_torch_is_configured_at_once() -> None:
         """
         import torch
         torch.manual_seed(5)
-        from harness.execution.torch_setup import configure_torch_when_imported
-        from harness.instruments.threads import ThreadConfig
+        from streambench.harness.execution.torch_setup import configure_torch_when_imported
+        from streambench.harness.instruments.threads import ThreadConfig
         configure_torch_when_imported(ThreadConfig(), 99)
         print(torch.initial_seed())
         """
@@ -84,7 +84,7 @@ def test_an_imported_torch_is_configured_at_once() -> None:
 ADAPTER = """
 import sys
 
-from adapters.null import NullAdapter
+from streambench.adapters.null import NullAdapter
 
 
 class TorchProbe(NullAdapter):

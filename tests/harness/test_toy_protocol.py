@@ -16,18 +16,18 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.datasets.catalog import make_streams
-from harness.execution.config import RunConfig, run_id_for
-from harness.execution.engine import Engine
-from harness.execution.executor import ProgressHook
-from harness.execution.setup import build_adapter
-from harness.report.bundle import RunBundle, SectionSpec
-from harness.report.html import esc
-from harness.results.headline import Figure
-from harness.runs import registry
-from harness.runs.catalog import fix_data_seed, write_indexed
-from harness.runs.interface import Outcome, RunProtocol
+from streambench.harness.cli import app
+from streambench.harness.datasets.catalog import make_streams
+from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.engine import Engine
+from streambench.harness.execution.executor import ProgressHook
+from streambench.harness.execution.setup import build_adapter
+from streambench.harness.report.bundle import RunBundle, SectionSpec
+from streambench.harness.report.html import esc
+from streambench.harness.results.headline import Figure
+from streambench.harness.runs import registry
+from streambench.harness.runs.catalog import fix_data_seed, write_indexed
+from streambench.harness.runs.interface import Outcome, RunProtocol
 
 
 class ToyConfig(BaseModel):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from harness.io.trec import TrecFileError, read_qrels, read_run
-from protocols.metrics.ranking import map_at_k, ndcg_at_k
+from streambench.harness.io.trec import TrecFileError, read_qrels, read_run
+from streambench.protocols.metrics.ranking import map_at_k, ndcg_at_k
 
 RUN_TEXT = """q1 Q0 d1 1 2.5 sys
 q1 Q0 d2 2 1.25 sys

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.execution.config import RunConfig
-from harness.io.config_file import load_config_file
-from harness.runs.session import execute_run
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.io.config_file import load_config_file
+from streambench.harness.runs.session import execute_run
 from tests.data.speech_like import write_example
 
 pytest.importorskip("onnxruntime")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.results.files import load_result
+from streambench.harness.cli import app
+from streambench.harness.results.files import load_result
 
 BALLAST_MB = 256
 ARGS = ["run", "--adapter", "tests.support:BallastAdapter", "--option", f"ballast_mb={BALLAST_MB}"]

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from adapters.contract import Frame, Stream, StreamingAdapter
-from adapters.offenders import (
+from streambench.adapters.contract import Frame, Stream, StreamingAdapter
+from streambench.adapters.offenders import (
     CachingAdapter,
     CachingOptions,
     LeakyResetAdapter,
@@ -24,20 +24,20 @@ from adapters.offenders import (
     PeekingAdapter,
     sequence_gradient_support,
 )
-from adapters.offenders.rounding_cache import RoundingCacheAdapter, RoundingCacheOptions
-from adapters.reference import (
+from streambench.adapters.offenders.rounding_cache import RoundingCacheAdapter, RoundingCacheOptions
+from streambench.adapters.reference import (
     CausalReferenceAdapter,
     LookaheadOptions,
     LookaheadReferenceAdapter,
     default_classes,
 )
-from harness.datasets.synthetic import SyntheticConfig, make_streams
-from harness.execution.config import RunConfig
-from harness.execution.engine import Engine, EngineConfig
-from harness.runs.causality import occlude
-from harness.runs.causality_caching import caching_partners, control_share, unseen_control
-from harness.runs.causality_checks import nudge
-from protocols.causality import (
+from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.engine import Engine, EngineConfig
+from streambench.harness.runs.causality import occlude
+from streambench.harness.runs.causality_caching import caching_partners, control_share, unseen_control
+from streambench.harness.runs.causality_checks import nudge
+from streambench.protocols.causality import (
     CausalityConfig,
     CheckResult,
     compare_prefix,
@@ -48,7 +48,7 @@ from protocols.causality import (
     plan_occlusion,
     summarize,
 )
-from protocols.recording import StreamRecording
+from streambench.protocols.recording import StreamRecording
 
 CLASSES = default_classes()
 
@@ -618,8 +618,8 @@ def test_what_each_check_measured_is_named_in_the_cli_table() -> None:
 
     from rich.console import Console
 
-    from harness.results.summary import print_causality
-    from protocols.causality import CheckResult, measured_label, summarize
+    from streambench.harness.results.summary import print_causality
+    from streambench.protocols.causality import CheckResult, measured_label, summarize
 
     report = summarize(
         [

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from protocols.detection import (
+from streambench.protocols.detection import (
     DetectionConfig,
     aggregate,
     extract_scores,
@@ -19,7 +19,7 @@ from protocols.detection import (
     utterance_labels,
     utterance_scores,
 )
-from protocols.recording import StreamRecording
+from streambench.protocols.recording import StreamRecording
 
 CLASSES = ("fake", "real")
 FPS = 10  # frame i arrives at (i + 1) / 10 s

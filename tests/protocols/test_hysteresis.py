@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from protocols.hysteresis import (
+from streambench.protocols.hysteresis import (
     HysteresisConfig,
     PlannedStream,
     frame_weights,
@@ -17,8 +17,8 @@ from protocols.hysteresis import (
     plan,
     score,
 )
-from protocols.metrics.router import dtw_distance
-from protocols.recording import StreamRecording
+from streambench.protocols.metrics.router import dtw_distance
+from streambench.protocols.recording import StreamRecording
 
 
 def two_domain(w_a: list[float]) -> np.ndarray:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocols import online
-from protocols.online import DecisionRule, OnlineConfig
-from protocols.recording import StreamRecording, from_arrays, to_arrays
+from streambench.protocols import online
+from streambench.protocols.online import DecisionRule, OnlineConfig
+from streambench.protocols.recording import StreamRecording, from_arrays, to_arrays
 
 CLASSES = ("background", "event")
 MS = 1_000_000

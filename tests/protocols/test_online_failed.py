@@ -10,9 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocols import online
-from protocols.online import DecisionRule, OnlineConfig, OnlineScore
-from protocols.recording import FailedStream, StreamRecording, failed_from_arrays, failed_to_arrays
+from streambench.protocols import online
+from streambench.protocols.online import DecisionRule, OnlineConfig, OnlineScore
+from streambench.protocols.recording import (
+    FailedStream,
+    StreamRecording,
+    failed_from_arrays,
+    failed_to_arrays,
+)
 from tests.protocols.test_online import CLASSES, MS, labels_bg_then_event, one_hot_scores, point, recording
 
 CONFIG = OnlineConfig(bootstrap_resamples=50)

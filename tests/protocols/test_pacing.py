@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.pacing import (
+from streambench.protocols.pacing import (
     NOT_EMITTED_NS,
     PacingPolicy,
     computation_aware_delays,
@@ -23,7 +23,7 @@ from protocols.pacing import (
     replay_paced,
     replay_recording,
 )
-from protocols.recording import StreamRecording
+from streambench.protocols.recording import StreamRecording
 
 # Case A: period 10, no frame ever waits for long enough to be dropped.
 ARR_A = [10, 20, 30, 40]

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adapters.contract import AdapterInfo, Frame, Prediction
-from harness.datasets.synthetic import SyntheticConfig, classes
-from harness.execution.config import RunConfig
-from harness.runs.robustness import execute_robustness
-from protocols import online
-from protocols.robustness import Failure, RobustnessConfig, plan, score
+from streambench.adapters.contract import AdapterInfo, Frame, Prediction
+from streambench.harness.datasets.synthetic import SyntheticConfig, classes
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.runs.robustness import execute_robustness
+from streambench.protocols import online
+from streambench.protocols.robustness import Failure, RobustnessConfig, plan, score
 from tests.protocols.test_online import labels_bg_then_event
 from tests.protocols.test_online_failed import failed, perfect
 
@@ -85,7 +85,7 @@ def test_sweep_records_failures_and_drops(tmp_path: Path) -> None:
 def test_cli_robustness_prints_the_table(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from streambench.harness.cli import app
 
     args = [
         "run",

@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from protocols.recording import StreamRecording
-from protocols.session_audit import AuditVariant, SessionAuditConfig, judge_session_audit, plan_session_audit
+from streambench.protocols.recording import StreamRecording
+from streambench.protocols.session_audit import (
+    AuditVariant,
+    SessionAuditConfig,
+    judge_session_audit,
+    plan_session_audit,
+)
 
 
 def _recording(scores: np.ndarray, stream_id: str = "a") -> StreamRecording:

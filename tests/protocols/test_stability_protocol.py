@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocols.recording import StreamRecording, StreamRole
-from protocols.stability import StabilityConfig, frame_features, relation, score
+from streambench.protocols.recording import StreamRecording, StreamRole
+from streambench.protocols.stability import StabilityConfig, frame_features, relation, score
 
 # stream A (K = 2): {0,1} {1,2} {1,2} {3,4} {0,1}; stream B: {0,1} three times
 A = [[0, 1], [1, 2], [1, 2], [3, 4], [0, 1]]

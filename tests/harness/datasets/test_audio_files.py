@@ -12,7 +12,7 @@ import soundfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.datasets.audio_files import (
+from streambench.harness.datasets.audio_files import (
     AudioFileError,
     AudioFilesConfig,
     AudioLabelPair,
@@ -20,7 +20,7 @@ from harness.datasets.audio_files import (
     streams,
     warmup_stream,
 )
-from harness.io.labels import LabelFileError, LabelSpan
+from streambench.harness.io.labels import LabelFileError, LabelSpan
 
 
 def wav(path: Path, data: np.ndarray, rate: int) -> Path:

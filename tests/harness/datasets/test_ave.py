@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.datasets.ave import (
+from streambench.harness.datasets.ave import (
     AVE_CATEGORIES,
     AVE_CLASSES,
     AveConfig,
@@ -20,7 +20,7 @@ from harness.datasets.ave import (
     streams,
     warmup_stream,
 )
-from harness.io.annotations import AnnotationFileError
+from streambench.harness.io.annotations import AnnotationFileError
 
 ANNOTATIONS = (
     "Category&VideoID&Quality&StartTime&EndTime\n"

@@ -11,12 +11,12 @@ import pytest
 import soundfile
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.datasets.audio_files import AudioFilesConfig
-from harness.datasets.synthetic import SyntheticConfig
-from harness.execution.config import RunConfig
-from harness.results.files import load_result
-from harness.runs.session import execute_run
+from streambench.harness.cli import app
+from streambench.harness.datasets.audio_files import AudioFilesConfig
+from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.results.files import load_result
+from streambench.harness.runs.session import execute_run
 
 RATE = 16000
 

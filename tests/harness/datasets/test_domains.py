@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adapters.router import DOMAIN_MODALITY, domain_signature
-from harness.datasets.domains import (
+from streambench.adapters.router import DOMAIN_MODALITY, domain_signature
+from streambench.harness.datasets.domains import (
     DomainSource,
     Segment,
     aba_stream,

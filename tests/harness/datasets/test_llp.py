@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.datasets.ave import FeatureFileError
-from harness.datasets.llp import LLP_CLASSES, LLP_EVENTS, LlpConfig, streams, warmup_stream
-from harness.io.annotations import AnnotationFileError
+from streambench.harness.datasets.ave import FeatureFileError
+from streambench.harness.datasets.llp import LLP_CLASSES, LLP_EVENTS, LlpConfig, streams, warmup_stream
+from streambench.harness.io.annotations import AnnotationFileError
 
 HEADER = "filename\tonset\toffset\tevent_labels\n"
 AUDIO = HEADER + (

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from adapters.contract import Stream
-from harness.datasets.catalog import make_streams, make_warmup_stream
-from harness.datasets.spoof import (
+from streambench.adapters.contract import Stream
+from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+from streambench.harness.datasets.spoof import (
     GainAugmentation,
     NoiseAugmentation,
     SpoofConfig,
@@ -19,7 +19,7 @@ from harness.datasets.spoof import (
     streams,
     warmup_stream,
 )
-from harness.execution.config import RunConfig
+from streambench.harness.execution.config import RunConfig
 
 SMALL = SpoofConfig(seed=0, num_utterances=8, min_duration_s=1.0, max_duration_s=3.0, cut_length_s=2.0)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.instruments.cuda_timing import CudaEventTimer
+from streambench.harness.instruments.cuda_timing import CudaEventTimer
 
 
 class FakeEvent:

@@ -8,9 +8,9 @@ import re
 import numpy as np
 import pytest
 
-from adapters.contract import Frame, Stream
-from harness.datasets.synthetic import SyntheticConfig, make_streams
-from harness.instruments.data_hash import hash_streams
+from streambench.adapters.contract import Frame, Stream
+from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
+from streambench.harness.instruments.data_hash import hash_streams
 
 
 def tiny_stream(stream_id: str = "a", payload: list[float] | None = None) -> Stream:

@@ -16,8 +16,8 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from harness.instruments import manifest as manifest_module
-from harness.instruments.manifest import (
+from streambench.harness.instruments import manifest as manifest_module
+from streambench.harness.instruments.manifest import (
     FINGERPRINT_FIELDS,
     NVML_FIELDS,
     EnvironmentManifest,
@@ -27,7 +27,7 @@ from harness.instruments.manifest import (
     git_state,
     read_cpu_model,
 )
-from harness.instruments.threads import THREAD_ENV_VARS
+from streambench.harness.instruments.threads import THREAD_ENV_VARS
 
 ROOT = Path(__file__).resolve().parents[3]
 SEEDS = {"dataset": 0, "torch": 0, "split": 0}
@@ -50,7 +50,9 @@ def fake_root(tmp_path: Path, governor: str | None = "performance", clocksource:
 
 @pytest.fixture(scope="module")
 def manifest() -> EnvironmentManifest:
-    return collect_manifest(SEEDS, data_hash="ab" * 32, adapter_module="adapters.reference:ReferenceAdapter")
+    return collect_manifest(
+        SEEDS, data_hash="ab" * 32, adapter_module="streambench.adapters.reference:ReferenceAdapter"
+    )
 
 
 def test_readable_items_equal_independent_reads(manifest: EnvironmentManifest) -> None:
@@ -84,7 +86,7 @@ def test_torch_flags_equal_torch(manifest: EnvironmentManifest) -> None:
 
 
 def test_unreadable_items_are_none_with_a_reason(manifest: EnvironmentManifest) -> None:
-    from harness.instruments.nvml import read_lock_items
+    from streambench.harness.instruments.nvml import read_lock_items
 
     for name in NVML_FIELDS:  # read through harness/instruments/nvml.py, null with its reason where unread
         item = getattr(manifest, name)
@@ -148,7 +150,9 @@ def test_manifest_is_json_serialisable(manifest: EnvironmentManifest) -> None:
 def test_fingerprint_is_stable_across_collections_and_ignores_provenance(tmp_path: Path) -> None:
     root = fake_root(tmp_path)
     first = collect_manifest(SEEDS, data_hash="aa", root=root)
-    second = collect_manifest({"dataset": 7}, data_hash="bb", adapter_module="adapters.reference", root=root)
+    second = collect_manifest(
+        {"dataset": 7}, data_hash="bb", adapter_module="streambench.adapters.reference", root=root
+    )
     assert first.collected_at <= second.collected_at
     assert re.fullmatch(r"[0-9a-f]{16}", fingerprint(first))
     assert fingerprint(first) == fingerprint(second)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.instruments.memory import MemoryProbe, MemoryReport
+from streambench.harness.instruments.memory import MemoryProbe, MemoryReport
 
 MB50 = 50 * 1024 * 1024
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.instruments.model_files import model_files
+from streambench.harness.cli import app
+from streambench.harness.instruments.model_files import model_files
 
 ADAPTER = '''
 from pydantic import Field
-from adapters.null import NullAdapter, NullOptions
+from streambench.adapters.null import NullAdapter, NullOptions
 
 
 class WeightsOptions(NullOptions):
@@ -84,7 +84,7 @@ def test_a_model_retrained_in_place_cannot_join_the_run_of_the_old_one(
 
 
 def test_a_registry_adapter_records_that_no_file_was_named(tmp_path: Path) -> None:
-    from harness.instruments.manifest import collect_manifest
+    from streambench.harness.instruments.manifest import collect_manifest
 
     manifest = collect_manifest({}, adapter_options={"classes": ["a"]}, nvml={})
     assert manifest.model_files.value is None

@@ -12,8 +12,13 @@ from typing import Any
 
 import pytest
 
-from harness.instruments import nvml
-from harness.instruments.nvml import NvmlGpuSensor, SensorError, decode_throttle_reasons, open_gpu_sensors
+from streambench.harness.instruments import nvml
+from streambench.harness.instruments.nvml import (
+    NvmlGpuSensor,
+    SensorError,
+    decode_throttle_reasons,
+    open_gpu_sensors,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 NVML_MODULE = ROOT / "harness" / "instruments" / "nvml.py"
@@ -211,7 +216,7 @@ def test_missing_library(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_missing_library_does_not_break_importing_the_module() -> None:
     code = (
         "import sys; sys.modules['pynvml'] = None\n"
-        "from harness.instruments import nvml, power\n"
+        "from streambench.harness.instruments import nvml, power\n"
         "print(nvml.open_gpu_sensors()[1]); print(power.PowerMeter.open().stop().reason)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -337,7 +342,7 @@ def test_lock_items_for_the_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
     assert clocks["1"] == {"applications_sm_mhz": None, "applications_mem_mhz": None}
     assert fake.refs == 0  # NVML's reference released
 
-    from harness.instruments.manifest import collect_manifest
+    from streambench.harness.instruments.manifest import collect_manifest
 
     manifest = collect_manifest({})
     assert manifest.nvidia_driver.value == "550.54.15" and manifest.gpu_power_limit.value == {

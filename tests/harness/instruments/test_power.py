@@ -11,10 +11,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from harness.instruments import power
-from harness.instruments.nvml import GpuSensor
-from harness.instruments.power import EnergyReport, PowerConfig, PowerMeter, trapezoid_j
-from harness.instruments.replay import LOG_COLUMNS, ManualClock, ReplayGpuSensor, read_log, record_log
+from streambench.harness.instruments import power
+from streambench.harness.instruments.nvml import GpuSensor
+from streambench.harness.instruments.power import EnergyReport, PowerConfig, PowerMeter, trapezoid_j
+from streambench.harness.instruments.replay import (
+    LOG_COLUMNS,
+    ManualClock,
+    ReplayGpuSensor,
+    read_log,
+    record_log,
+)
 
 
 def write_log(path: Path, rows: list[dict[str, Any]], extra: tuple[str, ...] = ()) -> Path:

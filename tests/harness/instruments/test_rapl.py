@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.instruments.rapl import RaplMeter, RaplReport, find_rapl_zones
-from harness.instruments.replay import ManualClock
+from streambench.harness.instruments.rapl import RaplMeter, RaplReport, find_rapl_zones
+from streambench.harness.instruments.replay import ManualClock
 
 MAX_RANGE = 262_143_328_850  # a typical max_energy_range_uj
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from harness.instruments.threads import THREAD_ENV_VARS, ThreadConfig, apply, read_thread_env
+from streambench.harness.instruments.threads import THREAD_ENV_VARS, ThreadConfig, apply, read_thread_env
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -78,7 +78,7 @@ def test_inter_op_equal_to_current_is_not_sent_to_torch(monkeypatch: pytest.Monk
 def test_inter_op_set_once_then_refused_in_a_fresh_process() -> None:
     script = (
         "import json\n"
-        "from harness.instruments.threads import ThreadConfig, apply\n"
+        "from streambench.harness.instruments.threads import ThreadConfig, apply\n"
         "first = apply(ThreadConfig(inter_op=1))\n"
         "second = apply(ThreadConfig(inter_op=2))\n"
         "print(json.dumps([first.model_dump(mode='json'), second.model_dump(mode='json')]))\n"

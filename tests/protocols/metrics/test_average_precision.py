@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import average_precision_score
 
-from protocols.metrics.precision import EventMAP, average_precision, event_map
+from streambench.protocols.metrics.precision import EventMAP, average_precision, event_map
 
 INTERPOLATIONS: tuple[Any, ...] = ("voc11", "all_points", "coco101", "step")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from protocols.metrics.bootstrap import bootstrap_micro_f1, bootstrap_ratio, spread
+from streambench.protocols.metrics.bootstrap import bootstrap_micro_f1, bootstrap_ratio, spread
 
 
 def _loop_ratio(num: np.ndarray, den: np.ndarray, n: int, seed: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss
 from torchmetrics.functional.classification import binary_calibration_error
 
-from protocols.metrics.calibration import brier, ece, mce, reliability_bins
+from streambench.protocols.metrics.calibration import brier, ece, mce, reliability_bins
 
 # seed 003, worked example: A conf 0.80 correct, B conf 0.50 correct, C conf 0.55 wrong
 SEED_CONF = [0.80, 0.50, 0.55]

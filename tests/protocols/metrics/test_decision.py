@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from protocols.metrics import apply_thresholds, apply_top_k, tune_class_thresholds
+from streambench.protocols.metrics import apply_thresholds, apply_top_k, tune_class_thresholds
 
 SCORES = np.array([[0.2, 0.5, 0.9], [0.5, 0.49, 0.1]])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocols.metrics import (
+from streambench.protocols.metrics import (
     apply_thresholds,
     class_counts,
     exact_match_accuracy,

@@ -19,7 +19,7 @@ from sklearn.metrics import (
     roc_curve,
 )
 
-from protocols.metrics.detection import (
+from streambench.protocols.metrics.detection import (
     det_curve_points,
     detection_metrics,
     eer,

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from protocols.metrics.efficiency import (
+from streambench.protocols.metrics.efficiency import (
     composite_score,
     energy_per_frame,
     flops_normalised_latency,

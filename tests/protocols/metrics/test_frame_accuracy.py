@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score
 
-from protocols.metrics import exact_match_accuracy, frame_accuracy
+from streambench.protocols.metrics import exact_match_accuracy, frame_accuracy
 
 
 def test_frame_accuracy_hand_case() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from protocols.metrics import LatencySummary, fps, latency_summary, rtf
+from streambench.protocols.metrics import LatencySummary, fps, latency_summary, rtf
 
 
 def test_seed_worked_example_fps_and_rtf() -> None:

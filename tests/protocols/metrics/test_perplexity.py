@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import gmean
 
-from protocols.metrics.language import perplexity
+from streambench.protocols.metrics.language import perplexity
 
 
 def test_seed_formula_inverse_geometric_mean_of_probabilities() -> None:

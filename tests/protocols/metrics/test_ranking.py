@@ -15,8 +15,8 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import protocols.metrics.ranking as ranking_module
-from protocols.metrics.ranking import (
+import streambench.protocols.metrics.ranking as ranking_module
+from streambench.protocols.metrics.ranking import (
     ScorePrecision,
     f1_at_k,
     hit_at_k,

@@ -14,8 +14,14 @@ from hypothesis.extra.numpy import arrays
 from scipy.spatial import distance
 from scipy.stats import entropy
 
-import protocols.metrics.router as router_module
-from protocols.metrics.router import dtw_distance, hysteresis_area, return_gap, switch_lag, weight_entropy
+import streambench.protocols.metrics.router as router_module
+from streambench.protocols.metrics.router import (
+    dtw_distance,
+    hysteresis_area,
+    return_gap,
+    switch_lag,
+    weight_entropy,
+)
 
 # --------------------------------------------------------------------------------------------------
 # literal transcriptions of seed 001's formulas (the seed has no code)

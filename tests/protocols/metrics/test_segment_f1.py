@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from protocols.metrics import (
+from streambench.protocols.metrics import (
     ClassCounts,
     class_counts,
     f1_from_counts,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from protocols.metrics.stability import (
+from streambench.protocols.metrics.stability import (
     activation_runs,
     flips_from_jaccard,
     flips_jaccard_bound,

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from protocols.metrics.tiou import ACTIVITYNET_TIOU_THRESHOLDS, Segments, TIoUMAP, tiou_map
+from streambench.protocols.metrics.tiou import ACTIVITYNET_TIOU_THRESHOLDS, Segments, TIoUMAP, tiou_map
 
 
 def segs(rows: list[tuple[Any, ...]], with_score: bool = False) -> Segments:

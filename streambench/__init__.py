@@ -1,0 +1,61 @@
+"""streambench: a benchmark harness for causal (streaming) models.
+
+The installed package holds the repository's three floors under one name, so that no top-level name of
+ours collides with another distribution's (AdapterHub installs ``adapters``):
+
+- ``streambench.harness``: runs models (the repository's ``harness/``);
+- ``streambench.protocols``: pure plan and score (``protocols/``);
+- ``streambench.adapters``: the data contract and the models (``adapters/``).
+
+pyproject.toml maps each floor from its directory (``[tool.setuptools.package-dir]``); the links in this
+directory (``streambench/harness`` -> ``../harness``, ...) give tools that read the source tree (mypy, an
+interpreter started in a checkout) the same layout.
+
+The names in ``__all__`` are the public API; everything else is internal and may change between
+releases. They are imported on first use (PEP 562), so ``import streambench`` (and the command line,
+which lives below it) costs no numpy, pydantic or torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from streambench.adapters.contract import (
+        AdapterInfo,
+        AdapterOptions,
+        Frame,
+        Prediction,
+        StreamingAdapter,
+    )
+
+try:
+    __version__ = version("streambench")
+except PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = "0+unknown"
+
+_PUBLIC = {
+    # for adapter authors: the data contract (DESIGN.md "The data contract")
+    "AdapterInfo": "streambench.adapters.contract",
+    "AdapterOptions": "streambench.adapters.contract",
+    "Frame": "streambench.adapters.contract",
+    "Prediction": "streambench.adapters.contract",
+    "StreamingAdapter": "streambench.adapters.contract",
+}
+
+__all__ = ["AdapterInfo", "AdapterOptions", "Frame", "Prediction", "StreamingAdapter", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'streambench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
