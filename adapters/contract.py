@@ -30,6 +30,7 @@ __all__ = [
     "Prediction",
     "StageTimer",
     "Stream",
+    "StreamKey",
     "StreamingAdapter",
 ]
 
@@ -128,6 +129,10 @@ class Stream:
 
 
 Capability = Literal["sequence", "stages", "features", "weights"]
+
+StreamKey = int
+"""The opaque key of one stream in :meth:`StreamingAdapter.predict_batch`: the harness draws a fresh key per
+stream and never reuses it, so a key the adapter has not seen is a new stream (its state starts afresh)."""
 
 
 class _Stage:
@@ -247,3 +252,15 @@ class StreamingAdapter(abc.ABC):
     def predict_sequence(self, frames: Sequence[Frame]) -> list[Prediction]:  # pragma: no cover
         """Optional: run a whole sequence at once with a causal mask (capability ``sequence``)."""
         raise NotImplementedError(f"{type(self).__name__} has no sequence mode")
+
+    max_batch_size: int = 0
+    """The largest batch :meth:`predict_batch` takes; 0: the adapter has no batch mode (issue 28)."""
+
+    def predict_batch(self, items: Sequence[tuple[StreamKey, Frame]]) -> list[PredictOutput]:
+        """Optional (``max_batch_size > 0``): one frame of each of several live streams in one call, as a
+        server batches them (Triton's dynamic batcher; the state of each stream batched along the batch
+        axis). Returns one output per item, in order, each what :meth:`predict` would return for that
+        stream's frame. The adapter keeps a state per key (a new key: a fresh state) and
+        :meth:`reset_state` forgets every stream. A batch holds at most one frame per key, each only after
+        it arrived; it must not depend on which other streams share the batch (causal across streams)."""
+        raise NotImplementedError(f"{type(self).__name__} has no batch mode")

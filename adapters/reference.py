@@ -51,6 +51,7 @@ from streambench.adapters.contract import (
     PredictOutput,
     StageTimer,
     StreamingAdapter,
+    StreamKey,
 )
 
 __all__ = [
@@ -132,6 +133,21 @@ class MatchedFilterFusion(nn.Module):
         fused[0] = stacked[:, 0].amax()  # background: only as high as the least sure modality
         return fused * self.sign
 
+    def forward_batch(self, inputs: Sequence[torch.Tensor], present: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` for a batch (issue 28): ``inputs[k]`` the payloads ``[B, D_k]`` of modality
+        ``k`` (zeros where missing), ``present`` ``[K, B]`` bool. Returns the fused logits ``[B, C]``, each
+        row as :meth:`forward` fuses the modalities present in it (rows with none: zeros)."""
+        buffers = self._buffers
+        signed = torch.stack(
+            [torch.mm(x, buffers[self._buffer_names[k]].t()) for k, x in enumerate(inputs)]  # type: ignore[union-attr]
+        )  # [K, B, C]
+        mask = present.unsqueeze(2)
+        count = present.sum(dim=0).clamp(min=1).unsqueeze(1)
+        fused = (signed * mask).sum(dim=0) / count
+        background = signed[:, :, 0].masked_fill(~present, float("-inf")).amax(dim=0)
+        fused[:, 0] = torch.where(present.any(dim=0), background, torch.zeros_like(background))
+        return fused * self.sign
+
 
 class CausalReferenceAdapter(StreamingAdapter):
     """Causal reference model: matched filters, late fusion, leaky integration, softmax.
@@ -156,6 +172,7 @@ class CausalReferenceAdapter(StreamingAdapter):
         self._scale = torch.full((len(self._classes),), 1.0 / float(opts.temperature))
         self._uniform = np.full(len(self._classes), 1.0 / len(self._classes), dtype=np.float32)
         self._state: torch.Tensor | None = None
+        CausalReferenceAdapter.reset_state(self)
         self.stages = StageTimer()
         self._info = AdapterInfo(
             name=self.NAME,
@@ -172,6 +189,9 @@ class CausalReferenceAdapter(StreamingAdapter):
 
     def reset_state(self) -> None:
         self._state = None
+        self._rows: dict[StreamKey, int] = {}  # batch mode: every stream forgotten
+        self._table = torch.zeros(16, len(self._classes))
+        self._started = torch.zeros(16, dtype=torch.bool)
 
     def _fused_logits(self, frame: Frame) -> torch.Tensor | None:
         """Fused logits of one frame from the modalities present (``None`` if all are missing)."""
@@ -215,6 +235,58 @@ class CausalReferenceAdapter(StreamingAdapter):
                 scores = self._scores(self._state)
             return Prediction(scores=scores)
 
+    # batch mode (issue 28): one frame of each of several streams, their states stacked along the batch axis
+
+    max_batch_size = 4096
+
+    def _batch_rows(self, keys: Sequence[StreamKey]) -> torch.Tensor:
+        """The state row of each key (a new key gets a fresh row; the table doubles when full)."""
+        rows = self._rows
+        for key in keys:
+            if key not in rows:
+                if len(rows) == self._table.shape[0]:
+                    self._table = torch.cat([self._table, torch.zeros_like(self._table)])
+                    self._started = torch.cat([self._started, torch.zeros_like(self._started)])
+                rows[key] = len(rows)
+        return torch.tensor([rows[key] for key in keys], dtype=torch.long)
+
+    def predict_batch(self, items: Sequence[tuple[StreamKey, Frame]]) -> list[PredictOutput]:
+        """:meth:`predict` of each item's stream, in one pass: the matched filters as one ``[B, D] x [D, C]``
+        product per modality, the leaky integration and the softmax on the stacked states ``[B, C]``."""
+        if len(items) != len({key for key, _ in items}):
+            raise ValueError("a batch holds at most one frame per stream")
+        with torch.inference_mode():
+            payloads = []
+            present = torch.zeros(len(self._modalities), len(items), dtype=torch.bool)
+            for k, (modality, dim) in enumerate(zip(self._modalities, self._dims, strict=True)):
+                block = np.zeros((len(items), dim), dtype=np.float32)
+                for b, (_, frame) in enumerate(items):
+                    payload = frame.inputs.get(modality)
+                    if payload is None:
+                        continue
+                    array = np.asarray(payload, dtype=np.float32)
+                    if array.shape != (dim,):
+                        raise ValueError(
+                            f"frame {frame.index}: {modality!r} payload has shape {array.shape}, "
+                            f"expected ({dim},)"
+                        )
+                    block[b] = array
+                    present[k, b] = True
+                payloads.append(torch.from_numpy(block))
+            logits = self.model.forward_batch(payloads, present)
+            rows = self._batch_rows([key for key, _ in items])
+            fed = present.any(dim=0)
+            state = self._table.index_select(0, rows)
+            started = self._started.index_select(0, rows)
+            new = torch.where(started.unsqueeze(1), torch.lerp(state, logits, self._gain), logits)
+            new = torch.where(fed.unsqueeze(1), new, state)
+            self._table.index_copy_(0, rows, new)
+            self._started.index_copy_(0, rows, started | fed)
+            scores = torch.softmax(new * self._scale, dim=1).numpy()
+            uniform = ~(started | fed).numpy()
+            scores[uniform] = self._uniform
+        return [Prediction(scores=row) for row in scores]
+
 
 class LookaheadReferenceAdapter(CausalReferenceAdapter):
     """Reference model with a fixed look-ahead of ``L`` frames (algorithmic delay ``L / fps``).
@@ -228,6 +300,7 @@ class LookaheadReferenceAdapter(CausalReferenceAdapter):
 
     Options = LookaheadOptions
     NAME: ClassVar[str] = "reference-lookahead"
+    max_batch_size = 0  # its look-ahead window is kept for one stream only: no batch mode
 
     def __init__(self, options: LookaheadOptions | None = None) -> None:
         opts = options if options is not None else LookaheadOptions()
@@ -240,6 +313,9 @@ class LookaheadReferenceAdapter(CausalReferenceAdapter):
         self._present = [False] * self._width
         self._position = 0
         self._pending: deque[int] = deque(maxlen=self._lookahead + 1)
+
+    def predict_batch(self, items: Sequence[tuple[StreamKey, Frame]]) -> list[PredictOutput]:
+        raise NotImplementedError(f"{self.NAME} has no batch mode (its look-ahead window is one stream's)")
 
     def reset_state(self) -> None:
         super().reset_state()

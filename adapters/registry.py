@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.metadata
 import os
 import sys
 import typing
@@ -16,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from streambench.adapters.contract import Adapter, AdapterOptions
+from streambench.adapters.contract import Adapter, AdapterOptions, StreamingAdapter
 
 __all__ = ["REGISTRY", "AdapterLoadError", "create_adapter", "resolve"]
 
@@ -76,7 +77,27 @@ REGISTRY: dict[str, str] = {
 offenders of :mod:`streambench.adapters.offenders` (test fixtures, not models), registered so the README's
 demonstration can name them."""
 
+ENTRY_POINT_GROUP = "streambench.adapters"
+"""Installed plug-ins name their adapters in this entry-point group (``name = "module:Class"``, a
+:class:`StreamingAdapter` subclass); a name of :data:`REGISTRY` cannot be taken by a plug-in."""
+
 DATA_BOUND_OPTIONS = ("classes", "input_dims")
+
+
+def plugins() -> dict[str, tuple[str, str]]:
+    """The adapters installed packages declare (:data:`ENTRY_POINT_GROUP`): name -> (``module:Class``,
+    the distribution that declared it); read from the installed metadata, nothing imported."""
+    found: dict[str, tuple[str, str]] = {}
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name not in REGISTRY:
+            dist = entry.dist.name if entry.dist is not None else "an unknown distribution"
+            found.setdefault(entry.name, (entry.value, dist))
+    return found
+
+
+def known() -> dict[str, str]:
+    """Every adapter name: the built-in registry's, then the plug-ins' (name -> ``module:Class``)."""
+    return {**REGISTRY, **{name: target for name, (target, _) in plugins().items()}}
 
 
 class AdapterLoadError(LookupError):
@@ -127,12 +148,13 @@ def _old_path_error(name: str, module_name: str, exc: ImportError) -> AdapterLoa
 
 def resolve(name: str) -> type:
     """Return the adapter class for a registry name or a ``module:Class`` path."""
-    target = REGISTRY.get(name, name)
+    names = known()
+    target = names.get(name, name)
     if ":" not in target:
-        hint = difflib.get_close_matches(name, list(REGISTRY), n=3, cutoff=0.5)
+        hint = difflib.get_close_matches(name, list(names), n=3, cutoff=0.5)
         suggestion = f" Did you mean {' or '.join(repr(h) for h in hint)}?" if hint else ""
         raise AdapterLoadError(
-            f"unknown adapter {name!r}.{suggestion} Known adapters: {', '.join(sorted(REGISTRY))}; "
+            f"unknown adapter {name!r}.{suggestion} Known adapters: {', '.join(sorted(names))}; "
             "or give an importable 'module:Class'."
         )
     module_name, _, class_name = target.partition(":")
@@ -157,6 +179,12 @@ def resolve(name: str) -> type:
         ) from None
     if not isinstance(cls, type):
         raise AdapterLoadError(f"adapter {name!r}: {target!r} is not a class")
+    plugin = plugins().get(name) if name not in REGISTRY else None
+    if plugin is not None and not issubclass(cls, StreamingAdapter):
+        raise AdapterLoadError(
+            f"adapter {name!r}: the entry point of {plugin[1]} ({ENTRY_POINT_GROUP}) names {target!r}, which "
+            "is not a StreamingAdapter subclass"
+        )
     return cls
 
 

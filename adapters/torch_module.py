@@ -39,6 +39,7 @@ from streambench.adapters.contract import (
     Prediction,
     PredictOutput,
     StreamingAdapter,
+    StreamKey,
 )
 
 __all__ = [
@@ -90,6 +91,13 @@ class DrivenOptions(AdapterOptions):
         "the causality protocol checks (stream/sequence equivalence, perturbation, gradient flow)",
     )
     name: str | None = Field(None, description="name recorded in results; default: the factory or file")
+    max_batch_size: int = Field(
+        0,
+        ge=0,
+        description="batch mode (issue 28; state mode only): the largest batch forward(x [B, D], state) "
+        "takes, the state batched along state_batch_axis; 0: no batch mode",
+    )
+    state_batch_axis: int = Field(0, description="the batch axis of the state (a GRU's h [L, B, H]: 1)")
 
 
 class TorchModuleOptions(DrivenOptions):
@@ -218,6 +226,10 @@ class TorchDriven(StreamingAdapter):
             capabilities=frozenset({"sequence"}) if self._sequence is not None else frozenset(),
         )
         self._state: Any = None
+        self._states: dict[StreamKey, Any] = {}  # batch mode: the state of each stream, batch axis size 1
+        if options.max_batch_size and options.mode != "state":
+            raise self.load_error("max_batch_size needs mode 'state' (a stateful module keeps one state)")
+        self.max_batch_size = options.max_batch_size
         if options.input_dims is not None:
             self._dry_run(options.input_dims)
         self.reset_state()
@@ -244,6 +256,7 @@ class TorchDriven(StreamingAdapter):
         if self._reset is not None:
             self._reset()
         self._state = self._initial_state() if self._initial_state is not None else None
+        self._states = {}
 
     def _scores(self, logits: Any) -> np.ndarray:
         return scores_from_output(logits, self.opts.output, self._info.num_classes)
@@ -264,6 +277,44 @@ class TorchDriven(StreamingAdapter):
 
     def predict(self, frame: Frame) -> PredictOutput:
         return Prediction(scores=self._step(frame_vector(frame, self._modalities, self.opts.input_dims)))
+
+    # batch mode (option max_batch_size): one frame of each of several streams in one forward
+
+    def predict_batch(self, items: Sequence[tuple[StreamKey, Frame]]) -> list[PredictOutput]:
+        """``forward(x [B, D], state)`` once for the items whose streams have a state and once for those
+        that start from ``None`` (a module without ``initial_state``); each state is cut out of the batch
+        along ``state_batch_axis`` and kept under its key."""
+        if not self.max_batch_size:
+            raise NotImplementedError(f"{self._info.name}: batch mode is off (option max_batch_size)")
+        if len(items) > self.max_batch_size:
+            raise ValueError(f"a batch of {len(items)} exceeds max_batch_size = {self.max_batch_size}")
+        if len(items) != len({key for key, _ in items}):
+            raise ValueError("a batch holds at most one frame per stream")
+        initial = self._initial_state
+        states = [
+            self._states[key] if key in self._states else (initial() if initial is not None else None)
+            for key, _ in items
+        ]
+        scores: list[np.ndarray | None] = [None] * len(items)
+        for fresh in (False, True):
+            group = [b for b, state in enumerate(states) if (state is None) == fresh]
+            if not group:
+                continue
+            vectors = [frame_vector(items[b][1], self._modalities, self.opts.input_dims) for b in group]
+            x = torch.from_numpy(np.stack(vectors)).to(self.device)
+            state = None if fresh else _cat_states([states[b] for b in group], self.opts.state_batch_axis)
+            with torch.inference_mode():
+                out = self.module(x, state)
+            if not isinstance(out, tuple | list) or len(out) != 2:
+                returned = type(out).__name__
+                raise TypeError(f"forward(x, state) returned {returned}, expected (logits, new_state)")
+            logits, new_state = out
+            for position, (b, piece) in enumerate(
+                zip(group, _split_state(new_state, len(group), self.opts.state_batch_axis), strict=True)
+            ):
+                self._states[items[b][0]] = piece
+                scores[b] = self._scores(logits[position])
+        return [Prediction(scores=row) for row in scores if row is not None]
 
     # sequence mode (option sequence_method): the module's own sequence method, forwarded
 
@@ -316,6 +367,25 @@ class TorchModuleAdapter(TorchDriven):
             module, options.mode, TorchModuleLoadError, "a module with a reset method", type(module).__name__
         )
         self._drive(module, options, options.name or options.factory, bound)
+
+
+def _cat_states(states: Sequence[Any], axis: int) -> Any:
+    """Per-stream states (tensors, or tuples of tensors) joined along the batch axis."""
+    if isinstance(states[0], tuple | list):
+        return type(states[0])(torch.cat(parts, dim=axis) for parts in zip(*states, strict=True))
+    return torch.cat(list(states), dim=axis)
+
+
+def _split_state(state: Any, size: int, axis: int) -> list[Any]:
+    """A batched state cut into ``size`` per-stream states along the batch axis."""
+    if isinstance(state, tuple | list):
+        pieces = [torch.split(part, 1, dim=axis) for part in state]
+        if any(len(p) != size for p in pieces):
+            raise ValueError(f"the new state's batch axis {axis} does not hold {size} streams")
+        return [type(state)(parts) for parts in zip(*pieces, strict=True)]
+    if not isinstance(state, torch.Tensor) or state.shape[axis] != size:
+        raise ValueError(f"the new state's batch axis {axis} does not hold {size} streams")
+    return list(torch.split(state, 1, dim=axis))
 
 
 def bind_mode(

@@ -19,6 +19,15 @@ A stream the adapter failed on is never dropped: it counts in every accuracy and
 wrongly on every unit (the complement of its reference), which can never score above any answer the
 model could have given (protocols/online_units.py, issue 24 item 5); the speed figures are over the
 frames actually measured. The failed streams are listed in :attr:`OnlineScore.failed`.
+
+Which classes an F1 counts (issue 27): every class not in ``exclude_classes``, except in a *binary*
+task — two classes, one of them the background (the data set's "no event" class,
+:func:`~streambench.protocols.online_events.background_class`) — where every F1 is the positive class's
+(``binary_f1="positive"``, the default): micro F1 over both classes of a one-hot binary task equals the
+frame accuracy. :attr:`OnlineScore.scored_classes` names them; ``f1_micro_all_classes`` keeps the micro
+F1 over every class, the figure before issue 27. Accuracy is exact-match over every class either way.
+Event-level figures (onset / offset delay on the computation-aware clock, misses, false alarms per hour,
+event F1 with a collar) are in :attr:`OnlineScore.events` (protocols/online_events.py).
 """
 
 from __future__ import annotations
@@ -31,15 +40,25 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from streambench.protocols.base import Executor, Plan, PlannedStream
 from streambench.protocols.metrics import (
+    ClassCounts,
     MacroClasses,
-    apply_thresholds,
-    apply_top_k,
     class_counts,
     f1_from_counts,
     gather_decisions,
     segment_labels,
     select_in_window,
-    tune_class_thresholds,
+)
+from streambench.protocols.online_decision import DecisionRecord, DecisionRule, apply_decision, fit_decision
+from streambench.protocols.online_events import (
+    EventFigures,
+    EventsConfig,
+    StreamEvents,
+    background_class,
+    event_figures,
+    failed_stream_events,
+    no_events_reason,
+    scored_classes,
+    stream_events,
 )
 from streambench.protocols.online_headline import Headline, failure_warnings, make_headline
 from streambench.protocols.online_speed import SpeedFigures, speed_figures
@@ -57,19 +76,6 @@ at their stream time (DESIGN.md "The engine": replay; protocols/pacing.py). ``fr
 runs only): the same with the finish times measured on the wall clock."""
 
 
-class DecisionRule(BaseModel):
-    """How scores become labels (seed 004 §6.2.1): fixed threshold, per-class thresholds, or top-k."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["threshold", "per_class", "top_k"] = "threshold"
-    threshold: float = Field(0.5, description="fixed threshold; a class is predicted when score >= it")
-    k: int = Field(1, ge=1, description="labels per unit for kind='top_k'")
-    validation_fraction: float = Field(
-        0.2, gt=0.0, lt=1.0, description="share of streams set aside to fit per-class thresholds"
-    )
-
-
 class OnlineConfig(BaseModel):
     """Configuration of the online protocol."""
 
@@ -81,6 +87,14 @@ class OnlineConfig(BaseModel):
         None, gt=0, description="segment length for segment-level scoring; default: the stream's"
     )
     exclude_classes: tuple[str, ...] = Field((), description="classes left out of every metric")
+    binary_f1: Literal["positive", "all_classes"] = Field(
+        "positive",
+        description="a binary task (two classes, one the background) with nothing excluded: every F1 is "
+        "the positive class's ('positive'), or micro over both ('all_classes', = frame accuracy)",
+    )
+    events: EventsConfig = Field(
+        default_factory=EventsConfig, description="event matching (protocols/online_events.py)"
+    )
     macro_classes: MacroClasses = Field(
         "all",
         description="classes in every macro F1 mean: 'all' (seed 004 §6.2.1, the default), 'non_empty', or "
@@ -114,8 +128,11 @@ class CurvePoint(BaseModel):
     """Acc@Δt and F1@Δt at one Δt, for one mode and unit."""
 
     delta_ms: float
-    f1_micro: float
+    f1_micro: float = Field(description="micro F1 over the scored classes (OnlineScore.scored_classes)")
     f1_macro: float
+    f1_micro_all_classes: float | None = Field(
+        None, description="micro F1 over every class in OnlineScore.classes; null before issue 27"
+    )
     accuracy: float
     answered: float = Field(description="share of units with a prediction inside the window")
 
@@ -128,6 +145,7 @@ class AccuracyFigures(BaseModel):
     curves: dict[Unit, dict[Mode, list[CurvePoint]]]
     segment_f1_micro: float
     segment_f1_macro: float
+    segment_f1_micro_all_classes: float | None = None
     frame_accuracy: float
 
 
@@ -147,21 +165,18 @@ class FailedStreamScore(BaseModel):
     error: str
 
 
-class DecisionRecord(BaseModel):
-    """The decision rule as applied, with its frozen thresholds and where they were fitted."""
-
-    kind: str
-    thresholds: list[float] | None
-    k: int | None
-    fitted_on: list[str]
-
-
 class OnlineScore(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     protocol: Literal["online"] = "online"
     clock: Literal["algorithmic"] = "algorithmic"
     classes: list[str]
+    scored_classes: list[str] | None = Field(
+        None,
+        description="the classes every F1 counts (the positive one of a binary task); null in results "
+        "written before issue 27: every class in `classes`",
+    )
+    scored_rule: str | None = Field(None, description="why those classes, in words")
     decision: DecisionRecord
     headline: Headline
     overall: StreamScore = Field(
@@ -174,6 +189,8 @@ class OnlineScore(BaseModel):
         description="the test streams the adapter failed on, each scored as answered wrongly on every unit "
         "(empty in results written before failed streams were scored)",
     )
+    events: EventFigures | None = Field(None, description="event-level figures (protocols/online_events.py)")
+    events_reason: str | None = Field(None, description="why events is null")
 
     def f1_at(self, delta_ms: float, mode: Mode = "strict", unit: Unit = "frame") -> float:
         for point in self.overall.accuracy.curves[unit][mode]:
@@ -211,10 +228,12 @@ def score(
     config: OnlineConfig,
     classes: Sequence[str],
     failed: Sequence[FailedStream] = (),
+    background: str | None = None,
 ) -> OnlineScore:
     """Score recorded outputs; pure, so a saved run can be re-scored with another config. ``failed``:
     the planned streams the adapter failed on (their labels and clock, no output), each test one scored
-    as answered wrongly on every unit (module docstring); a failed validation stream fits no threshold."""
+    as answered wrongly on every unit (module docstring); a failed validation stream fits no threshold.
+    ``background``: the data set's "no event" class (None: a class named "background", if any)."""
     unknown = sorted(set(config.exclude_classes) - set(classes))
     if unknown:
         raise ValueError(f"exclude_classes: unknown class(es) {unknown}; the classes are {list(classes)}")
@@ -224,10 +243,15 @@ def score(
     test = [r for r in recordings if r.role == "test"]
     if not test:
         raise ValueError("nothing to score: no test stream was recorded")
+    names = [c for c, k in zip(classes, keep, strict=True) if k]
+    bg = background_class(classes, background)
+    scored, scored_rule = scored_classes(names, len(classes), bg, config.exclude_classes, config.binary_f1)
+    events = [i for i, name in enumerate(names) if name != bg] if bg is not None else []
     validation = [r for r in recordings if r.role == "validation"]
     failed_validation = any(f.role == "validation" for f in failed)
-    decision = _fit_decision(config.decision, validation, keep, failed_validation)
-    per_stream = [_score_stream(rec, config, decision, keep) for rec in test]
+    decision = fit_decision(config.decision, validation, keep, failed_validation)
+    measured = [_score_stream(rec, config, decision, keep, events) for rec in test]
+    per_stream = [tally for tally, _ in measured]
     failed_test = [f for f in failed if f.role == "test"]
     paced = any(r.paced_start_ns is not None for r in test)
     per_failed = [
@@ -242,6 +266,7 @@ def score(
         per_failed,
         config.deltas_ms,
         config.decision.kind,
+        scored,
         resamples=config.bootstrap_resamples,
         confidence=config.confidence,
         spread_warning=config.spread_warning,
@@ -249,19 +274,30 @@ def score(
     headline.warnings += failure_warnings(
         failed, len(validation), config.decision.kind, config.decision.threshold
     )
+    figures, events_reason = None, no_events_reason(classes, bg, events)
+    if events_reason is None:
+        assert bg is not None
+        streams = [e for _, e in measured if e is not None]
+        streams += [failed_stream_events(f, f.labels[:, keep], events) for f in failed_test]
+        event_names = [names[i] for i in events]
+        figures = event_figures(
+            streams, event_names, bg, config.events, config.pacing_policy, len(failed_test)
+        )
     return OnlineScore(
-        classes=[c for c, k in zip(classes, keep, strict=True) if k],
+        classes=names,
+        scored_classes=[n for n, k in zip(names, scored, strict=True) if k],
+        scored_rule=scored_rule,
         decision=decision,
         headline=headline,
         overall=StreamScore(
             stream_id="*",
-            accuracy=_figures(total, config),
+            accuracy=_figures(total, config, scored),
             speed=speed_figures(test, config.pacing_policy, config.divergence_factor),
         ),
         streams=[
             StreamScore(
                 stream_id=rec.stream_id,
-                accuracy=_figures(tally, config),
+                accuracy=_figures(tally, config, scored),
                 speed=speed_figures([rec], config.pacing_policy, config.divergence_factor),
             )
             for rec, tally in zip(test, per_stream, strict=True)
@@ -276,63 +312,22 @@ def score(
             )
             for f, tally in zip(failed_test, per_failed, strict=True)
         ],
+        events=figures,
+        events_reason=events_reason,
     )
 
 
 # --- internals ------------------------------------------------------------------------------------
 
 
-def _decide(scores: np.ndarray, decision: DecisionRecord, keep: np.ndarray) -> np.ndarray:
-    scores = scores[:, keep]
-    if decision.kind == "top_k":
-        assert decision.k is not None
-        return apply_top_k(scores, decision.k)
-    assert decision.thresholds is not None
-    return apply_thresholds(scores, np.asarray(decision.thresholds))
-
-
-def _fit_decision(
-    rule: DecisionRule, validation: Sequence[StreamRecording], keep: np.ndarray, failed_validation: bool
-) -> DecisionRecord:
-    n_classes = int(keep.sum())
-    if rule.kind == "top_k":
-        if rule.k > n_classes:
-            raise ValueError(f"decision.k = {rule.k} is more than the {n_classes} classes scored")
-        return DecisionRecord(kind="top_k", thresholds=None, k=rule.k, fitted_on=[])
-    if rule.kind == "threshold":
-        return DecisionRecord(kind="threshold", thresholds=[rule.threshold] * n_classes, k=None, fitted_on=[])
-    if not validation and failed_validation:  # every validation stream failed: nothing to fit on
-        return DecisionRecord(kind="per_class", thresholds=[rule.threshold] * n_classes, k=None, fitted_on=[])
-    if not validation:
-        raise ValueError("decision kind 'per_class' needs validation streams in the recording")
-    return _tuned(rule, validation, keep)
-
-
-def _tuned(rule: DecisionRule, validation: Sequence[StreamRecording], keep: np.ndarray) -> DecisionRecord:
-    gts, scores = [], []
-    for rec in validation:
-        chosen = select_in_window(rec.refers_to, _frame_delays(rec), rec.num_frames, None, "strict")
-        have = chosen >= 0
-        gts.append(rec.labels[have][:, keep])
-        scores.append(rec.scores[chosen[have]][:, keep])
-    thresholds = tune_class_thresholds(np.concatenate(gts), np.concatenate(scores), fallback=rule.threshold)
-    return DecisionRecord(
-        kind="per_class",
-        thresholds=[float(t) for t in thresholds],
-        k=None,
-        fitted_on=[r.stream_id for r in validation],
-    )
-
-
-def _frame_delays(rec: StreamRecording) -> np.ndarray:
-    times = rec.frame_times_ns
-    return times[rec.emitted_at] - times[rec.refers_to]
-
-
 def _score_stream(
-    rec: StreamRecording, config: OnlineConfig, decision: DecisionRecord, keep: np.ndarray
-) -> Tally:
-    decided = _decide(rec.scores, decision, keep)
+    rec: StreamRecording,
+    config: OnlineConfig,
+    decision: DecisionRecord,
+    keep: np.ndarray,
+    events: list[int],
+) -> tuple[Tally, StreamEvents | None]:
+    decided = apply_decision(rec.scores, decision, keep)
     emitted_t = rec.frame_times_ns[rec.emitted_at]
     seg_of_frame, seg_end, num_segments = segments(rec, config.segment_length_s)
     frame_gt = rec.labels[:, keep]
@@ -362,10 +357,18 @@ def _score_stream(
             # never correct, even when its reference label set is empty
             tally.correct[key] = int((np.all(pred == gt, axis=1) & (chosen >= 0)).sum())
             tally.answered[key] = int((chosen >= 0).sum())
-    return tally
+    found = stream_events(rec, frame_gt, decided, kept, replay_t, events, config.events) if events else None
+    return tally, found
 
 
-def _figures(tally: Tally, config: OnlineConfig) -> AccuracyFigures:
+def _columns(counts: ClassCounts, scored: np.ndarray) -> ClassCounts:
+    return ClassCounts(
+        tp=counts.tp[scored], fp=counts.fp[scored], fn=counts.fn[scored], support=counts.support[scored]
+    )
+
+
+def _figures(tally: Tally, config: OnlineConfig, scored: np.ndarray) -> AccuracyFigures:
+    """Every F1 over the ``scored`` columns, the ``*_all_classes`` F1 and the accuracy over all."""
     curves: dict[Unit, dict[Mode, list[CurvePoint]]] = {}
     for unit in (u for u in UNITS if u in tally.units):
         n = tally.units[unit]
@@ -373,8 +376,11 @@ def _figures(tally: Tally, config: OnlineConfig) -> AccuracyFigures:
             mode: [
                 CurvePoint(
                     delta_ms=d,
-                    f1_micro=f1_from_counts(tally.counts[(unit, mode, d)], "micro"),
-                    f1_macro=f1_from_counts(tally.counts[(unit, mode, d)], "macro", config.macro_classes),
+                    f1_micro=f1_from_counts(_columns(tally.counts[(unit, mode, d)], scored), "micro"),
+                    f1_macro=f1_from_counts(
+                        _columns(tally.counts[(unit, mode, d)], scored), "macro", config.macro_classes
+                    ),
+                    f1_micro_all_classes=f1_from_counts(tally.counts[(unit, mode, d)], "micro"),
                     accuracy=tally.correct[(unit, mode, d)] / n,
                     answered=tally.answered[(unit, mode, d)] / n,
                 )
@@ -382,13 +388,13 @@ def _figures(tally: Tally, config: OnlineConfig) -> AccuracyFigures:
             ]
             for mode in MODES
         }
+    offline = tally.counts[("segment", "offline", ANY_DELAY)]
     return AccuracyFigures(
         num_frames=tally.units["frame"],
         num_segments=tally.units["segment"],
         curves=curves,
-        segment_f1_micro=f1_from_counts(tally.counts[("segment", "offline", ANY_DELAY)], "micro"),
-        segment_f1_macro=f1_from_counts(
-            tally.counts[("segment", "offline", ANY_DELAY)], "macro", config.macro_classes
-        ),
+        segment_f1_micro=f1_from_counts(_columns(offline, scored), "micro"),
+        segment_f1_macro=f1_from_counts(_columns(offline, scored), "macro", config.macro_classes),
+        segment_f1_micro_all_classes=f1_from_counts(offline, "micro"),
         frame_accuracy=tally.correct[("frame", "offline", ANY_DELAY)] / tally.units["frame"],
     )

@@ -21,8 +21,8 @@ class Headline(BaseModel):
     """The headline figures with bootstrap intervals over streams, and warnings about the measurement."""
 
     f1_strict: list[Interval] = Field(
-        description="frame-level micro F1@Δt (Strict), one per Δt, over every test stream (a failed one "
-        "as answered wrongly)"
+        description="frame-level micro F1@Δt (Strict) over the scored classes (OnlineScore.scored_classes), "
+        "one per Δt, over every test stream (a failed one as answered wrongly)"
     )
     mean_latency_ms: Interval
     rtf: Interval
@@ -36,6 +36,7 @@ def make_headline(
     failed: Sequence[Tally],
     deltas_ms: Sequence[float],
     decision_kind: str,
+    scored: np.ndarray,
     *,
     resamples: int,
     confidence: float,
@@ -43,14 +44,19 @@ def make_headline(
 ) -> Headline:
     """Intervals over streams: the F1's over the measured test streams (``recs``, their ``tallies``)
     and the failed ones (``failed``, tallies of :func:`streambench.protocols.online_units.failed_tally`), the
-    latency's and the RTF's over the measured ones; a warning when latencies spread widely."""
+    latency's and the RTF's over the measured ones; a warning when latencies spread widely. The F1 counts
+    the ``scored`` columns of the tallies (the positive class of a binary task); whether the model
+    predicted anything, every column."""
     n, level = resamples, confidence
     f1 = []
     predicted = 0
     for delta in deltas_ms:
         counts = [t.counts[("frame", "strict", delta)] for t in [*tallies, *failed]]
-        tp, fp, fn = (np.array([getattr(c, name).sum() for c in counts]) for name in ("tp", "fp", "fn"))
-        predicted += int(tp[: len(tallies)].sum() + fp[: len(tallies)].sum())  # what the model predicted
+        tp, fp, fn = (
+            np.array([getattr(c, name)[scored].sum() for c in counts]) for name in ("tp", "fp", "fn")
+        )
+        measured = counts[: len(tallies)]
+        predicted += int(sum(c.tp.sum() + c.fp.sum() for c in measured))  # what the model predicted
         f1.append(bootstrap_micro_f1(tp, fp, fn, n_resamples=n, confidence=level))
     processing = np.array([r.latency_ns.sum() for r in recs], dtype=np.float64)
     frames = np.array([measured_latency(r).size for r in recs], dtype=np.float64)

@@ -30,6 +30,12 @@ if TYPE_CHECKING:
         Prediction,
         StreamingAdapter,
     )
+    from streambench.harness.api import ab, run
+    from streambench.harness.execution.config import RunConfig
+    from streambench.harness.execution.rounds import RoundsConfig
+    from streambench.harness.results.files import RunResult
+    from streambench.harness.runs.ab import ABReport
+    from streambench.harness.runs.interface import Outcome
 
 try:
     __version__ = version("streambench")
@@ -43,9 +49,31 @@ _PUBLIC = {
     "Frame": "streambench.adapters.contract",
     "Prediction": "streambench.adapters.contract",
     "StreamingAdapter": "streambench.adapters.contract",
+    # for running from Python: the command line's own configuration models and entry points
+    "RunConfig": "streambench.harness.execution.config",
+    "run": "streambench.harness.api",
+    "Outcome": "streambench.harness.runs.interface",
+    "RunResult": "streambench.harness.results.files",
+    "ab": "streambench.harness.api",
+    "RoundsConfig": "streambench.harness.execution.rounds",
+    "ABReport": "streambench.harness.runs.ab",
 }
 
-__all__ = ["AdapterInfo", "AdapterOptions", "Frame", "Prediction", "StreamingAdapter", "__version__"]
+__all__ = [
+    "ABReport",
+    "AdapterInfo",
+    "AdapterOptions",
+    "Frame",
+    "Outcome",
+    "Prediction",
+    "RoundsConfig",
+    "RunConfig",
+    "RunResult",
+    "StreamingAdapter",
+    "__version__",
+    "ab",
+    "run",
+]
 
 
 def __getattr__(name: str) -> Any:

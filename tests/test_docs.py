@@ -237,11 +237,12 @@ def _detection_keys() -> list[str]:
 def _causality_checks() -> list[str]:
     """The check names, read from the code that names them."""
     names = set()
-    for path in [*(ROOT / "harness" / "runs").glob("causality*.py"), ROOT / "protocols" / "causality.py"]:
+    audit = ROOT / "harness" / "runs" / "causality"
+    for path in [*audit.glob("*.py"), ROOT / "protocols" / "causality.py"]:
         source = path.read_text(encoding="utf-8")
         names |= set(re.findall(r"\bname=\"([a-z_]+)\"", source))
         names |= set(re.findall(r"_guarded\(\(\"([a-z_]+)\"", source))
-    from streambench.harness.runs.causality_sequence import SEQUENCE_CHECKS
+    from streambench.harness.runs.causality.sequence import SEQUENCE_CHECKS
 
     return sorted(names | set(SEQUENCE_CHECKS))
 

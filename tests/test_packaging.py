@@ -27,11 +27,20 @@ ROOT = Path(__file__).resolve().parents[1]
 FLOORS = ("adapters", "harness", "protocols")
 
 PUBLIC_API = {
+    # adapter authors: the data contract
     "AdapterInfo",
     "AdapterOptions",
     "Frame",
     "Prediction",
     "StreamingAdapter",
+    # running from Python
+    "RunConfig",
+    "run",
+    "Outcome",
+    "RunResult",
+    "ab",
+    "RoundsConfig",
+    "ABReport",
     "__version__",
 }
 """The public API (README, "Python API"). Changing it is a release note, not an accident."""

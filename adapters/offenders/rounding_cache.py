@@ -4,7 +4,7 @@
 payloads rounded to ``decimals`` places (3 by default) before hashing, so a payload a few ulps away from
 one already seen is a hit. A control that differs from the repeated stream by one ulp is therefore served
 from the cache as fast as the repeat, and a caching audit built on such a control passes it; the audit's
-unseen control (other content, :mod:`streambench.harness.runs.causality_caching`) is a miss, and catches it.
+unseen control (other content, :mod:`streambench.harness.runs.causality.caching`) is a miss, and catches it.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from typing import Annotated  # noqa: E402
 
 import typer  # noqa: E402
 
-from streambench.harness.cli import ab, data, report, results, run, sweep, system  # noqa: E402
+from streambench.harness.cli import ab, data, hardware, report, results, run, sweep, system  # noqa: E402
 from streambench.harness.cli.common import set_debug  # noqa: E402
 from streambench.harness.cli.hygiene import adopt_orphans, leave  # noqa: E402
 from streambench.harness.cli.score import score_app  # noqa: E402
@@ -58,7 +58,7 @@ def _options(
 
 run.register(app)
 app.add_typer(score_app, name="score")
-for group in (sweep, report, results, ab, data, system):
+for group in (sweep, report, results, hardware, ab, data, system):
     group.register(app)
 
 

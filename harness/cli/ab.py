@@ -88,12 +88,14 @@ def _data(
 def _print(report: ABReport) -> None:
     from rich.table import Table
 
-    from streambench.harness.runs.ab import interval_levels
+    from streambench.harness.runs.ab import interval_levels, side_titles
 
     base, head = report.sides
+    base_title, head_title = side_titles(report)
     out.print(
-        f"[bold]{safe(base.label)}[/] {safe(base.adapter)} vs [bold]{safe(head.label)}[/] "
-        f"{safe(head.adapter)} · {report.mode} mode ({safe(report.mode_reason)}) · "
+        f"[bold]{safe(base.label)}[/] {safe(base_title)} vs [bold]{safe(head.label)}[/] "
+        f"{safe(head_title)} · {report.mode} mode ({safe(report.mode_reason)}) · "
+        f"{report.execution} workers · "
         f"{report.pairs} pairs · "
         f"on {'CPU time (' + str(report.cpu_clock) + ')' if report.on == 'cpu' else 'wall time'} · "
         f"{report.seconds:.0f} s",
@@ -213,6 +215,14 @@ def ab(
     force: Annotated[
         bool, typer.Option("--force", help="call a regression even when a side is INVALID")
     ] = False,
+    sealed: Annotated[
+        bool,
+        typer.Option(
+            help="sealed workers (the data held here, frames fed one at a time, each worker in its "
+            "sandbox, its clock checked against this process's) when both sides run this harness; "
+            "--no-sealed: each side's worker builds its own streams"
+        ),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="print machine-readable JSON")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="print Markdown (a CI job summary)")] = False,
     progress: Annotated[bool, typer.Option(help="print each pair as it finishes (stderr)")] = True,
@@ -221,6 +231,7 @@ def ab(
     from pydantic import ValidationError
 
     from streambench.adapters.registry import AdapterLoadError
+    from streambench.harness.execution.config import IsolationConfig
     from streambench.harness.execution.engine import AdapterError
     from streambench.harness.execution.isolation import WorkerError
     from streambench.harness.execution.rounds import RoundsConfig
@@ -284,7 +295,7 @@ def ab(
     try:
         report = run_ab(
             base, head, config, spec.rules, on_clock, confidence, force, report_pair,
-            pass_confidence=pass_confidence,
+            pass_confidence=pass_confidence, isolation=IsolationConfig(sealed=sealed),
         )  # fmt: skip
     except (AdapterError, AdapterLoadError, WorkerError, ValueError) as exc:
         raise fail(str(exc)) from None

@@ -25,9 +25,9 @@ def _starting(names: list[str] | tuple[str, ...], incomplete: str) -> list[str]:
 
 def adapters(incomplete: str) -> list[str]:
     """The registry's adapter names (any importable ``module:Class`` works too, and is not listed)."""
-    from streambench.adapters.registry import REGISTRY
+    from streambench.adapters.registry import known
 
-    return _starting(list(REGISTRY), incomplete)
+    return _starting(list(known()), incomplete)
 
 
 def protocols(incomplete: str) -> list[str]:

@@ -1,8 +1,10 @@
-"""``streambench report RUN [RUN...]``: one self-contained HTML report (harness/report/, issue 6)."""
+"""``streambench report RUN [RUN...]``: one self-contained HTML report (harness/report/, issue 6); with
+several runs the comparison opens with the verdict for a latency budget (``--budget-ms``, issue 27)."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -37,6 +39,14 @@ def report(
         float | None,
         typer.Option(help="Δt of the F1 compared across runs (default: the largest Δt every run scored)"),
     ] = None,
+    budget_ms: Annotated[
+        float | None,
+        typer.Option(
+            "--budget-ms",
+            help="latency budget (ms) of the comparison's verdict: the most accurate run whose p95 latency "
+            "fits it (default: the largest Δt every run scored)",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the written file's path as JSON")] = False,
 ) -> None:
     """Write an HTML report (plots inline, no network needed) of one run, or of several compared."""
@@ -44,11 +54,19 @@ def report(
     from streambench.harness.runs.catalog import resolve_run, write_report
 
     out, err = Console(), Console(stderr=True)
+    if budget_ms is not None and (not math.isfinite(budget_ms) or budget_ms <= 0 or len(runs) < 2):
+        why = (
+            f"must be a positive number of milliseconds, got {budget_ms:g}"
+            if len(runs) > 1
+            else "chooses between runs: give two or more"
+        )
+        err.print(f"[bold red]error:[/] --budget-ms {why}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=2)
     try:
         if output is None:
             single = len(runs) == 1
             output = resolve_run(runs[0], results_dir) / "report.html" if single else Path("report.html")
-        written = write_report(runs, output, results_dir, pareto_delta_ms)
+        written = write_report(runs, output, results_dir, pareto_delta_ms, budget_ms)
     except (StoreError, ValueError, OSError) as exc:
         err.print(f"[bold red]error:[/] {safe(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(code=2) from None

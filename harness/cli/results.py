@@ -1,9 +1,11 @@
-"""``streambench runs | show | reindex | compare``: the run store and the regression gate on the command line.
+"""``streambench runs | show | reindex | compare``: the run store and the regression gate on the command line
+(``compare`` itself: harness/cli/compare.py).
 
 Exit codes: 0 fine; 1 ``compare`` found a regression under ``--fail-on``; 3 ``compare`` saw a regression
 it did not call: of a latency between runs one of which is INVALID (measurement quality), or of a score
 between runs that scored different data (e.g. different draws from secret seeds); 2 bad input (the
-message names the file, run or option).
+message names the file, run or option). ``show`` prints the run's measurement-quality verdict above its
+figures.
 """
 
 from __future__ import annotations
@@ -19,9 +21,6 @@ from streambench.harness.cli.common import err, fail, out
 from streambench.harness.io.safe_text import safe
 
 if TYPE_CHECKING:  # the store, results and report modules are imported by the command that runs
-    import numpy as np
-
-    from streambench.harness.results.compare import Comparison
     from streambench.harness.results.headline import RunHeadline
 
 __all__ = ["brief", "register"]
@@ -39,7 +38,8 @@ RunRef = Annotated[
 
 
 def brief(head: RunHeadline) -> str:
-    """A few figures of a run for one line of the listing (every one of them measured, or named null)."""
+    """A few figures of a run for one line of the listing (every one of them measured, or named null), and
+    ``measurement INVALID`` when its measurement-quality verdict is."""
     from streambench.harness.results.markdown import format_value
 
     parts = []
@@ -68,6 +68,8 @@ def brief(head: RunHeadline) -> str:
             f"checks {len(checks) - len(failed)}/{len(checks)} passed"
             + (f" (failed: {', '.join(failed)})" if failed else "")
         )
+    if head.measurement is not None and head.measurement.verdict == "INVALID":
+        parts.append("measurement INVALID")  # its timings above are not a measurement of the model
     return " · ".join(parts)
 
 
@@ -130,9 +132,12 @@ def _print_run(head: RunHeadline) -> None:
         f"{head.created_at:%Y-%m-%d %H:%M:%S} UTC · fingerprint {safe(fingerprint)}",
         highlight=False,
     )
+    if head.threads is not None:  # issue 27: the thread setting that governed the model
+        out.print(f"threads: {safe(head.threads)}", highlight=False)
     public = head.data.public_seed_note() if head.data is not None else None
     if public is not None:
         out.print(f"[yellow]{safe(public)}[/]", highlight=False)
+    _print_verdict(head)
     table = Table(caption=" ".join(head.captions) or None)
     for column, justify in (
         ("figure", "left"),
@@ -159,6 +164,16 @@ def _print_run(head: RunHeadline) -> None:
     out.print(table)
     for warning in head.warnings:
         out.print(f"[yellow]warning:[/] {safe(warning)}", highlight=False)
+
+
+def _print_verdict(head: RunHeadline) -> None:
+    """The measurement-quality verdict above the figures: red with what it means when INVALID."""
+    from streambench.harness.results.quality import verdict_line
+
+    line = safe(verdict_line(head.measurement))
+    if head.measurement is not None and head.measurement.verdict == "INVALID":
+        line = f"[bold red]{line}[/]: its latency figures are not a measurement of the model alone"
+    out.print(line, highlight=False)
 
 
 def show(
@@ -212,151 +227,11 @@ def reindex_command(results_dir: ResultsDir = Path("results"), as_json: JsonFlag
         err.print(f"[yellow]skipped[/] {safe(name)}: {safe(why)}", highlight=False, soft_wrap=True)
 
 
-def _latencies(run_dir: Path, head: RunHeadline) -> np.ndarray | None:
-    """Per-frame latencies (ns) of the run, from the first of its protocols that records them."""
-    from streambench.harness.runs import registry
-
-    for name in head.protocols:
-        latencies = registry.get(name).frame_latencies_ns(run_dir)
-        if latencies is not None:
-            return latencies
-    return None
-
-
-def _print_comparison(comparison: Comparison) -> None:
-    from rich.table import Table
-
-    from streambench.harness.results.markdown import format_change, format_value
-
-    base, head = comparison.base, comparison.head
-    out.print(f"[bold]{safe(base.run)}[/] → [bold]{safe(head.run)}[/]", highlight=False)
-    for note in (comparison.fingerprint_note, comparison.data_note):
-        if note:
-            out.print(f"[yellow]note:[/] {safe(note)}", highlight=False)
-    for h in (base, head):
-        public = h.data.public_seed_note() if h.data is not None else None
-        if public is not None:
-            out.print(f"{safe(h.run)}: {safe(public)}", highlight=False)
-    table = Table(caption=" ".join(dict.fromkeys(base.captions + head.captions)) or None)
-    for column, justify in (
-        ("figure", "left"),
-        ("base", "right"),
-        ("head", "right"),
-        ("change", "right"),
-        ("verdict", "left"),
-    ):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for change in comparison.changes:
-        sides = []
-        for fig in (change.base, change.head):
-            if fig is None or fig.value is None:
-                sides.append("[dim]null[/]" if fig is not None else "–")
-                continue
-            cell = format_value(fig.value, fig.unit)
-            if fig.low is not None and fig.high is not None:
-                cell += f" [{format_value(fig.low, fig.unit)}, {format_value(fig.high, fig.unit)}]"
-            sides.append(safe(cell))
-        delta = format_change(change)
-        verdict = safe(change.verdict)
-        table.add_row(
-            safe(change.label) + (f" ({change.unit})" if change.unit in ("ms", "J") else ""),
-            *sides,
-            delta,
-            f"[bold red]{verdict}[/]" if change.regression else verdict,
-        )
-    out.print(table)
-    for h in (base, head):
-        q = h.measurement
-        if q is not None:
-            why = "; ".join(q.reasons + q.notes)
-            out.print(
-                f"{safe(h.run)} measurement {q.verdict}" + (f": {safe(why)}" if why else ""),
-                highlight=False,
-            )
-    if comparison.refusal:
-        out.print(f"[yellow]not called:[/] {safe(comparison.refusal)}", highlight=False)
-    if comparison.latency_note:
-        out.print(f"[yellow]note:[/] {safe(comparison.latency_note)}", highlight=False)
-    if comparison.regressions:
-        out.print(f"[bold red]regression:[/] {safe(', '.join(comparison.regressions))}", highlight=False)
-    elif comparison.rules:
-        out.print(
-            f"no regression against {safe(', '.join(r.describe() for r in comparison.rules))}",
-            highlight=False,
-        )
-
-
-def compare(
-    base: Annotated[
-        str,
-        typer.Argument(
-            help="the base run (directory, id or unique prefix)", autocompletion=completion.run_ids
-        ),
-    ],
-    head: Annotated[
-        str,
-        typer.Argument(
-            help="the head run (directory, id or unique prefix)", autocompletion=completion.run_ids
-        ),
-    ],
-    results_dir: ResultsDir = Path("results"),
-    fail_on: Annotated[
-        str | None,
-        typer.Option(
-            "--fail-on", help='regression rules, e.g. "p95:+10%,f1@100ms:-1pp"; exit 1 when one is hit'
-        ),
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="compare runs whose fingerprints differ; call regressions of INVALID measurements, and of "
-            "scores between runs of different data (e.g. two secret seeds)",
-        ),
-    ] = False,
-    alpha: Annotated[
-        float, typer.Option(help="level of the Mann-Whitney test gating latency regressions")
-    ] = 0.01,
-    as_json: JsonFlag = False,
-    markdown: MarkdownFlag = False,
-) -> None:
-    """The change in each headline figure between two runs; with --fail-on, a regression gate."""
-    from streambench.harness.results.compare import (
-        FailOnSpec,
-        FailOnSpecError,
-        FingerprintMismatchError,
-        compare_runs,
-    )
-    from streambench.harness.results.files import ResultFileError
-    from streambench.harness.results.headline import LATENCY_KEYS
-    from streambench.harness.results.markdown import compare_markdown
-    from streambench.harness.results.store import StoreError
-    from streambench.harness.runs.catalog import figure_keys, load_headline, resolve_run
-
-    try:
-        spec = FailOnSpec.parse(fail_on, figure_keys())
-        base_dir, head_dir = resolve_run(base, results_dir), resolve_run(head, results_dir)
-        base_head, head_head = load_headline(base_dir), load_headline(head_dir)
-        base_ns = head_ns = None
-        if any(r.key in LATENCY_KEYS for r in spec.rules):
-            base_ns, head_ns = _latencies(base_dir, base_head), _latencies(head_dir, head_head)
-            if base_ns is None or head_ns is None:
-                base_ns = head_ns = None
-        comparison = compare_runs(base_head, head_head, spec, base_ns, head_ns, alpha=alpha, force=force)
-    except (StoreError, ResultFileError, FailOnSpecError, FingerprintMismatchError, ValueError) as exc:
-        raise fail(str(exc)) from None
-    if as_json:
-        out.print_json(comparison.model_dump_json())
-    elif markdown:
-        typer.echo(compare_markdown(comparison), nl=False)
-    else:
-        _print_comparison(comparison)
-    raise typer.Exit(code=1 if comparison.regressions else 3 if comparison.refusal else 0)
-
-
 def register(app: typer.Typer) -> None:
     """Add the run-store commands to the ``streambench`` app."""
     app.command("runs")(runs)
     app.command("show")(show)
     app.command("reindex")(reindex_command)
+    from streambench.harness.cli.compare import compare
+
     app.command("compare")(compare)

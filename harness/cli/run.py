@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -46,49 +47,6 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
 
 def run(
     ctx: typer.Context,
-    adapter: Annotated[
-        str,
-        typer.Option(
-            "--adapter", "-a", help="registry name or module:Class", autocompletion=completion.adapters
-        ),
-    ] = "reference",
-    option: Annotated[
-        list[str] | None, typer.Option("--option", "-o", help="adapter option KEY=VALUE (repeatable)")
-    ] = None,
-    dataset: Annotated[
-        str,
-        typer.Option(
-            help="synthetic (embedded) | audio_files | ave | llp (their files: --config)",
-            autocompletion=completion.datasets,
-        ),
-    ] = "synthetic",
-    seed: Annotated[
-        int | None,
-        typer.Option(
-            help="data set seed: the scored streams are public (marked 'public seed'); default: a secret "
-            "seed drawn for the run, written to its result after scoring"
-        ),
-    ] = None,
-    streams: Annotated[int, typer.Option("--streams", "-n", help="number of streams")] = 60,
-    warmup_frames: Annotated[int, typer.Option(help="warm-up frames before the first scored stream")] = 100,
-    pacing: Annotated[
-        str, typer.Option(help="unpaced | paced (frames released on the wall clock)")
-    ] = "unpaced",
-    paced_policy: Annotated[
-        str, typer.Option(help="paced, when behind: queue | drop (to the newest)")
-    ] = "queue",
-    duration: Annotated[float, typer.Option(help="seconds per synthetic stream")] = 10.0,
-    decision: Annotated[str, typer.Option(help="threshold | per_class | top_k")] = "threshold",
-    threshold: Annotated[float, typer.Option(help="fixed decision threshold")] = 0.5,
-    top_k: Annotated[int, typer.Option(help="labels per unit for --decision top_k")] = 1,
-    output_dir: Annotated[Path, typer.Option("--output-dir", help="where run directories go")] = Path(
-        "results"
-    ),
-    run_id: Annotated[str | None, typer.Option(help="name of the run directory (default: generated)")] = None,
-    baseline: Annotated[
-        Path | None, typer.Option(help="baseline run directory: speed-up and FLOPs-normalised latency")
-    ] = None,
-    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     protocol: Annotated[
         str,
         typer.Option(
@@ -99,51 +57,21 @@ def run(
         Path | None,
         typer.Option(help="the protocol's own configuration (.json or .toml): detection, stability, ..."),
     ] = None,
-    on_error: Annotated[
-        str, typer.Option(help="adapter failure: continue (skip the rest of that stream) | stop")
-    ] = "continue",
     config_file: Annotated[
         Path | None, typer.Option("--config", help="run configuration (.json or .toml); options override it")
     ] = None,
     resume: Annotated[
         Path | None, typer.Option(help="finish an interrupted run (its directory): same configuration")
     ] = None,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     report: Annotated[bool, typer.Option(help="write <run dir>/report.html (streambench report)")] = True,
     as_json: Annotated[
         bool, typer.Option("--json", help="print the run's directory, exit code and headline as JSON")
     ] = False,
-    isolate: Annotated[
-        bool,
-        typer.Option(
-            "--isolate/--in-process",
-            help="the adapter in a worker process (default; timeouts, survives crashes), or in this process "
-            "(--in-process: for debugging; the model can reach the harness's clock, data and labels, and the "
-            "result is marked in-process)",
-        ),
-    ] = True,
-    sealed: Annotated[
-        bool,
-        typer.Option(
-            "--sealed/--no-sealed",
-            help="the worker never holds the data and is told only what the model needs; each frame is sent "
-            "after the previous prediction returned and timed by this process too (default). --no-sealed: "
-            "the worker builds the data set itself",
-        ),
-    ] = True,
-    frame_timeout: Annotated[float, typer.Option(help="--isolate: seconds one frame may take")] = 30.0,
-    stream_timeout: Annotated[float, typer.Option(help="--isolate: seconds one stream may take")] = 600.0,
-    memory_limit_mb: Annotated[
-        int | None, typer.Option(help="--isolate: MiB the adapter may add to the worker (RLIMIT_AS)")
-    ] = None,
-    sandbox: Annotated[
-        str,
-        typer.Option(
-            help="the sealed worker's OS sandbox (Landlock: no reading the data, the results store or other "
-            "processes' /proc): auto (where available, else the result says unsandboxed) | require | off"
-        ),
-    ] = "auto",
+    **typed_options: Any,  # one per run option (harness/cli/run_options.py), given to typer by __signature__
 ) -> None:
     """Run an adapter through a protocol (--protocol; default online) and write results/<run_id>/."""
+    from streambench.harness import api
     from streambench.harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
     from streambench.harness.runs.catalog import check_joinable
 
@@ -153,30 +81,8 @@ def run(
             raise fail("--resume takes no other run options: the run's own configuration is used")
         _resume(resume, progress=progress, report=report, as_json=as_json)
         return
-    options = RunOptions(
-        adapter=adapter,
-        option=_parse_options(option or []),
-        dataset=dataset,
-        seed=seed,
-        streams=streams,
-        duration=duration,
-        warmup_frames=warmup_frames,
-        pacing=pacing,
-        paced_policy=paced_policy,
-        decision=decision,
-        threshold=threshold,
-        top_k=top_k,
-        output_dir=output_dir,
-        run_id=run_id,
-        baseline=baseline,
-        on_error=on_error,
-        isolate=isolate,
-        sealed=sealed,
-        frame_timeout=frame_timeout,
-        stream_timeout=stream_timeout,
-        memory_limit_mb=memory_limit_mb,
-        sandbox=sandbox,
-    )
+    values = {**typed_options, "option": _parse_options(typed_options.get("option") or [])}
+    options = RunOptions.model_validate(values)
     given.discard("protocol")
     try:
         config = build_run_config(options, given, config_file)
@@ -196,7 +102,9 @@ def run(
         raise fail(str(exc)) from None
     with command_stdout():  # what the model prints goes to stderr (issue 25, item 11)
         outcome = _run_with_progress(
-            progress, f"{adapter} · {protocol}", lambda hook: chosen.execute(config, protocol_settings, hook)
+            progress,
+            f"{config.adapter} · {protocol}",
+            lambda hook: api.run(config, protocol, protocol_settings, hook),  # the Python entry point
         )
         _finish(chosen, outcome, report, as_json)
 
@@ -210,8 +118,12 @@ def _typed(ctx: typer.Context, name: str) -> bool:
 def _resume(run_dir: Path, progress: bool, report: bool, as_json: bool = False) -> None:
     """``--resume DIR``: the protocol that can finish the run directory finishes it (without one, the
     default protocol says what is missing there)."""
-    able = [p for p in registry.protocols() if p.can_resume(run_dir)]
+    from streambench.harness.runs import parts
+
+    able = [p for p in registry.protocols() if parts.can_resume(p, run_dir)]
     chosen = able[0] if able else registry.get(registry.DEFAULT)
+    if not isinstance(chosen, parts.Resumable):
+        raise fail(f"{run_dir}: no protocol can resume this run")
     with command_stdout():
         outcome = _run_with_progress(
             progress, f"resume {run_dir.name}", lambda hook: chosen.resume(run_dir, hook)
@@ -222,10 +134,12 @@ def _resume(run_dir: Path, progress: bool, report: bool, as_json: bool = False) 
 def _finish(protocol: RunProtocol, outcome: Outcome, report: bool, as_json: bool = False) -> None:
     """Print the result, the file written and the report; exit with the protocol's code. ``as_json``:
     one JSON object instead (run directory, result file, exit code, the run's headline)."""
+    from streambench.harness.runs import parts
+
     if as_json:
         _finish_json(protocol, outcome, report)
         return
-    code = protocol.print_result(out, outcome)
+    code = parts.print_result(protocol, out, outcome)
     if outcome.unchanged:
         err.print(
             f"\n[bold]nothing to resume:[/] {safe(str(outcome.run_dir))} is complete; nothing was run, "
@@ -237,7 +151,7 @@ def _finish(protocol: RunProtocol, outcome: Outcome, report: bool, as_json: bool
         return
     out.print(f"\nwrote [bold]{safe(str(outcome.run_dir / protocol.result_file))}[/]", highlight=False)
     _write_report(outcome.run_dir, report)
-    note = protocol.closing_note(outcome)
+    note = parts.closing_note(protocol, outcome)
     if note is not None:
         err.print(note, highlight=False)
     if code:
@@ -249,9 +163,10 @@ def _finish_json(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
 
     from rich.console import Console
 
+    from streambench.harness.runs import parts
     from streambench.harness.runs.catalog import load_headline
 
-    code = protocol.print_result(Console(file=io.StringIO()), outcome)  # its verdict, not its tables
+    code = parts.print_result(protocol, Console(file=io.StringIO()), outcome)  # its verdict, not its tables
     if report and not outcome.unchanged:
         _write_report(outcome.run_dir, report, say=err)  # stdout holds the JSON alone
     document = {
@@ -358,5 +273,23 @@ def _write_report(run_dir: Path, enabled: bool, say: Console | None = None) -> N
     (say or out).print(f"wrote [bold]{safe(str(path))}[/]", highlight=False)
 
 
+def _with_run_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` with one keyword parameter per run option (declared once, harness/cli/run_options.py)
+    after its own: typer builds the command line from the signature."""
+    from streambench.harness.cli.run_options import parameters
+
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    declared = parameters()
+    rest = [p.replace(kind=p.KEYWORD_ONLY) for p in own[1:]]
+    command.__signature__ = inspect.Signature([*own[:1], *declared, *rest])  # type: ignore[attr-defined]
+    command.__annotations__ = {
+        **{p.name: p.annotation for p in own},
+        **{p.name: p.annotation for p in declared},
+        "return": None,
+    }
+    return command
+
+
 def register(app: typer.Typer) -> None:
-    app.command()(run)
+    app.command()(_with_run_options(run))

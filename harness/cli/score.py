@@ -35,11 +35,21 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print machine-readable
 @score_app.command("online")
 def score_online(
     run_dir: Annotated[Path, typer.Argument(help="a run directory under results/")],
+    exclude_classes: Annotated[
+        str | None,
+        typer.Option(
+            "--exclude-classes",
+            help="classes left out of every metric, comma-separated (e.g. background); '' leaves none "
+            "out; default: the run's own",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Re-score a saved online run from its recorded arrays and print the summary (``--json``: the
     re-scored metrics, in result.json's ``metrics`` shape). The failed test streams are scored as the
-    run scored them, as answered wrongly, from the labels saved with them in ``arrays.npz``."""
+    run scored them, as answered wrongly, from the labels saved with them in ``arrays.npz``.
+    ``--exclude-classes`` re-scores without those classes (a binary task scores its positive class by
+    default: issue 27)."""
     from streambench.harness.results.files import (
         ResultFileError,
         load_failed_streams,
@@ -56,7 +66,17 @@ def score_online(
         failed = load_failed_streams(where)
     except ResultFileError as exc:
         raise fail(str(exc)) from None
-    rescored = online.score(recordings, result.protocol_config, result.adapter_info.classes, failed)
+    config = result.protocol_config
+    if exclude_classes is not None:
+        names = tuple(name.strip() for name in exclude_classes.split(",") if name.strip())
+        config = config.model_copy(update={"exclude_classes": names})
+    background = result.dataset_config.get("background_class")  # audio_files names its own
+    try:
+        rescored = online.score(recordings, config, result.adapter_info.classes, failed, background)
+    except ValueError as exc:
+        if exclude_classes is None:
+            raise
+        raise fail(f"--exclude-classes: {exc}") from None
     saved = {f.stream_id for f in failed}
     unsaved = [f.stream_id for f in result.failures if f.role == "test" and f.stream_id not in saved]
     if unsaved:  # a result written before failed streams were scored (scored.failure_rule "dropped")
@@ -69,7 +89,7 @@ def score_online(
     if as_json:
         out.print_json(rescored.model_dump_json())
         return
-    print_summary(out, result.model_copy(update={"metrics": rescored}))
+    print_summary(out, result.model_copy(update={"metrics": rescored, "protocol_config": config}))
 
 
 @score_app.command("detection")

@@ -44,14 +44,17 @@ def adapters(
             table.add_row(*(safe(cell) for cell in row))
         out.print(table)
         return
-    from streambench.adapters.registry import REGISTRY
+    from streambench.adapters.registry import known, plugins
 
+    names = known()
     if as_json:
-        out.print_json(json.dumps(dict(sorted(REGISTRY.items()))))
+        out.print_json(json.dumps(dict(sorted(names.items()))))
         return
-    width = max(len(entry) for entry in REGISTRY)
-    for entry, target in sorted(REGISTRY.items()):
-        out.print(f"{entry:<{width}}  {target}", highlight=False, markup=False)
+    width = max(len(entry) for entry in names)
+    declared = plugins()
+    for entry, target in sorted(names.items()):
+        origin = f"  (plug-in: {declared[entry][1]})" if entry in declared else ""
+        out.print(f"{entry:<{width}}  {target}{origin}", highlight=False, markup=False)
 
 
 def selftest(

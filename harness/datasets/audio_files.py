@@ -1,9 +1,11 @@
 """Audio recordings with label files, framed for a sample-stream adapter (issue 8, "Loaders").
 
 Input: pairs of an audio file (WAV, or any format libsndfile reads; mono or multi-channel, any sample
-rate) and a label file — Audacity labels (``.txt``) or ``onset,offset,label`` CSV (``.csv``), both as
-read by :mod:`streambench.harness.io.labels`. Either list the pairs (``files``) or name a ``directory``: every
-``*.wav`` in it (sorted by name) with the label file of the same stem, ``<stem>.txt`` or ``<stem>.csv``.
+rate) and a label file — Audacity labels (``.txt``, or ``.labels`` as Audacity's label export may name
+it) or ``onset,offset,label`` CSV (``.csv``), both as read by :mod:`streambench.harness.io.labels`
+(:data:`LABEL_SUFFIXES`). Either list the pairs (``files``) or name a ``directory``: every ``*.wav`` in it
+(sorted by name) with the one label file of the same stem, ``<stem>.txt``, ``<stem>.labels`` or
+``<stem>.csv``.
 
 One stream per recording, id = the audio file's stem:
 
@@ -12,6 +14,8 @@ One stream per recording, id = the audio file's stem:
   ``sample_rate_hz`` is resampled with :func:`scipy.signal.resample_poly` (polyphase, Kaiser window) when
   ``resample`` is true, and refused with :class:`AudioFileError` naming the file and both rates when it is
   false. After resampling a file of ``n`` samples at rate ``r`` has ``ceil(n * R / r)`` samples at ``R``.
+  Neither conversion is silent (issue 27): each stream's ``meta`` keeps the file's own rate and channels,
+  which the run records and names in its warnings (:mod:`streambench.harness.datasets.provenance`).
 - **Frames.** Frame ``i`` holds samples ``i*F .. (i+1)*F - 1`` (``F = frame_samples``); its payload is
   ``inputs={"audio": float32 [F]}`` (``[channels, F]`` for ``all``). The trailing partial frame is
   zero-padded to ``F`` samples (``meta["padded_samples"]`` says how many). Frame times follow the data
@@ -47,6 +51,8 @@ from streambench.adapters.contract import Frame, Stream
 from streambench.harness.io.labels import LabelFileError, LabelSpan, read_audacity_labels, read_label_csv
 
 __all__ = [
+    "AUDACITY_SUFFIXES",
+    "LABEL_SUFFIXES",
     "AudioFileError",
     "AudioFilesConfig",
     "AudioLabelPair",
@@ -62,6 +68,10 @@ _TOLERANCE = 1e-9
 
 
 _SPAN_TOLERANCE_S = 0.01  # label tools round times; a span may end this much after the last sample
+AUDACITY_SUFFIXES = (".txt", ".labels")
+"""Label files read as Audacity label tracks (tab-separated ``onset offset label``)."""
+LABEL_SUFFIXES = (*AUDACITY_SUFFIXES, ".csv")
+"""Every label file suffix the loader reads; ``.csv`` is ``onset,offset,label``."""
 
 
 class AudioFileError(ValueError):
@@ -74,7 +84,8 @@ class AudioFileError(ValueError):
 
 
 class AudioLabelPair(BaseModel):
-    """One recording and its label file (``.txt``: Audacity labels, ``.csv``: onset,offset,label)."""
+    """One recording and its label file (``.txt`` / ``.labels``: Audacity labels, ``.csv``:
+    onset,offset,label)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -84,8 +95,11 @@ class AudioLabelPair(BaseModel):
     @field_validator("labels")
     @classmethod
     def _known_label_format(cls, value: Path) -> Path:
-        if value.suffix.lower() not in (".txt", ".csv"):
-            raise ValueError(f"label file {value} must end in .txt (Audacity labels) or .csv")
+        if value.suffix.lower() not in LABEL_SUFFIXES:
+            raise ValueError(
+                f"label file {value} must end in .txt or .labels (Audacity labels) or .csv "
+                "(onset,offset,label)"
+            )
         return value
 
 
@@ -96,10 +110,10 @@ class AudioFilesConfig(BaseModel):
 
     kind: Literal["audio_files"] = "audio_files"
     files: tuple[AudioLabelPair, ...] = Field(
-        (), description="{audio, labels} pairs: a WAV file and its .txt (Audacity) or .csv label file"
+        (), description="{audio, labels} pairs: a WAV file and its .txt/.labels (Audacity) or .csv labels"
     )
     directory: Path | None = Field(
-        None, description="every *.wav in it with the same-stem .txt (Audacity) or .csv label file"
+        None, description="every *.wav in it with the same-stem .txt/.labels (Audacity) or .csv labels"
     )
     sample_rate_hz: int = Field(16000, gt=0, description="the rate the adapter needs")
     frame_samples: int = Field(512, gt=0, description="samples per frame (the adapter's frame size)")
@@ -140,10 +154,12 @@ def _pairs(config: AudioFilesConfig) -> list[AudioLabelPair]:
         raise AudioFileError(directory, "is not a directory")
     pairs = []
     for audio in sorted(directory.glob("*.wav")):
-        found = [p for p in (audio.with_suffix(".txt"), audio.with_suffix(".csv")) if p.is_file()]
+        found = [p for p in (audio.with_suffix(suffix) for suffix in LABEL_SUFFIXES) if p.is_file()]
         if len(found) != 1:
             problem = (
-                "has no label file (.txt or .csv)" if not found else "has both a .txt and a .csv label file"
+                f"has no label file ({', '.join(LABEL_SUFFIXES)})"
+                if not found
+                else f"has {len(found)} label files ({', '.join(p.name for p in found)}); keep one"
             )
             raise AudioFileError(audio, f"{problem} with the same stem")
         pairs.append(AudioLabelPair(audio=audio, labels=found[0]))
@@ -153,7 +169,7 @@ def _pairs(config: AudioFilesConfig) -> list[AudioLabelPair]:
 
 
 def _read_labels(path: Path) -> list[LabelSpan]:
-    return read_audacity_labels(path) if path.suffix.lower() == ".txt" else read_label_csv(path)
+    return read_label_csv(path) if path.suffix.lower() == ".csv" else read_audacity_labels(path)
 
 
 def _soundfile() -> Any:

@@ -232,7 +232,7 @@ def _audio_files() -> DataSetDescription:
     rate_hz, frame = _default(model, "sample_rate_hz"), _default(model, "frame_samples")
     return DataSetDescription(
         kind="audio_files",
-        summary="WAV recordings with Audacity (.txt) or CSV label files, framed into frame_samples",
+        summary="WAV recordings with Audacity (.txt, .labels) or CSV label files, framed into frame_samples",
         source="files",
         described_from="the configuration's defaults (nothing read)",
         modalities=["audio"],

@@ -88,6 +88,7 @@ from streambench.harness.execution.worker_process import (
     ChildProcess,
     SharedSlot,
     WorkerCommand,
+    runs_this_harness,
     start_sealed_worker,
     start_worker,
 )
@@ -135,6 +136,7 @@ class IsolatedEngine:
         self.warmup_frames_run = 0
         self.warmup_stream_id: str | None = None
         self.memory_limit_note: str | None = None
+        self.adapter_process: dict[str, Any] | None = None  # the worker's word once built (issue 27)
         self.starts = 0  # workers started so far (1 + restarts)
         self._data: dict[str, Stream] | None = None  # sealed: the data set, held in this process only
         self._frames = FrameServer()  # sealed: the streams being fed, timed, under opaque tokens
@@ -363,11 +365,15 @@ class IsolatedEngine:
         self._progress[0] = IDLE
         process: BaseProcess | ChildProcess
         if sealed_json is not None:
-            if self.command is not None:
-                raise ValueError("a sealed worker runs this checkout's interpreter; it takes no command")
+            if self.command is not None and not runs_this_harness(self.command):
+                raise ValueError(
+                    "a sealed worker runs this harness (its interpreter and import path); this command "
+                    f"starts another ({self.command.python}, PYTHONPATH {self.command.pythonpath})"
+                )
             self._policy = sandbox_policy(self.run_config)
             sandbox = json.dumps({"policy": self._policy.model_dump(), "mode": self.isolation.sandbox})
-            process, parent = start_sealed_worker(sealed_json, self._progress, sandbox)
+            extra_env = self.command.env if self.command is not None else None
+            process, parent = start_sealed_worker(sealed_json, self._progress, sandbox, extra_env)
         elif self.command is not None:
             process, parent = start_worker(
                 self.command, self._config_json, self.isolation.memory_limit_mb, self._progress
@@ -410,6 +416,7 @@ class IsolatedEngine:
         self.warmup_frames_run = int(header["warmup_frames"])
         self.warmup_stream_id = header["warmup_stream_id"]
         self.memory_limit_note = header["memory_limit_note"]
+        self.adapter_process = header.get("process")  # None from a worker that does not say
 
     def _note_start(self, started: int, ready: int) -> None:
         """Sealed mode: the floor from the calibration stream, the start's phases on this clock."""

@@ -273,7 +273,7 @@ class Start:
     build: Callable[[], Adapter]
     warmup: Stream | None
     engine: Any  # EngineConfig (imported by the caller, after the worker's own start)
-    torch_configured: Callable[[], None]
+    torch_configured: Callable[[], Any]  # once built: the AdapterProcess (harness/execution/torch_setup.py)
     memory_limit_mb: int | None
     outbox: Outbox | None = None  # sealed: each output committed to the parent as it comes
 
@@ -289,7 +289,7 @@ def serve(
     then answer requests until ``close``; an error before ``ready`` is the start's reply."""
     try:
         server = RequestServer(conn, slot, start.build, start.warmup, start.engine, start.outbox)
-        start.torch_configured()
+        process = start.torch_configured()
         limit = start.memory_limit_mb
         note = limit_memory(limit) if limit is not None else None  # once built
         frames = server.warm()
@@ -301,6 +301,7 @@ def serve(
         return
     info = server.adapter.info.model_dump(mode="json")
     ready = {"kind": "ready", "peak_rss_bytes": peak_rss_bytes(), "info": info, "warmup_frames": frames}
+    ready["process"] = process.model_dump(mode="json") if process is not None else None  # issue 27
     send(conn, {**ready, "stream_ids": [], "warmup_stream_id": None, **listed, "memory_limit_note": note})
     server.serve(stream_for)
 

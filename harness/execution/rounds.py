@@ -41,8 +41,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.host_timing import judge_host_timing
 from streambench.harness.execution.isolation import IsolatedEngine
-from streambench.harness.execution.worker_process import WorkerCommand, pin
+from streambench.harness.execution.worker_process import WorkerCommand, pin, runs_this_harness
 from streambench.protocols.recording import StreamRecording
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "RoundsConfig",
     "Side",
     "SideRounds",
+    "choose_execution",
     "choose_mode",
     "planned_looks",
     "run_rounds",
@@ -58,6 +60,24 @@ __all__ = [
 
 DUET_MIN_CORES = 3
 Mode = Literal["interleaved", "duet"]
+Execution = Literal["sealed", "isolated"]
+
+
+def choose_execution(base: Side, head: Side, isolation: IsolationConfig | None) -> tuple[Execution, str]:
+    """Sealed workers for both sides (issue 24: the data, its clock and the frames' order stay in this
+    process, each worker in its sandbox) when both sides run this very harness; otherwise both sides are
+    isolated workers of their own checkouts, each building its streams itself: a sealed worker speaks this
+    process's protocol, which another checkout's (an older commit's) need not. Both sides always run the
+    same way, so that neither pays a cost the other does not."""
+    if isolation is not None and not isolation.sealed:
+        return "isolated", "--no-sealed"
+    others = [side.label for side in (base, head) if not runs_this_harness(side.command)]
+    if others:
+        return "isolated", (
+            f"{' and '.join(others)} run{'s' if len(others) == 1 else ''} another checkout or interpreter "
+            "(its own harness builds its streams): sealed workers run this harness only"
+        )
+    return "sealed", "both sides run this harness: sealed workers, the data held by this process"
 
 
 class Side(BaseModel):
@@ -114,6 +134,18 @@ class SideRounds:
     cpu_clock: str | None = None
     involuntary_switches: list[int | None] = field(default_factory=list)
     recordings: list[list[StreamRecording]] = field(default_factory=list)
+    clocks: list[str] = field(default_factory=list)
+    """Per round of a sealed job: the parent's clock against the worker's (``agree``, ``disagree``,
+    ``not-checked``; harness/execution/host_timing.py); empty for isolated workers (no parent clock)."""
+
+    def clock_verdict(self) -> Literal["agree", "disagree"] | None:
+        """``disagree`` when the parent's clock disagreed with the worker's in most checked rounds (a
+        stopped or slowed clock, work after predict() returned: the latencies are not the model's);
+        ``agree`` when checked and not; None when no round was checked."""
+        checked = [c for c in self.clocks if c != "not-checked"]
+        if not checked:
+            return None
+        return "disagree" if 2 * checked.count("disagree") > len(checked) else "agree"
 
     def add(self, recordings: list[StreamRecording]) -> None:
         self.recordings.append(recordings)
@@ -139,6 +171,8 @@ class Rounds:
     stream_ids: list[list[str]] = field(default_factory=list)
     looks: int = 0
     workers: int = 0
+    execution: Execution = "sealed"
+    execution_reason: str = ""
 
     @property
     def pairs(self) -> int:
@@ -176,6 +210,8 @@ def run_rounds(
     """Start both workers, warm them up, run pairs until ``rounds`` (then, sequentially, until ``decide``
     says the verdict is reached or ``max_rounds``); adapter failures propagate (the job has no verdict)."""
     mode, why = choose_mode(config.mode)
+    execution, execution_why = choose_execution(base, head, isolation)
+    chosen_isolation = (isolation or IsolationConfig()).model_copy(update={"sealed": execution == "sealed"})
     rng = random.Random(config.seed)
     cores = sorted(os.sched_getaffinity(0))
     labels = (base.label, head.label)
@@ -191,13 +227,15 @@ def run_rounds(
                 while job is None or job.pairs < target:
                     k = job.pairs if job is not None else 0
                     if not engines or (config.restart_every and k % config.restart_every == 0):
-                        _restart(engines, specs, isolation, pool)
+                        _restart(engines, specs, chosen_isolation, pool)
                     if job is None:
                         job = Rounds(
                             mode=mode,
                             mode_reason=why,
                             base=SideRounds(base.label, engines[base.label].info.name),
                             head=SideRounds(head.label, engines[head.label].info.name),
+                            execution=execution,
+                            execution_reason=execution_why,
                         )
                     ids = engines[base.label].stream_ids
                     per = config.streams_per_round
@@ -220,6 +258,9 @@ def run_rounds(
                         )
                     job.base.add(done[base.label])
                     job.head.add(done[head.label])
+                    if execution == "sealed":
+                        for label, side in ((base.label, job.base), (head.label, job.head)):
+                            side.clocks.append(_clock_verdict(engines[label], done[label]))
                     job.stream_ids.append(chosen)
                     if progress is not None:
                         progress(job)
@@ -243,23 +284,26 @@ def run_rounds(
 def _restart(
     engines: dict[str, IsolatedEngine],
     specs: dict[str, Side],
-    isolation: IsolationConfig | None,
+    isolation: IsolationConfig,
     pool: ThreadPoolExecutor,
 ) -> None:
-    """Fresh workers for both sides (started and warmed up at the same time), after closing the old."""
+    """Fresh workers for both sides (started and warmed up at the same time), after closing the old;
+    sealed or isolated as :func:`choose_execution` decided (``isolation.sealed``)."""
     for engine in engines.values():
         engine.close()
     engines.clear()
-    # each side's worker is its own checkout's (an older checkout has no sealed worker): isolated, holding
-    # its data, not sealed (issue 24: a latency gate; sealing ab's sides is the next step)
-    unsealed = (isolation or IsolationConfig()).model_copy(update={"sealed": False})
     for label, spec in specs.items():
-        engines[label] = IsolatedEngine(spec.run, unsealed, command=spec.command)
+        engines[label] = IsolatedEngine(spec.run, isolation, command=spec.command)
     for future in [pool.submit(engine.warm_up) for engine in engines.values()]:
         future.result()
     first, second = engines.values()
     if first.stream_ids != second.stream_ids:
         raise ValueError("base and head see different streams: their data sets must be the same")
+
+
+def _clock_verdict(engine: IsolatedEngine, recordings: list[StreamRecording]) -> str:
+    """One round's check of the worker's clock against this process's (its worker's calibrated floor)."""
+    return judge_host_timing(recordings, engine.floor, engine.start_times).verdict
 
 
 def _run(engine: IsolatedEngine, stream_ids: Sequence[str]) -> list[StreamRecording]:

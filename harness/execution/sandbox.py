@@ -318,14 +318,18 @@ def adapter_code(adapter: str) -> tuple[list[str], list[str]]:
     :func:`streambench.adapters.registry.resolve` looks: ``sys.path`` first, then the current directory (which
     a console script's ``sys.path`` lacks; it is then the one directory to add). A registry name is its
     ``module:Class``."""
-    from streambench.adapters.registry import REGISTRY
+    from streambench.adapters.registry import known
 
-    target = REGISTRY.get(adapter, adapter)
+    target = known().get(adapter, adapter)
     if ":" not in target:
         return [], []
-    top = target.partition(":")[0].split(".")[0]
+    module = target.partition(":")[0]
+    top = module.split(".")[0]
     if not top:
         return [], []
+    if top == "streambench":  # one of our floors: its own directory (the floors are mapped one by one)
+        floor = ".".join(module.split(".")[:2])
+        return [os.path.realpath(p) for p in _package_dirs([floor])], []
     here = os.getcwd()
     for search, added in ((sys.path, []), ([here], [here])):
         with contextlib.suppress(Exception):  # a broken path hook: the worker's import will say so

@@ -63,6 +63,10 @@ def sealed_main(spec_json: str, conn: Connection, slot: Any) -> None:
     """Entry point of a sealed worker (a plain child: harness/execution/worker_process.py
     ``start_sealed_worker``, after its bootstrap entered the sandbox)."""
     bind_to_parent()
+    if spec_json.startswith("serving:"):  # the capacity protocol's serving worker (issue 28)
+        from streambench.harness.execution.serving_worker import serving_main
+
+        return serving_main(spec_json.removeprefix("serving:"), conn, slot)
     try:
         from streambench.adapters.registry import create_adapter
         from streambench.harness.execution.engine import Engine

@@ -12,6 +12,13 @@ otherwise it puts a one-shot finder first on ``sys.meta_path`` (the import syste
 ``importlib.abc.MetaPathFinder``) that lets the usual finders find torch and runs the configuration right
 after torch's own ``__init__`` has executed, before the importing code (the adapter) gets the module. The
 thread variables of the configuration are set at once, before any BLAS library a model may load.
+
+Once the model is built, the check it returns reads what governs the model in its process
+(:class:`AdapterProcess`, issue 27): torch's thread counts then (an adapter may set its own while it is
+built) and the top-level modules loaded, those the adapter's import and construction brought in apart;
+the parent maps them to installed distributions for the manifest
+(:func:`streambench.harness.instruments.manifest.adapter_packages`). :func:`watch_build` reads the same
+around a build in the harness's own process (``--in-process``).
 """
 
 from __future__ import annotations
@@ -23,10 +30,61 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import Literal
 
-from streambench.harness.instruments.threads import ThreadConfig
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["configure_torch_when_imported", "when_imported"]
+from streambench.harness.instruments.threads import AdapterThreads, ThreadConfig, read_adapter_threads
+
+__all__ = [
+    "AdapterProcess",
+    "configure_torch_when_imported",
+    "loaded_modules",
+    "watch_build",
+    "when_imported",
+]
+
+
+class AdapterProcess(BaseModel):
+    """What the adapter's process holds once the model is built: the word of that process (untrusted,
+    descriptive: it decides no figure)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    threads: AdapterThreads
+    modules: list[str] = Field(description="top-level modules loaded (not the standard library's)")
+    new_modules: list[str] = Field(description="of those, the ones the adapter's import and build loaded")
+
+
+def loaded_modules() -> set[str]:
+    """Top-level names of the modules this process has loaded, the standard library's left out."""
+    stdlib = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
+    names = {name.partition(".")[0] for name in list(sys.modules)}
+    return {n for n in names if n and not n.startswith(("__", "_sysconfigdata")) and n not in stdlib}
+
+
+def _watch(
+    process: Literal["worker", "harness"], applied: Callable[[], int | None]
+) -> Callable[[], AdapterProcess]:
+    before = loaded_modules()
+
+    def read() -> AdapterProcess:
+        now = loaded_modules()
+        return AdapterProcess(
+            threads=read_adapter_threads(process, applied()),
+            modules=sorted(now),
+            new_modules=sorted(now - before),
+        )
+
+    return read
+
+
+def watch_build() -> Callable[[], AdapterProcess]:
+    """Call in this process right before the adapter is built (the run's threads already applied); the
+    returned function, called once it is built, reads :class:`AdapterProcess`."""
+    torch = sys.modules.get("torch")
+    applied = int(torch.get_num_threads()) if torch is not None else None
+    return _watch("harness", lambda: applied)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -81,27 +139,30 @@ def when_imported(name: str, configure: Callable[[ModuleType], None]) -> Callabl
     return lambda: finder.done
 
 
-def configure_torch_when_imported(threads: ThreadConfig, seed: int) -> Callable[[], None]:
+def configure_torch_when_imported(threads: ThreadConfig, seed: int) -> Callable[[], AdapterProcess]:
     """The run's thread settings (:func:`streambench.harness.instruments.threads.apply`) and
     ``torch.manual_seed``, applied when the model imports torch; the thread environment variables are set now.
     Returns a check to call once the model is built: it raises if torch was imported without being
-    configured."""
+    configured, else reads the process (:class:`AdapterProcess`)."""
     for key, value in threads.env.items():
         os.environ[key] = value
+    applied: list[int] = []
 
     def configure(torch: ModuleType) -> None:
         from streambench.harness.instruments.threads import apply
 
-        apply(threads)
+        applied.append(apply(threads).intra_op)
         torch.manual_seed(seed)
 
     configured = when_imported("torch", configure)
+    read = _watch("worker", lambda: applied[0] if applied else None)
 
-    def check() -> None:
+    def check() -> AdapterProcess:
         if "torch" in sys.modules and not configured():
             raise RuntimeError(
                 "torch was imported without the run's seed and thread settings (its loader could not be "
                 "wrapped); the model was built unseeded"
             )
+        return read()
 
     return check

@@ -4,13 +4,14 @@
 hands the child the parent's ``sys.path``: both sides of an A/B comparison would then import the same
 checkout. In CI the two sides are two commits, so a side here is a plain child process::
 
-    PYTHON -c BOOTSTRAP CONN_FD SLOT_FD MEMORY_LIMIT CPUS     (env PYTHONPATH = the side's paths)
+    PYTHON -c BOOTSTRAP CONN_FD SLOT_FD MEMORY_LIMIT CPUS HARNESS   (env PYTHONPATH = the side's paths)
 
 The bootstrap (below; small, and using only what ``harness/execution/isolation_worker.py`` has offered
 since ``--isolate`` exists, so an older checkout can be a side) drops the current directory that ``-c``
 puts first on ``sys.path`` (so the working directory's checkout does not shadow the side's),
 pins itself to ``CPUS``
-when given (duet mode), wraps its inherited socket in a ``multiprocessing`` :class:`Connection`, maps the
+when given (duet mode), imports ``HARNESS`` (:func:`harness_package`: ``harness`` in a checkout from
+before streambench 0.2), wraps its inherited socket in a ``multiprocessing`` :class:`Connection`, maps the
 progress slot (8 bytes of a shared temporary file: the frame being run, as the ``RawArray`` does for
 ``--isolate``), reads the run configuration and calls that checkout's ``worker_main``. The parent
 (:class:`~streambench.harness.execution.isolation.IsolatedEngine`) then speaks the same protocol as with
@@ -38,7 +39,9 @@ __all__ = [
     "ChildProcess",
     "WorkerCommand",
     "default_pythonpath",
+    "harness_package",
     "pin",
+    "runs_this_harness",
     "start_sealed_worker",
     "start_worker",
 ]
@@ -53,7 +56,8 @@ from multiprocessing.connection import Connection
 conn = Connection(int(sys.argv[1]))
 slot = (ctypes.c_longlong * 1).from_buffer(mmap.mmap(int(sys.argv[2]), 8))
 config = conn.recv_bytes().decode()
-from streambench.harness.execution.isolation_worker import worker_main
+import importlib
+worker_main = importlib.import_module(sys.argv[5] + ".execution.isolation_worker").worker_main
 worker_main(config, int(sys.argv[3]) if sys.argv[3] else None, conn, slot)
 """
 
@@ -108,7 +112,7 @@ protocol, the test or the data (``PYTEST_CURRENT_TEST``, ``STREAMBENCH_*``, ``CI
 
 
 def start_sealed_worker(
-    spec_json: str, slot: SharedSlot, sandbox_json: str
+    spec_json: str, slot: SharedSlot, sandbox_json: str, extra_env: dict[str, str] | None = None
 ) -> tuple[ChildProcess, Connection]:
     """Start a sealed worker (:func:`streambench.harness.execution.sealed_worker.sealed_main`) as a plain
     child whose command line is the same for every run and protocol (``PYTHON -c BOOTSTRAP CONN_FD SLOT_FD``;
@@ -117,9 +121,11 @@ def start_sealed_worker(
     process's (``PYTHONPATH``: an adapter named ``module:Class`` imports as it does here). Its first act
     is to enter the sandbox of ``sandbox_json`` (``{"policy": SandboxPolicy, "mode": ...}``,
     harness/execution/sandbox.py), before any thread starts and before anything of the model's is
-    imported; it answers ``{"kind": "sandbox", ...SandboxRecord}`` (or ``failed``), then reads the spec."""
+    imported; it answers ``{"kind": "sandbox", ...SandboxRecord}`` (or ``failed``), then reads the spec.
+    ``extra_env``: variables the user set for this worker (an ``ab`` side's ``WorkerCommand.env``)."""
     parent, child = socket.socketpair()
     env = {key: value for key, value in os.environ.items() if key in WORKER_ENVIRONMENT}
+    env.update(extra_env or {})
     paths = [os.path.abspath(p or os.curdir) for p in sys.path]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in paths if os.path.isdir(p)))
     argv = [sys.executable, "-c", _SEALED_BOOTSTRAP, str(child.fileno()), str(slot.file.fileno())]
@@ -132,8 +138,42 @@ def start_sealed_worker(
 
 
 def default_pythonpath() -> list[str]:
-    """The directory this streambench is imported from (the parent's own checkout)."""
-    return [str(Path(__file__).resolve().parents[2])]
+    """The directory this streambench is imported from: the one holding the ``streambench`` package (a
+    checkout's root, whose ``streambench/`` links the floors, or the installation's site-packages)."""
+    import streambench
+
+    return [str(Path(streambench.__file__).resolve().parent.parent)]
+
+
+def harness_package(command: WorkerCommand) -> str:
+    """The import name of the harness a worker started with ``command`` runs: ``streambench.harness``,
+    or ``harness`` for a checkout from before streambench 0.2 (its floors were top-level packages), so
+    that ``ab`` can still set today's code against an older commit. Decided from the first entry of the
+    command's ``PYTHONPATH`` that holds either layout; none: the installed ``streambench.harness``."""
+    for entry in command.pythonpath:
+        root = Path(entry)
+        if (root / "streambench" / "__init__.py").is_file():
+            return "streambench.harness"
+        if (root / "harness" / "execution" / "isolation_worker.py").is_file():
+            return "harness"
+    return "streambench.harness"
+
+
+def runs_this_harness(command: WorkerCommand) -> bool:
+    """Whether a worker started with ``command`` would run this very harness: this interpreter, and a
+    ``PYTHONPATH`` whose ``streambench`` is the one imported here (the only case a sealed worker, which
+    speaks this process's protocol, can stand in for it)."""
+    import importlib.machinery
+
+    import streambench
+
+    if os.path.realpath(command.python) != os.path.realpath(sys.executable):
+        return False
+    entries = [os.path.abspath(p) for p in command.pythonpath if os.path.isdir(p)]
+    spec = importlib.machinery.PathFinder.find_spec("streambench", entries) if entries else None
+    if spec is None or spec.origin is None:
+        return not entries  # nothing of its own first on its path: it imports what this process does
+    return os.path.realpath(spec.origin) == os.path.realpath(streambench.__file__)
 
 
 class WorkerCommand(BaseModel):
@@ -212,6 +252,7 @@ def start_worker(
         str(slot.file.fileno()),
         "" if memory_limit_mb is None else str(memory_limit_mb),
         cpus,
+        harness_package(command),
     ]
     popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), **_DETACHED)
     child.close()

@@ -6,7 +6,11 @@ limit, GPU clock / persistence mode, thread / OMP variables, the data decoding l
 环境" adds GPU memory and the concurrency setting. :func:`collect_manifest` records each as an
 :class:`Item`: a value, or ``None`` with the reason it could not be read — never a guess. The CPU
 (model, frequency governor, clock source), OS, Python, package versions, torch's numeric flags, seeds,
-git commits and the data hash complete it (DESIGN.md "Instruments": manifest).
+git commits and the data hash complete it (DESIGN.md "Instruments": manifest). Issue 27 adds the
+packages of the adapter's own process (``adapter_packages``: the distributions of the modules loaded
+there once the model was built, those its import and construction loaded marked;
+:mod:`streambench.harness.instruments.packages`) and the data's source
+files as read (``data_sources``: each file's own rate and channels and what was converted).
 
 GPU items come from what ``torch.cuda`` exposes. Driver version, power limit, persistence and clock mode
 are NVML-only: they stay ``None`` (reason :data:`NEEDS_NVML`) unless the caller passes them in ``nvml``
@@ -25,16 +29,16 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from streambench.harness.instruments.model_files import model_files
-from streambench.harness.instruments.threads import read_thread_env
+from streambench.harness.instruments.packages import adapter_distributions, package_versions, version
+from streambench.harness.instruments.threads import AdapterThreads, read_thread_env
 
 __all__ = [
     "FINGERPRINT_FIELDS",
@@ -51,8 +55,6 @@ NEEDS_NVML = "needs NVML: see harness/instruments/nvml.py"
 NVML_FIELDS = ("nvidia_driver", "gpu_power_limit", "gpu_persistence_mode", "gpu_clock_mode")
 _GPU_FIELDS = ("cuda_runtime", "cudnn", "gpu_count", "gpu_model", "gpu_devices")
 _TIMEOUT_S = 5.0
-_CORE_PACKAGES = ("streambench", "torch", "numpy", "pydantic", "psutil", "nvidia-ml-py", "onnxruntime")
-_OPTIONAL_PACKAGES = ("onnxruntime-gpu", "av", "torchvision", "torchaudio", "opencv-python", "decord")
 
 
 class Item(BaseModel):
@@ -127,6 +129,16 @@ class EnvironmentManifest(BaseModel):
     model_files: Item = Field(
         default_factory=lambda: _missing("not recorded (a run made before model files were hashed)"),
         description="each file an adapter option names (ONNX, TorchScript, weights): path, bytes, sha256",
+    )
+    adapter_packages: Item = Field(
+        default_factory=lambda: _missing("not recorded (a run made before issue 27)"),
+        description="distributions of the modules loaded in the adapter's process once the model was built "
+        "(name: version), those its import and construction loaded, and modules of no distribution",
+    )
+    data_sources: Item = Field(
+        default_factory=lambda: _missing("not recorded (a run made before issue 27)"),
+        description="per stream read from a file: the file, its own sample rate and channels, and the "
+        "conversions applied (resampled to, channels taken)",
     )
 
 
@@ -243,28 +255,6 @@ def _decoder() -> Item:
     return _ok({"name": "ffmpeg", "path": path, "version": line}) if line else _missing(f"{path}: {err}")
 
 
-def _version(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def _packages() -> dict[str, JsonValue]:
-    """Versions of the project's runtime dependencies, the core stack and installed optional ones."""
-    names = list(_CORE_PACKAGES)
-    try:
-        requires = metadata.requires("streambench") or []
-    except metadata.PackageNotFoundError:
-        requires = []
-    for requirement in requires:
-        match = re.match(r"[A-Za-z0-9._-]+", requirement)
-        if match and "extra ==" not in requirement:
-            names.append(match.group(0))
-    names += [p for p in _OPTIONAL_PACKAGES if _version(p) is not None]
-    return {name: _version(name) for name in sorted(set(names), key=str.lower)}
-
-
 def _torch_flags(torch: Any) -> dict[str, JsonValue]:
     reads: dict[str, Callable[[], Any]] = {
         "matmul_allow_tf32": lambda: torch.backends.cuda.matmul.allow_tf32,
@@ -341,6 +331,9 @@ def collect_manifest(
     adapter_options: Mapping[str, Any] | None = None,
     nvml: Mapping[str, Item] | None = None,
     root: Path = Path("/"),
+    adapter_modules: tuple[Sequence[str], Sequence[str]] | None = None,
+    adapter_threads: AdapterThreads | None = None,
+    data_sources: Mapping[str, JsonValue] | None = None,
 ) -> EnvironmentManifest:
     """Read the environment now: after threads are applied and the model is built (CUDA initialised).
 
@@ -348,7 +341,10 @@ def collect_manifest(
     is accepted); its checkout's commit is recorded when it lies in a git repository. ``adapter_options``:
     the files they name are hashed (:mod:`streambench.harness.instruments.model_files`). ``nvml``: items of
     :data:`NVML_FIELDS` read by the NVML module, replacing the ``None`` placeholders. ``root``: the root of
-    ``/proc``, ``/sys`` and ``/etc`` (tests inject a fake one). Never raises for an unreadable item.
+    ``/proc``, ``/sys`` and ``/etc`` (tests inject a fake one). ``adapter_modules``: the modules loaded in
+    the adapter's process once built and those its build loaded (``adapter_packages``);
+    ``adapter_threads``: torch's threads there, which replace this process's in the thread items when that
+    process imported torch; ``data_sources``: the data's files as read. Never raises for an unreadable item.
     """
     import numpy
     import torch
@@ -364,8 +360,13 @@ def collect_manifest(
         nvml = {name: Item(value=value, reason=reason) for name, (value, reason) in read_lock_items().items()}
     gpu_nvml = {name: _missing(NEEDS_NVML) for name in NVML_FIELDS} | dict(nvml)
     affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    ort = _version("onnxruntime") or _version("onnxruntime-gpu")
+    ort = version("onnxruntime") or version("onnxruntime-gpu")
     cpus = os.cpu_count()
+    seen = adapter_threads if adapter_threads is not None and adapter_threads.torch_imported else None
+    intra = seen.intra_op if seen is not None and seen.intra_op is not None else torch.get_num_threads()
+    inter = (
+        seen.inter_op if seen is not None and seen.inter_op is not None else torch.get_num_interop_threads()
+    )
     return EnvironmentManifest(
         collected_at=datetime.now(timezone.utc),
         **gpu_nvml,
@@ -373,10 +374,10 @@ def collect_manifest(
         torch_version=_ok(str(torch.__version__)),
         numpy_version=_ok(str(numpy.__version__)),
         onnxruntime_version=_ok(ort) if ort else _missing("onnxruntime is not installed"),
-        packages=_guard(lambda: _ok(_packages()), "package versions"),
+        packages=_guard(lambda: _ok(package_versions()), "package versions"),
         thread_env=_ok(dict(read_thread_env())),
-        torch_intra_op_threads=_ok(torch.get_num_threads()),
-        torch_inter_op_threads=_ok(torch.get_num_interop_threads()),
+        torch_intra_op_threads=_ok(int(intra)),  # the adapter's process's, where it imported torch
+        torch_inter_op_threads=_ok(int(inter)),
         cpu_affinity=_ok(len(affinity)) if affinity else _missing("os.sched_getaffinity is not available"),
         torch_flags=_guard(lambda: _ok(_torch_flags(torch)), "torch flags"),
         decoder=_guard(_decoder, "ffmpeg"),
@@ -396,6 +397,12 @@ def collect_manifest(
         adapter_git=_guard(lambda: _adapter_git(adapter_module), "adapter git"),
         data_hash=_ok(data_hash) if data_hash else _missing("no data hash given"),
         model_files=_guard(lambda: _model_files_item(adapter_options), "model files"),
+        adapter_packages=_guard(lambda: _ok(adapter_distributions(*adapter_modules)), "adapter packages")
+        if adapter_modules is not None
+        else _missing("the adapter's process did not report its modules"),
+        data_sources=_ok(dict(data_sources))
+        if data_sources
+        else _missing("no stream was read from an audio file"),
     )
 
 

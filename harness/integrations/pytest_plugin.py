@@ -287,7 +287,8 @@ def streambench_latency(request: pytest.FixtureRequest, benchmark: Any, tmp_path
 @pytest.fixture
 def streambench_ab(request: pytest.FixtureRequest) -> Any:
     """The interleaved A/B latency gate (harness/integrations/pytest_ab.py): call it with the head's
-    adapter; fails the test on a regression."""
+    adapter, or with the run configuration ``ab --config`` takes (``config=``: data, engine, threads); fails
+    the test on a regression."""
     from streambench.harness.integrations.pytest_ab import make_gate
 
     return make_gate(request)

@@ -8,8 +8,9 @@ reliability diagram, DET / ROC; robustness curves; causality checks), the headli
 protocols that draw no section of their own, one note naming the sections a missing protocol run would
 fill, and the environment manifest.
 
-Several runs: the comparison first (:mod:`streambench.harness.report.compare`: runs, headline figures with
-their differences and intervals, overlaid latency distributions, Pareto fronts), then each run's own report
+Several runs: the comparison first (:mod:`streambench.harness.report.compare`: the verdict for a latency
+budget, runs, headline figures with their differences and intervals, overlaid latency distributions,
+Pareto fronts), then each run's own report
 collapsed, to open when wanted (issue 17: a reader looks for the comparison, not for the 20,000 pixels
 of stacked single-run reports above it). The bundles are read by
 :func:`streambench.harness.runs.catalog.load_bundle`; this room only draws.
@@ -26,6 +27,7 @@ from streambench.harness.report.html import Group, Section, esc, page
 from streambench.harness.report.numbers import latency_ms, percent
 from streambench.harness.report.sections_quality import protocols_section
 from streambench.harness.report.sections_run import environment_section
+from streambench.harness.results.quality import invalid_reason
 
 __all__ = ["RunBundle", "SectionSpec", "build_report"]
 
@@ -85,8 +87,13 @@ def _run_summary(index: int, bundle: RunBundle) -> str:
         mean = r.metrics.headline.mean_latency_ms.estimate
         f1 = percent(r.metrics.f1_at(delta))
         text += f": {r.adapter}, F1@{delta:g} ms {f1}, mean latency {latency_ms(mean)}"
+        if r.measurement_quality is not None:
+            text += f", measurement {r.measurement_quality.verdict}"
     else:
         text += f": {', '.join(bundle.results) or 'no readable result'}"
+    if r is not None and invalid_reason(r.measurement_quality):
+        text = esc(text).replace("measurement INVALID", '<span class="fail">measurement INVALID</span>')
+        return f'{text} <span class="small">(the run\'s own report)</span>'
     return f'{esc(text)} <span class="small">(the run\'s own report)</span>'
 
 
@@ -98,14 +105,18 @@ def _title(bundles: Sequence[RunBundle]) -> str:
     return f"streambench comparison: {len(bundles)} runs"
 
 
-def build_report(bundles: Sequence[RunBundle], pareto_delta_ms: float | None = None) -> str:
+def build_report(
+    bundles: Sequence[RunBundle], pareto_delta_ms: float | None = None, budget_ms: float | None = None
+) -> str:
     """The report's HTML for ``bundles`` (in the order given; the first is the reference of the
-    comparison's differences)."""
+    comparison's differences); ``budget_ms``: the latency budget of the comparison's verdict (default:
+    the largest Δt every run scored)."""
     if not bundles:
         raise ValueError("a report needs at least one run")
     groups: list[Group] = []
     if len(bundles) > 1:
-        groups.append(Group("compare", "Comparison", comparison_sections(bundles, pareto_delta_ms)))
+        sections = comparison_sections(bundles, pareto_delta_ms, budget_ms)
+        groups.append(Group("compare", "Comparison", sections))
     for i, bundle in enumerate(bundles):
         sections = _run_sections(i, bundle)
         if len(bundles) == 1:

@@ -1,8 +1,11 @@
-"""The sections across runs, first on the page of a comparison: which runs, the headline figures with
-their differences and intervals (:mod:`streambench.harness.report.compare_table`), the latency distributions
-overlaid, and the Pareto fronts of accuracy against latency and, where measured, energy (seed 004
-§6.3.3). Runs are comparable on timings only on the same hardware (§6.3.1): differing environment
-fingerprints are called out and their timings not subtracted (DESIGN.md "Results")."""
+"""The sections across runs, first on the page of a comparison: the verdict for a latency budget
+(:mod:`streambench.harness.report.decision`), which runs with their measurement-quality verdicts, the
+headline figures with their differences and intervals (:mod:`streambench.harness.report.compare_table`),
+the latency distributions overlaid, and the Pareto fronts of accuracy against latency and, where
+measured, energy (seed 004 §6.3.3). Runs are comparable on timings only on the same hardware (§6.3.1):
+differing environment fingerprints are called out and their timings not subtracted (DESIGN.md
+"Results"). A run whose measurement is INVALID has its timings greyed, is drawn hollow and left out of
+the Pareto front, and is not eligible in the verdict (issue 27)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from collections.abc import Sequence
 from streambench.harness.report.analysis import pareto_front, scored_latency_ms
 from streambench.harness.report.bundle import RunBundle
 from streambench.harness.report.compare_table import headline_rows, headline_tables
+from streambench.harness.report.decision import decision_section
 from streambench.harness.report.deltas import MOVER, STREAM_BOOTSTRAP
 from streambench.harness.report.figures_compare import (
     LatencyCurve,
@@ -19,8 +23,10 @@ from streambench.harness.report.figures_compare import (
     pareto_figure,
 )
 from streambench.harness.report.html import Section, absent, esc, figure_block, table
+from streambench.harness.report.measurement import INVALID_MEANS, verdict_badge
 from streambench.harness.report.numbers import human, latency_ms
 from streambench.harness.results.files import RunResult
+from streambench.harness.results.quality import invalid_reason
 
 __all__ = ["common_delta", "comparison_sections", "run_label"]
 
@@ -65,9 +71,10 @@ def _runs_section(compared: Sequence[tuple[int, RunBundle]], skipped: Sequence[R
                 esc(len(r.streams.get("test", []))),
                 f"<code>{esc(r.fingerprint)}</code>",
                 esc(r.created_at.strftime("%Y-%m-%d %H:%M")),
+                verdict_badge(r.measurement_quality),
             )
         )
-    headers = ["", "run", "adapter", "data", "test streams", "environment", "created"]
+    headers = ["", "run", "adapter", "data", "test streams", "environment", "created", "measurement"]
     notes = []
     fingerprints = sorted({r.fingerprint for r in results})
     if len(fingerprints) > 1:
@@ -101,6 +108,19 @@ def _headline_section(compared: Sequence[tuple[int, RunBundle]], delta: float | 
         f"runs scored the same streams. p50 / p95 / p99: {esc(STREAM_BOOTSTRAP)}, each run resampled on "
         "its own. Energy, FLOPs and the compute-aware F1 carry no interval.</p>"
     )
+    invalid = [
+        f"{run_label(i, b)}: {'; '.join(b.result.measurement_quality.reasons)}"
+        for i, b in compared
+        if b.result is not None
+        and b.result.measurement_quality is not None
+        and invalid_reason(b.result.measurement_quality)
+    ]
+    if invalid:
+        note = (
+            '<p class="verdict-invalid">Greyed, never bold: the timings (latency, FPS, RTF, the '
+            "compute-aware F1) of a run whose measurement is INVALID, and every difference involving one: "
+            f"{esc(INVALID_MEANS)}. {esc(' | '.join(invalid))}.</p>"
+        ) + note
     return headline_tables(rows, [run_label(i, b) for i, b in compared]) + note
 
 
@@ -113,7 +133,8 @@ def _latency_section(compared: Sequence[tuple[int, RunBundle]]) -> str:
             left_out.append(f"{run_label(i, bundle)}: {bundle.missing.get('arrays', 'no measured frame')}")
             continue
         lat = r.metrics.overall.speed.latency
-        curves.append(LatencyCurve(run_label(i, bundle), latency, lat.p50_ms, lat.p99_ms))
+        mark = " (INVALID)" if invalid_reason(r.measurement_quality) else ""
+        curves.append(LatencyCurve(run_label(i, bundle) + mark, latency, lat.p50_ms, lat.p99_ms))
     if not curves:
         return absent("no run has recorded latencies: " + "; ".join(left_out))
     caption = (
@@ -128,11 +149,23 @@ def _latency_section(compared: Sequence[tuple[int, RunBundle]]) -> str:
 
 
 def _front_text(points: Sequence[ParetoPoint]) -> str:
-    front = pareto_front([p.cost for p in points], [p.f1 for p in points])
-    on = [p.label for p, f in zip(points, front, strict=True) if f]
-    off = [p.label for p, f in zip(points, front, strict=True) if not f]
-    text = f"On the front: {', '.join(on)}." + (f" Dominated: {', '.join(off)}." if off else "")
+    judged = [p for p in points if not p.excluded]
+    front: list[bool] = []
+    if judged:
+        front = pareto_front([p.cost for p in judged], [p.f1 for p in judged]).tolist()
+    on = [p.label for p, f in zip(judged, front, strict=True) if f]
+    off = [p.label for p, f in zip(judged, front, strict=True) if not f]
+    text = f"On the front: {', '.join(on) or 'no run'}." + (f" Dominated: {', '.join(off)}." if off else "")
+    out = [p.label for p in points if p.excluded]
+    if out:
+        text += f" Not judged (measurement INVALID, drawn hollow): {', '.join(out)}."
     return f'<p class="front">{esc(text)}</p>'
+
+
+_HOLLOW = (
+    " Hollow: a run whose measurement is INVALID, drawn where its figures put it but left out of the front "
+    "(its latency is not a measurement of the model)."
+)
 
 
 def _pareto_latency(compared: Sequence[tuple[int, RunBundle]], delta: float) -> str:
@@ -145,18 +178,19 @@ def _pareto_latency(compared: Sequence[tuple[int, RunBundle]], delta: float) -> 
             left_out.append(f"{run_label(i, bundle)} (mean latency below the clock's resolution)")
             continue
         f1 = r.metrics.headline.f1_strict[r.protocol_config.deltas_ms.index(delta)]
-        points.append(
-            ParetoPoint(
-                run_label(i, bundle), mean.estimate, f1.estimate, (mean.low, mean.high), (f1.low, f1.high)
-            )
-        )
+        invalid = invalid_reason(r.measurement_quality) is not None
+        label = run_label(i, bundle) + (" (INVALID)" if invalid else "")
+        mean_range, f1_range = (mean.low, mean.high), (f1.low, f1.high)
+        points.append(ParetoPoint(label, mean.estimate, f1.estimate, mean_range, f1_range, excluded=invalid))
     if len(points) < 2:
         return absent("fewer than two runs with a measurable mean latency: " + "; ".join(left_out))
     caption = (
         f"Each run at its mean latency per frame (right = slower, logarithmic axis) and its F1@{delta:g} "
         "ms (Strict, frame, micro; up = more accurate); whiskers: the bootstrap intervals of both. Red: "
         "the Pareto front, the runs no other run beats on both at once; grey: dominated, some other run "
-        "is at least as fast and at least as accurate."
+        "is at least as fast and at least as accurate. The accuracy axis spans the runs' values and "
+        "intervals, not 0–100 %."
+        + (_HOLLOW if any(p.excluded for p in points) else "")
         + (f" Left out: {esc('; '.join(left_out))}." if left_out else "")
     )
     f1_label = f"F1@{delta:g} ms (Strict, frame, micro)"
@@ -188,16 +222,25 @@ def _pareto_energy(compared: Sequence[tuple[int, RunBundle]], delta: float) -> s
     return figure_block(svg, caption) + _front_text(points)
 
 
-def comparison_sections(bundles: Sequence[RunBundle], delta_ms: float | None) -> list[Section]:
-    """Runs compared, headline figures with differences, latency distributions, Pareto fronts; a part
-    that cannot be drawn says why."""
+def comparison_sections(
+    bundles: Sequence[RunBundle], delta_ms: float | None, budget_ms: float | None = None
+) -> list[Section]:
+    """The verdict for a latency budget (``budget_ms``; default: the largest Δt every run scored), runs
+    compared, headline figures with differences, latency distributions, Pareto fronts at ``delta_ms``; a
+    part that cannot be drawn says why."""
     compared = [(i, b) for i, b in enumerate(bundles) if b.result is not None]
     skipped = [b for b in bundles if b.result is None]
     if len(compared) < 2:
         reason = f"needs at least two runs with an online result ({len(compared)} given)"
         return [Section("compare-runs", "Runs compared", absent(reason))]
     delta = common_delta([b.result for _, b in compared if b.result is not None], delta_ms)
+    labelled = [(run_label(i, b), b.result) for i, b in compared if b.result is not None]
     sections = [
+        Section(
+            "compare-verdict",
+            "Verdict: the most accurate run within a latency budget",
+            decision_section(labelled, budget_ms),
+        ),
         Section("compare-runs", "Runs compared", _runs_section(compared, skipped)),
         Section("compare-headline", "Headline figures", _headline_section(compared, delta)),
         Section("compare-latency", "Latency distributions", _latency_section(compared)),

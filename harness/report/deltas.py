@@ -50,7 +50,8 @@ STREAM_BOOTSTRAP = "bootstrap over each run's test streams, recomputed from the 
 @dataclass(frozen=True)
 class Delta:
     """``value`` = b − a; ``low`` / ``high``: its interval at ``confidence`` (``None``: no interval, see
-    ``reason``); ``method``: how the interval was obtained."""
+    ``reason``); ``method``: how the interval was obtained; ``invalid``: why it is not a difference of the
+    models (a timing of a run whose measurement is INVALID), shown greyed with it."""
 
     value: float
     low: float | None = None
@@ -58,10 +59,14 @@ class Delta:
     confidence: float | None = None
     method: str | None = None
     reason: str | None = None
+    invalid: str | None = None
 
     @property
     def excludes_zero(self) -> bool:
-        """The interval lies entirely on one side of 0: the runs differ at this confidence."""
+        """The interval lies entirely on one side of 0: the runs differ at this confidence (never for a
+        difference that is not a measurement)."""
+        if self.invalid is not None:
+            return False
         return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
 
 

@@ -5,8 +5,10 @@ Log ticks follow the 1-2-5 series of chart scales (a mantissa set per decade, th
 at most ``max_ticks`` labels: 1-1.5-2-2.5-3…9, 1-2-3-5-7, 1-2-5, 1-3, 1) on an axis at least a factor
 of 2 wide (so two ticks always fall inside it), labelled in plain numbers or, for latencies, in the
 time unit that suits each tick (:mod:`streambench.harness.report.numbers`), never as ``5×10⁻²``. The Pareto
-front is :func:`streambench.harness.report.analysis.pareto_front` (seed 004 §6.3.3). Labels of points are
-placed on the side of the point that faces the middle of the plot, so they stay inside it.
+front is :func:`streambench.harness.report.analysis.pareto_front` (seed 004 §6.3.3). The accuracy axis spans
+the points and their intervals (:func:`share_limits`), not 0–100 %. Labels of points go on the side that
+faces the middle of the plot, so they stay inside it, and further out, with a leader line, where they
+would cover another label or point (:func:`place_labels`; issue 27: labels of close runs overlapped).
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from streambench.harness.report.analysis import pareto_front
 from streambench.harness.report.figures import figure, plain, to_svg
 from streambench.harness.report.numbers import human, latency_ms
 
-__all__ = ["LatencyCurve", "ParetoPoint", "latency_cdf_figure", "log_limits", "log_ticks", "pareto_figure"]
+__all__ = [
+    "LatencyCurve",
+    "ParetoPoint",
+    "latency_cdf_figure",
+    "log_limits",
+    "log_ticks",
+    "pareto_figure",
+    "place_labels",
+    "share_limits",
+]
 
 _MANTISSAS = ((1, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 5, 7), (1, 2, 5), (1, 3), (1,))
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -132,22 +143,86 @@ class ParetoPoint:
     f1: float
     cost_range: tuple[float, float] | None = None
     f1_range: tuple[float, float] | None = None
+    excluded: bool = False
+    """Drawn hollow and left out of the front (a run whose measurement is INVALID)."""
 
 
-def _label_inside(ax: Any, point: ParetoPoint, x_frac: float, y_frac: float) -> None:
-    """The point's label on the side that faces the middle of the plot."""
-    right = x_frac > 0.55
-    top = y_frac > 0.8
-    ax.annotate(
+_DIRECTIONS = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))
+_RADII = (7, 14, 24, 36, 52)
+"""Offsets (points) tried for a label, nearest first: beyond the first ring a thin line leads back."""
+_LEADER = {"arrowstyle": "-", "color": "grey", "lw": 0.5}
+
+
+def _overlap(a: Any, b: Any) -> float:
+    """The area two display boxes share (0 when apart)."""
+    width = min(a.x1, b.x1) - max(a.x0, b.x0)
+    height = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return max(width, 0.0) * max(height, 0.0)
+
+
+def _label(ax: Any, point: ParetoPoint, direction: tuple[int, int], radius: float) -> Any:
+    dx, dy = direction
+    return ax.annotate(
         plain(point.label),
         (point.cost, point.f1),
         textcoords="offset points",
-        xytext=(-7 if right else 7, -7 if top else 7),
-        ha="right" if right else "left",
-        va="top" if top else "bottom",
+        xytext=(dx * radius, dy * radius),
+        ha={1: "left", -1: "right", 0: "center"}[dx],
+        va={1: "bottom", -1: "top", 0: "center"}[dy],
         fontsize=8,
         bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7},
+        arrowprops=None if radius == _RADII[0] else _LEADER,
+        zorder=4,
     )
+
+
+def _text_box(label: Any, renderer: Any) -> Any:
+    """The display box of a label's text (with its padding), without its leader line."""
+    from matplotlib.text import Text
+
+    label.get_window_extent(renderer)  # lays the annotation out
+    return Text.get_window_extent(label, renderer).padded(2.0)
+
+
+def place_labels(fig: Any, ax: Any, points: Sequence[ParetoPoint]) -> list[Any]:
+    """Each point's label where it overlaps no other label and no point, inside the plot: the nearest of
+    :data:`_RADII` × :data:`_DIRECTIONS`, towards the middle of the plot first, clear of the legend; where
+    every place collides, the one that overlaps least. Measured on the figure as laid out (call after
+    ``tight_layout``). Returns the labels' text boxes in display units, in ``points``' order."""
+    from matplotlib.transforms import Bbox
+
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    centre = ((frame.x0 + frame.x1) / 2, (frame.y0 + frame.y1) / 2)
+    marks = [ax.transData.transform((p.cost, p.f1)) for p in points]
+    half = 5.0 * fig.dpi / 72  # a marker's half-size, in display units
+    mark_boxes = [Bbox.from_extents(x - half, y - half, x + half, y + half) for x, y in marks]
+    legend = ax.get_legend()
+    placed: list[Any] = [] if legend is None else [legend.get_window_extent(renderer)]
+    for k, (point, (x, y)) in enumerate(zip(points, marks, strict=True)):
+        toward = (1 if x < centre[0] else -1, 1 if y < centre[1] else -1)
+        directions = sorted(_DIRECTIONS, key=lambda d: (d[0] != toward[0]) + (d[1] != toward[1]))
+        others = [m for j, m in enumerate(mark_boxes) if j != k]
+        best: tuple[float, Any, Any] | None = None
+        for radius in _RADII:
+            for direction in directions:
+                label = _label(ax, point, direction, radius)
+                box = _text_box(label, renderer)
+                clash = sum(_overlap(box, b) for b in [*placed, *others])
+                score = clash + 4 * (box.width * box.height - _overlap(box, frame))
+                if best is not None and score >= best[0]:
+                    label.remove()
+                    continue
+                if best is not None:
+                    best[1].remove()
+                best = (score, label, box)
+                if score == 0:
+                    break
+            if best is not None and best[0] == 0:
+                break
+        assert best is not None
+        placed.append(best[2])
+    return placed[len(placed) - len(points) :]
 
 
 def _error_bars(ax: Any, points: Sequence[ParetoPoint]) -> None:
@@ -158,32 +233,58 @@ def _error_bars(ax: Any, points: Sequence[ParetoPoint]) -> None:
             ax.errorbar([p.cost], [p.f1], xerr=xerr, yerr=yerr, fmt="none", ecolor="grey", lw=0.8, capsize=2)
 
 
+def share_limits(values: Sequence[float], pad: float = 0.12, min_span: float = 0.02) -> tuple[float, float]:
+    """Limits of an accuracy axis (shares in [0, 1]) around ``values`` (the points and their intervals):
+    padded by ``pad`` of their span, at least ``min_span`` (2 percentage points) wide about the middle,
+    never further out than −2 % and 102 % (issue 27: a fixed 0–100 % axis squeezed 93–96.5 % into one
+    line)."""
+    low, high = min(values), max(values)
+    span = high - low
+    low, high = low - pad * span, high + pad * span
+    if high - low < min_span:
+        middle = (low + high) / 2
+        low, high = middle - min_span / 2, middle + min_span / 2
+    return max(low, -0.02), min(high, 1.02)
+
+
 def pareto_figure(
     points: Sequence[ParetoPoint],
     cost_label: str,
     f1_label: str,
     cost_format: Callable[[float], str] = human,
 ) -> str:
-    """Every run as a point (cost right on a log axis, F1 up); the front (red) joined by a step line; error
-    bars where a point carries an interval or range; labels inside the plot."""
+    """Every run as a point (cost right on a log axis, F1 up, both axes spanning the data and its
+    intervals); the front (red) joined by a step line, over the points not ``excluded`` (drawn hollow);
+    error bars where a point carries an interval or range; labels inside the plot, none overlapping
+    another (:func:`place_labels`)."""
+    from matplotlib.ticker import PercentFormatter
+
     cost = np.array([p.cost for p in points])
     f1 = np.array([p.f1 for p in points])
-    front = pareto_front(cost, f1)
+    judged = np.array([not p.excluded for p in points])
+    front = np.zeros(len(points), dtype=bool)
+    if judged.any():
+        front[judged] = pareto_front(cost[judged], f1[judged])
     span = [v for p in points for v in (p.cost, *(p.cost_range or ())) if v > 0]
     low, high = log_limits(min(span), max(span), pad=0.12)
     with figure(figsize=(8, 4.6)) as (fig, ax):
         _error_bars(ax, points)
-        ax.scatter(cost[~front], f1[~front], color="grey", zorder=3, label="dominated")
+        dominated = judged & ~front
+        ax.scatter(cost[dominated], f1[dominated], color="grey", zorder=3, label="dominated")
         ax.scatter(cost[front], f1[front], color="tab:red", zorder=3, label="Pareto front")
+        if (~judged).any():
+            hollow = {"facecolors": "none", "edgecolors": "grey", "zorder": 3}
+            ax.scatter(cost[~judged], f1[~judged], label="measurement INVALID", **hollow)
         order = np.argsort(cost[front])
         ax.step(cost[front][order], f1[front][order], where="post", color="tab:red", lw=1, alpha=0.7)
         _set_log_x(ax, low, high, cost_format)
-        ax.set_ylim(-0.03, 1.08)
-        for p in points:
-            x_frac = (math.log10(p.cost) - math.log10(low)) / (math.log10(high) - math.log10(low))
-            _label_inside(ax, p, x_frac, (p.f1 + 0.03) / 1.11)
+        shares = [v for p in points for v in (p.f1, *(p.f1_range or ()))]
+        ax.set_ylim(*share_limits(shares))
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0))
         ax.set_xlabel(cost_label)
         ax.set_ylabel(f1_label)
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(loc="best", fontsize=7)
-        return to_svg(fig)
+        fig.tight_layout()
+        place_labels(fig, ax, points)
+        return to_svg(fig, layout=False)

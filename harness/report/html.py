@@ -6,7 +6,9 @@ escape every string they show). The page is self-contained: inline CSS, inline S
 external URL. A number is shown only when it was measured; a missing one is "—" with the reason.
 The page never scrolls sideways at 1300 px: text wraps, a token too long for its line breaks
 (``overflow-wrap: break-word``; ``anywhere`` in the value column of a key/value table, whose keys never
-wrap), plots scale to the column (``max-width``).
+wrap, and in the comparison's headline tables, whose run names may be long), plots scale to the column
+(``max-width``). Greyed (``invalid``): a timing that is not a measurement of the model (its run's
+measurement is INVALID).
 """
 
 from __future__ import annotations
@@ -149,7 +151,11 @@ code{font-size:.88em}td code,dd code{overflow-wrap:anywhere}
 dl.kv{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.05em .8em;margin:0}
 dl.kv dt{font-family:ui-monospace,monospace;font-size:.88em;color:#555;white-space:nowrap}
 dl.kv dd{margin:0}dl.kv dl.kv{border-left:2px solid #eee;padding-left:.5em}
-td ol{margin:0;padding-left:1.2em}table.headline td:first-child{min-width:12em}
+td ol{margin:0;padding-left:1.2em}table.headline td:first-child{min-width:11em}
+table.headline th,table.headline td{overflow-wrap:anywhere}
+.invalid,.small.invalid{color:#999}
+.verdict-invalid{color:#555;background:#f2f2f2;padding:.4em .7em;border-left:3px solid #c62828}
+p.verdict{font-size:1.05em;background:#f4f8fb;padding:.5em .8em;border-left:3px solid #3573a5}
 figure.plot{margin:1em 0}svg.plot{max-width:100%;height:auto;display:block}
 figcaption{font-size:.88em;color:#444;max-width:60em}.null{color:#8a6d3b;font-style:italic}
 .absent{color:#8a6d3b;background:#fcf8e3;padding:.4em .7em;border-left:3px solid #e0c060}

@@ -5,7 +5,9 @@ there."""
 
 from __future__ import annotations
 
+from streambench.harness.datasets.provenance import conversion_warnings
 from streambench.harness.instruments.manifest import EnvironmentManifest
+from streambench.harness.instruments.threads import thread_summary
 from streambench.harness.report.analysis import latency_timeline, scored_latency_ms
 from streambench.harness.report.bundle import RunBundle
 from streambench.harness.report.figures import (
@@ -26,6 +28,7 @@ from streambench.harness.report.html import (
     table,
     value_or_null,
 )
+from streambench.harness.report.measurement import verdict_banner
 from streambench.harness.report.numbers import human, latency_ms, percent, rate_fps, unit_of_ms
 from streambench.harness.results.files import EnvironmentRecord, RunResult
 from streambench.protocols.metrics.bootstrap import Interval
@@ -52,6 +55,23 @@ def _latency_interval(i: Interval) -> str:
 
 def _no_result(bundle: RunBundle) -> str:
     return absent(bundle.result_reason)
+
+
+def _if_invalid(r: RunResult) -> str:
+    """The measurement-quality banner above a picture of the timings, when the measurement is INVALID
+    (the summary shows the verdict either way)."""
+    q = r.measurement_quality
+    return verdict_banner(q) if q is not None and q.verdict == "INVALID" else ""
+
+
+SEGMENT_VS_FRAME = (
+    "Segment and frame F1 differ because they score different units: a segment is scored once, against "
+    "the union of its frames' labels, by the latest answer that refers to it, its delay counted from its "
+    "last frame (under Strict, a causal model's answer at that last frame); frame F1 scores every frame's "
+    "own answer against that frame's labels, so short events, onsets and label changes weigh more in it "
+    '(docs/metrics.md, "Time, units and delay").'
+)
+"""Said wherever segment F1 is shown beside frame F1 (issue 27 item 8)."""
 
 
 def _dataset(r: RunResult) -> str:
@@ -90,6 +110,7 @@ def _facts(bundle: RunBundle, r: RunResult) -> list[tuple[str, str]]:
         ("clock", esc(f"{r.clock.name} ({r.clock.resolution_ns:g} ns resolution), pacing {r.clock.pacing}")),
         ("warm-up", esc(f"{r.warmup.frames} frames on {r.warmup.stream_id}") if r.warmup else esc("none")),
         ("fingerprint", f"<code>{esc(r.fingerprint)}</code>"),
+        ("threads", esc(thread_summary(r.threads))),  # issue 27
         ("streambench", esc(r.streambench_version)),
         (
             "execution",
@@ -186,7 +207,8 @@ def summary_section(bundle: RunBundle) -> str:
             bundle
         )
     m = r.metrics
-    warnings = "".join(f'<li class="warn">{esc(w)}</li>' for w in m.headline.warnings)
+    recorded = [*filter(None, [r.threads.warning]), *conversion_warnings(r.environment.data_sources.value)]
+    warnings = "".join(f'<li class="warn">{esc(w)}</li>' for w in [*m.headline.warnings, *recorded])
 
     def scored_as(role: str) -> str:  # issue 24 item 5: a failed test stream is in the figures, as wrong
         if role != "test":
@@ -208,6 +230,7 @@ def summary_section(bundle: RunBundle) -> str:
         + "<h4>F1@Δt (Strict, frame, micro) with its interval over streams</h4>"
         + table(["Δt", f"F1 [{m.headline.f1_strict[0].confidence:.0%} interval]", "streams"], f1_rows)
         + "<h4>Speed</h4>"
+        + verdict_banner(r.measurement_quality)
         + table(["figure", "value", "how"], _speed_rows(r))
         + "<h4>Resources</h4>"
         + kv_table(_resource_rows(r))
@@ -232,7 +255,7 @@ def latency_section(bundle: RunBundle) -> str:
         "times that 50 %, 95 % and 99 % of the frames stayed within. The latency axis is logarithmic when "
         "the latencies span more than a factor of 10."
     )
-    return figure_block(latency_figure(latency, summary), caption)
+    return _if_invalid(bundle.result) + figure_block(latency_figure(latency, summary), caption)
 
 
 def timeline_section(bundle: RunBundle) -> str:
@@ -257,7 +280,7 @@ def timeline_section(bundle: RunBundle) -> str:
         )
         + "A rising median later in the run suggests throttling or interference."
     )
-    return figure_block(timeline_figure(timeline), caption)
+    return _if_invalid(bundle.result) + figure_block(timeline_figure(timeline), caption)
 
 
 def f1_section(bundle: RunBundle) -> str:
@@ -293,6 +316,7 @@ def f1_section(bundle: RunBundle) -> str:
         figure_block(f1_curves_figure(curves, m.headline.f1_strict), caption)
         + table(["unit", "mode", *deltas], rows)
         + f"<p>{esc(offline)}</p>"
+        + f'<p class="small">{esc(SEGMENT_VS_FRAME)}</p>'
     )
 
 
@@ -349,6 +373,7 @@ def environment_section(bundle: RunBundle) -> str:
             ("intra-op threads", esc(f"{threads.intra_op} (before: {threads.intra_op_before})")),
             ("inter-op threads", esc(f"{threads.inter_op} (before: {threads.inter_op_before})")),
             ("requested", kv_value(threads.requested.model_dump(mode="json"))),
+            ("in the adapter's process", esc(thread_summary(threads))),
         ]
         parts.append("<details><summary>Threads</summary>" + kv_table(thread_rows) + "</details>")
     return "".join(parts)

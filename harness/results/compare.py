@@ -30,17 +30,17 @@ Pure but for scipy: the caller loads the runs and their per-frame samples.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field
 
+from streambench.harness.results.fail_on import FailOnSpec, FailOnSpecError, FailRule, FigureKeys
+from streambench.harness.results.framing import PER_FRAME_KEYS, framing_note
 from streambench.harness.results.headline import LATENCY_KEYS, Figure, RunHeadline
-from streambench.harness.results.quality import refusal
+from streambench.harness.results.quality import invalid_reason, refusal
 
 __all__ = [
     "COST_KEYS",
@@ -52,114 +52,19 @@ __all__ = [
     "FigureKeys",
     "FingerprintMismatchError",
     "RankTest",
+    "compare_each",
     "compare_runs",
     "data_note",
+    "exit_code",
 ]
 
-_KEY = re.compile(r"^[^\s,:]+$")
-_THRESHOLD = re.compile(r"^([+-])(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(%|pp)?$")
-FigureKeys = Sequence[tuple[str, str]]
 COST_KEYS = LATENCY_KEYS | {"energy"}
 """What a run cost (timings, energy): not scored against the data's labels, so gated whatever data the
 two runs drew; every other figure is a score of the data."""
-"""The figures a rule may name: (regular expression of the keys, how to write them), one per protocol."""
-
-
-class FailOnSpecError(ValueError):
-    """A --fail-on specification that cannot be parsed; names the item."""
 
 
 class FingerprintMismatchError(ValueError):
     """The two runs were measured in different environments."""
-
-
-class FailRule(BaseModel):
-    """``KEY:±FLOOR[%|pp]``: fail when the figure moved in the direction of the sign by more than the floor:
-    relative with ``%``, in percentage points of a share (F1, accuracy: ``-1pp`` is -0.01) with ``pp``,
-    otherwise absolute in the figure's stored unit (a share as a fraction)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    key: str
-    direction: Literal[1, -1] = Field(description="+1: rising is bad; -1: falling is bad")
-    floor: float = Field(gt=0, description="the effect that must be exceeded (a fraction when relative)")
-    relative: bool
-    points: bool = Field(False, description="written in percentage points (pp): floor is the fraction")
-
-    @field_validator("key")
-    @classmethod
-    def _key_syntax(cls, key: str) -> str:
-        if not _KEY.match(key):
-            raise ValueError(f"figure {key!r}: a key has no blank, ',' or ':'")
-        return key
-
-    @field_validator("floor")
-    @classmethod
-    def _finite(cls, floor: float) -> float:
-        if not math.isfinite(floor):
-            raise ValueError("the floor must be a finite number")
-        return floor
-
-    def describe(self) -> str:
-        sign = "+" if self.direction > 0 else "-"
-        if self.relative:
-            return f"{self.key}:{sign}{self.floor * 100:g}%"
-        floor = f"{self.floor * 100:g}pp" if self.points else f"{self.floor:g}"
-        return f"{self.key}:{sign}{floor}"
-
-
-class FailOnSpec(BaseModel):
-    """The parsed ``--fail-on`` option: comma-separated rules, at most one per figure."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    rules: tuple[FailRule, ...] = ()
-
-    @classmethod
-    def parse(cls, text: str | None, figures: FigureKeys = ()) -> FailOnSpec:
-        """Parse ``FIGURE:±FLOOR[,...]``; with ``figures`` (each protocol's key pattern and how to write
-        it: :func:`streambench.harness.runs.catalog.figure_keys`), a figure no protocol has is refused
-        here."""
-        if text is None or not text.strip():
-            return cls()
-        rules: list[FailRule] = []
-        for position, raw in enumerate(text.split(","), start=1):
-            item = raw.strip()
-            where = f"--fail-on item {position} {item!r}"
-            key, sep, threshold = item.rpartition(":")
-            if not sep or not key:
-                raise FailOnSpecError(f"{where}: expected FIGURE:±FLOOR, e.g. p95:+10% or f1@100ms:-1pp")
-            match = _THRESHOLD.match(threshold.strip())
-            if match is None:
-                raise FailOnSpecError(
-                    f"{where}: the floor {threshold!r} must be a signed number, optionally a percentage (%) "
-                    "or percentage points of a share (pp) (+ fails when the figure rises by more, - when it "
-                    "falls by more)"
-                )
-            sign, suffix = match.group(1), match.group(5) or ""
-            number = threshold.strip()[1 : len(threshold.strip()) - len(suffix)]
-            relative, points = suffix == "%", suffix == "pp"
-            value = float(number) / (100 if suffix else 1)
-            if value <= 0:
-                raise FailOnSpecError(f"{where}: the floor must be greater than 0")
-            try:
-                rule = FailRule(
-                    key=key.strip(),
-                    direction=1 if sign == "+" else -1,
-                    floor=value,
-                    relative=relative,
-                    points=points,
-                )
-            except ValidationError as exc:
-                message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
-                raise FailOnSpecError(f"{where}: {message}") from None
-            if figures and not any(re.fullmatch(pattern, rule.key) for pattern, _ in figures):
-                known = ", ".join(how for _, how in figures)
-                raise FailOnSpecError(f"{where}: unknown figure {rule.key!r}; the figures are {known}")
-            if any(r.key == rule.key for r in rules):
-                raise FailOnSpecError(f"{where}: {rule.key} already has a rule")
-            rules.append(rule)
-        return cls(rules=tuple(rules))
 
 
 class RankTest(BaseModel):
@@ -212,6 +117,11 @@ class Comparison(BaseModel):
     )
     data_note: str | None = Field(
         None, description="how the data the two runs scored differ (e.g. two draws from secret seeds)"
+    )
+    invalid_timing: str | None = Field(
+        None,
+        description="why the changes of the timings (LATENCY_KEYS) are not measurements of the models: a "
+        "run's measurement-quality verdict is INVALID (said whether or not forced, whatever the rules)",
     )
 
 
@@ -406,6 +316,9 @@ def compare_runs(
         samples = (np.asarray(base_latency_ns, dtype=np.int64), np.asarray(head_latency_ns, dtype=np.int64))
     changes = [_change(k, base.figure(k), head.figure(k), rules.get(k), samples, alpha) for k in keys]
     differs = data_note(base, head)
+    framing = framing_note(base, head)  # issue 27 item 5: frames of another size or rate
+    if framing is not None:
+        differs = f"{differs}; {framing}" if differs else framing
     measurement = None if force else refusal({base.run: base.measurement, head.run: head.measurement})
     scores = None
     if differs is not None and not force:
@@ -414,6 +327,7 @@ def compare_runs(
     for refused, judged in (
         (measurement, LATENCY_KEYS),  # the timings of an INVALID measurement
         (scores, {key for key in keys if key not in COST_KEYS}),  # the scores of different data
+        (None if force or framing is None else f"{framing} (--force calls it)", PER_FRAME_KEYS),
     ):
         if refused is None or not any(c.regression and c.key in judged for c in changes):
             continue
@@ -436,4 +350,38 @@ def compare_runs(
         refusal="; ".join(refusals) or None,
         latency_note=LATENCY_GATE_NOTE if any(r.key in LATENCY_KEYS for r in spec.rules) else None,
         data_note=differs,
+        invalid_timing=_invalid_timing(base, head),
     )
+
+
+def _invalid_timing(base: RunHeadline, head: RunHeadline) -> str | None:
+    found = [(h.run, invalid_reason(h.measurement)) for h in (base, head)]
+    return "; ".join(f"{run}: {why}" for run, why in found if why) or None
+
+
+def compare_each(
+    base: RunHeadline,
+    heads: Sequence[RunHeadline],
+    spec: FailOnSpec | None = None,
+    base_latency_ns: npt.ArrayLike | None = None,
+    heads_latency_ns: Sequence[npt.ArrayLike | None] | None = None,
+    alpha: float = 0.01,
+    force: bool = False,
+) -> list[Comparison]:
+    """The base against each head in turn (:func:`compare_runs`: every pair is gated by ``spec`` as two
+    runs are), in the heads' order."""
+    samples = list(heads_latency_ns) if heads_latency_ns is not None else [None] * len(heads)
+    if len(samples) != len(heads):
+        raise ValueError(f"{len(heads)} heads but {len(samples)} latency samples")
+    return [
+        compare_runs(base, head, spec, base_latency_ns, head_ns, alpha=alpha, force=force)
+        for head, head_ns in zip(heads, samples, strict=True)
+    ]
+
+
+def exit_code(comparisons: Sequence[Comparison]) -> int:
+    """``streambench compare``'s exit code over every pair: 1 when any pair has a regression, else 3 when
+    any pair saw a regression it did not call (inconclusive), else 0."""
+    if any(c.regressions for c in comparisons):
+        return 1
+    return 3 if any(c.refusal for c in comparisons) else 0

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from streambench.harness.datasets.provenance import Framing
 from streambench.harness.results.quality import MeasurementQuality
 from streambench.protocols.metrics.bootstrap import Interval
 
@@ -66,6 +67,9 @@ class DataRecord(BaseModel):
     seed_kind: Literal["secret", "public"] | None = Field(
         None, description="secret: drawn for the run, written after scoring; public: given, so rebuildable"
     )
+    framing: Framing | None = Field(
+        None, description="frame rate, samples per frame and sample rate (issue 27); null in older entries"
+    )
 
     def public_seed_note(self) -> str | None:
         """One short line for a run whose seed was given (``public seed``); None otherwise."""
@@ -100,6 +104,9 @@ class RunHeadline(BaseModel):
     data: DataRecord | None = Field(None, description="the data the run scored; null in older index entries")
     execution: str | None = Field(
         None, description="where the adapter ran: sealed, isolated or in-process; null in older entries"
+    )
+    threads: str | None = Field(
+        None, description="the thread setting that governed the model (issue 27); null in older entries"
     )
 
     def figure(self, key: str) -> Figure | None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 
 from streambench.harness.results.compare import Comparison, FigureChange
-from streambench.harness.results.headline import Figure, RunHeadline
+from streambench.harness.results.headline import LATENCY_KEYS, Figure, RunHeadline
+from streambench.harness.results.quality import verdict_line
 
 __all__ = [
+    "compare_many_markdown",
     "compare_markdown",
     "escape_md",
     "format_change",
@@ -95,12 +97,24 @@ def _header(head: RunHeadline) -> str:
     )
 
 
+def _verdict(head: RunHeadline) -> str:
+    """The measurement-quality verdict as a line above the figures: bold when INVALID, with what it
+    means for the timings."""
+    line = escape_md(verdict_line(head.measurement))
+    if head.measurement is not None and head.measurement.verdict == "INVALID":
+        return f"**{line}**: its latency figures are not a measurement of the model alone"
+    return line[0].upper() + line[1:]
+
+
 def run_markdown(head: RunHeadline) -> str:
-    """One run: its header line, a table of its headline figures and its warnings."""
+    """One run: its header line, its measurement-quality verdict, a table of its headline figures and its
+    warnings."""
     lines = [
         f"### streambench run {escape_md(head.run)}",
         "",
         _header(head),
+        "",
+        _verdict(head),
         "",
         "| figure | value | bootstrap interval | samples |",
         "| --- | ---: | --- | --- |",
@@ -167,16 +181,42 @@ def compare_markdown(comparison: Comparison) -> str:
             lines.append(
                 f"- {side} measurement: {h.measurement.verdict}" + (f" ({escape_md(why)})" if why else "")
             )
+    if comparison.invalid_timing:
+        lines.append(
+            f"- timing changes are not measurements ({escape_md(comparison.invalid_timing)}): marked "
+            "_(INVALID)_ below"
+        )
     lines += [
         "",
         "| figure | base | head | change | verdict |",
         "| --- | ---: | ---: | ---: | --- |",
     ]
     for change in comparison.changes:
+        delta = format_change(change)
+        if comparison.invalid_timing and change.key in LATENCY_KEYS and change.change is not None:
+            delta = f"_{delta} (INVALID)_"
         lines.append(
             f"| {escape_md(change.label)}{_unit(change.unit)} | {_side(change.base)} | {_side(change.head)} "
-            f"| {format_change(change)} | {escape_md(change.verdict)} |"
+            f"| {delta} | {escape_md(change.verdict)} |"
         )
     for caption in dict.fromkeys(base.captions + head.captions):  # each once, in order
         lines += ["", escape_md(caption)]
     return "\n".join(lines) + "\n"
+
+
+def compare_many_markdown(comparisons: list[Comparison]) -> str:
+    """The base against each of several heads (``compare BASE HEAD HEAD...``): one status line over every
+    pair, then each pair as :func:`compare_markdown` shows two runs."""
+    regressions = [f"{c.head.run}: {', '.join(c.regressions)}" for c in comparisons if c.regressions]
+    refused = [c.head.run for c in comparisons if c.refusal and not c.regressions]
+    if regressions:
+        status = "**Regression(s)** against the base: " + "; ".join(escape_md(r) for r in regressions)
+    elif refused:
+        status = "**Inconclusive** for " + ", ".join(escape_md(r) for r in refused)
+    elif any(c.rules for c in comparisons):
+        status = f"**No regression** in any of the {len(comparisons)} runs against the base"
+    else:
+        status = "No --fail-on rules: changes shown, nothing judged."
+    base = comparisons[0].base.run if comparisons else ""
+    parts = [f"## streambench compare: base {escape_md(base)} against {len(comparisons)} runs\n\n{status}\n"]
+    return "\n".join(parts + [compare_markdown(c) for c in comparisons])

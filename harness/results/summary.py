@@ -6,9 +6,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from streambench.harness.datasets.provenance import conversion_warnings
 from streambench.harness.execution.sandbox import SandboxRecord
+from streambench.harness.instruments.threads import thread_summary
 from streambench.harness.io.safe_text import safe
 from streambench.harness.results.files import RunResult
+from streambench.harness.results.summary_events import print_events
 from streambench.protocols.causality import CausalityReport, measured_label
 from streambench.protocols.robustness import RobustnessReport
 
@@ -47,6 +50,7 @@ def print_summary(console: Console, result: RunResult) -> None:
             _pct(replay["strict"][i].f1_micro),
         )
     console.print(curve)
+    print_events(console, metrics)  # issue 27: the classes F1 counts, event delays, misses, false alarms
 
     speed = overall.speed
     lat = speed.latency
@@ -170,6 +174,7 @@ def _print_execution(console: Console, result: RunResult) -> None:
         f"{run.on_error}{sessions}",
         highlight=False,
     )
+    console.print(f"threads: {safe(thread_summary(result.threads))}", highlight=False)  # issue 27
     for warning in host_timing_warnings(result):
         console.print(f"[yellow]warning:[/] {safe(warning)}", highlight=False)
     audit = result.session_audit
@@ -299,6 +304,9 @@ def host_timing_warnings(online: RunResult) -> list[str]:
         )
     if host is not None:
         out.extend(host.notes)
+    if online.threads.warning:  # issue 27: more threads at once than the adapter's process has cores
+        out.append(online.threads.warning)
+    out.extend(conversion_warnings(online.environment.data_sources.value))  # resampled, down-mixed audio
     left = online.execution.leftover_processes
     if left:  # issue 25, item 8
         named = "; ".join(f"{p.pid} {p.name} ({_middle_cut(p.command, 80)})" for p in left)

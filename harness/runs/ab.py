@@ -15,6 +15,7 @@ the seed and whether it was secret (``data_seed``, ``data_seed_kind``).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -34,6 +35,7 @@ from streambench.harness.execution.rounds import (
 )
 from streambench.harness.instruments.interference import cpu_frequency_khz
 from streambench.harness.results.compare import FailRule
+from streambench.harness.results.framing import side_differences
 from streambench.harness.results.gate import (
     EXIT_CODES,
     GateResult,
@@ -44,7 +46,7 @@ from streambench.harness.results.gate import (
 )
 from streambench.harness.results.quality import MeasurementQuality, judge_quality, refusal
 
-__all__ = ["ABReport", "SideReport", "ab_markdown", "interval_levels", "run_ab"]
+__all__ = ["ABReport", "SideReport", "ab_markdown", "interval_levels", "run_ab", "side_titles"]
 
 
 class SideReport(BaseModel):
@@ -56,6 +58,12 @@ class SideReport(BaseModel):
     pythonpath: list[str]
     frames: int
     quality: MeasurementQuality
+    clock: Literal["agree", "disagree"] | None = Field(
+        None,
+        description="sealed jobs: the parent's clock against this side's worker's, over the rounds "
+        "(disagree: most rounds disagreed, its latencies are not the model's); null: isolated workers",
+    )
+    clock_rounds: list[str] = Field(default_factory=list, description="the verdict of each round")
 
 
 class ABReport(BaseModel):
@@ -65,6 +73,12 @@ class ABReport(BaseModel):
     exit_code: int
     mode: Literal["interleaved", "duet"]
     mode_reason: str
+    execution: Literal["sealed", "isolated"] = Field(
+        "isolated",
+        description="sealed: both sides in sealed workers fed by this process (issue 24); isolated: each "
+        "side's worker builds its own streams (another checkout or interpreter, or --no-sealed)",
+    )
+    execution_reason: str = ""
     on: Literal["wall", "cpu"]
     cpu_clock: str | None = Field(description="on cpu: which CPU clock (thread / process)")
     pairs: int
@@ -143,6 +157,9 @@ def run_ab(
     Both error rates (``confidence``'s lower half, ``1 - pass_confidence``) are spread over the planned
     looks (:func:`~streambench.harness.results.gate.per_look_confidence`)."""
     check_gate(rules, confidence, pass_confidence)  # before any round: a bad rule costs no measuring
+    differ = side_differences(base.run, head.run, (base.label, head.label))
+    if differ is not None:  # issue 27 item 5: a per-frame latency compares only over the same frames
+        raise ValueError(f"{differ}; ab sets two models against each other on the same data")
     base, head, seed_kind = _same_streams(base, head)
     started = time.monotonic()
     looks = planned_looks(rounds)
@@ -164,6 +181,13 @@ def run_ab(
     gate = judged(job)
     qualities = {job.base.label: _quality(job.base), job.head.label: _quality(job.head)}
     refused = refusal(qualities) if gate.verdict == "regression" and not force else None
+    stopped = [s.label for s in (job.base, job.head) if s.clock_verdict() == "disagree"]
+    if stopped:  # no verdict on figures a side's own clock made up, pass or fail, --force or not
+        refused = (
+            f"the parent's clock disagrees with the worker's of {' and '.join(stopped)} in most rounds "
+            "(a stopped or slowed clock, or work after predict() returned): its latencies are not the "
+            "model's; no verdict is called"
+        )
     verdict: Verdict = "inconclusive" if refused else gate.verdict
     sides = [
         SideReport(
@@ -175,6 +199,8 @@ def run_ab(
             pythonpath=spec.command.pythonpath,
             frames=int(sum(r.size for r in measured.latency_ns)),
             quality=qualities[spec.label],
+            clock=measured.clock_verdict(),
+            clock_rounds=measured.clocks,
         )
         for spec, measured in ((base, job.base), (head, job.head))
     ]
@@ -183,6 +209,8 @@ def run_ab(
         exit_code=EXIT_CODES[verdict],
         mode=job.mode,
         mode_reason=job.mode_reason,
+        execution=job.execution,
+        execution_reason=job.execution_reason,
         on=on,
         cpu_clock=job.base.cpu_clock if on == "cpu" else None,
         pairs=job.pairs,
@@ -218,14 +246,35 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{(value - 1) * 100:+.1f} %"
 
 
+def side_titles(report: ABReport) -> tuple[str, str]:
+    """What tells the two sides apart, for a header (issue 27, item 8: not "X vs X" when only options,
+    the checkout or the interpreter differ): the adapter, plus whatever differs of its options, its
+    ``PYTHONPATH`` and its interpreter."""
+    base, head = report.sides
+    titles = [[side.adapter] for side in (base, head)]
+    keys = sorted(set(base.adapter_options) | set(head.adapter_options))
+    differing = [k for k in keys if base.adapter_options.get(k) != head.adapter_options.get(k)]
+    for title, side in zip(titles, (base, head), strict=True):
+        if differing:
+            shown = ", ".join(f"{k}={side.adapter_options.get(k, '(default)')}" for k in differing)
+            title.append(f"({shown})")
+        if base.pythonpath != head.pythonpath:
+            title.append(f"[PYTHONPATH {os.pathsep.join(side.pythonpath)}]")
+        if base.python != head.python:
+            title.append(f"[{side.python}]")
+    return " ".join(titles[0]), " ".join(titles[1])
+
+
 def ab_markdown(report: ABReport) -> str:
     """The report as Markdown (a CI job summary)."""
     base, head = report.sides
+    base_title, head_title = side_titles(report)
     lines = [
         f"### streambench ab: **{report.verdict}** (exit {report.exit_code})",
         "",
-        f"{base.label} `{base.adapter}` vs {head.label} `{head.adapter}` · {report.mode} mode "
-        f"({report.mode_reason}) · {report.pairs} pairs of rounds, {report.streams_per_round} streams each, "
+        f"{base.label} `{base_title}` vs {head.label} `{head_title}` · {report.mode} mode "
+        f"({report.mode_reason}) · {report.execution} workers ({report.execution_reason}) · "
+        f"{report.pairs} pairs of rounds, {report.streams_per_round} streams each, "
         f"{report.workers} worker processes per side · "
         f"judged on {'CPU time (' + str(report.cpu_clock) + ')' if report.on == 'cpu' else 'wall time'} · "
         f"{interval_levels(report)}",

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from streambench.harness.datasets.catalog import SeedKind, seeded
+from streambench.harness.datasets.provenance import framing_of
 from streambench.harness.execution.config import RunConfig
 from streambench.harness.instruments.model_files import model_files
+from streambench.harness.instruments.threads import thread_summary
 from streambench.harness.io.atomic import atomic_write_text
 from streambench.harness.io.store_layout import check_run_dir
 from streambench.harness.results import store
@@ -34,7 +36,7 @@ from streambench.harness.results.files import (
 from streambench.harness.results.headline import DataRecord, Figure, RunHeadline
 from streambench.harness.results.quality import MeasurementQuality
 from streambench.harness.results.store import ReindexReport, StoreError
-from streambench.harness.runs import registry
+from streambench.harness.runs import parts, registry
 
 if TYPE_CHECKING:  # the report (matplotlib and all) is imported when a report is built, not to list runs
     from streambench.harness.report.bundle import RunBundle
@@ -84,7 +86,7 @@ def load_headline(run_dir: Path) -> RunHeadline:
         result = protocol.load_result(run_dir)
         found.append((protocol.name, result))
         figures.extend(protocol.headline(result))
-        notes.extend(protocol.warnings(result))
+        notes.extend(parts.warnings(protocol, result))
         if protocol.caption is not None:
             captions.append(protocol.caption)
     if not found:
@@ -112,6 +114,7 @@ def load_headline(run_dir: Path) -> RunHeadline:
         captions=captions,
         data=next((d for _, r in found if (d := data_record(r)) is not None), None),
         execution=next((m for _, r in found if (m := execution_mode_of(r)) is not None), None),
+        threads=next((thread_summary(r.threads) for _, r in found if isinstance(r, RunResult)), None),
     )
 
 
@@ -132,6 +135,7 @@ def data_record(result: BaseModel) -> DataRecord | None:
             hash=_text(result.environment.data_hash.value),
             seed=result.seeds.dataset,
             seed_kind=result.seeds.dataset_seed_kind,
+            framing=framing_of(result.dataset_config),
         )
     run = getattr(result, "run", None)
     if not isinstance(run, RunConfig) or not isinstance(result, EnvironmentRecord):
@@ -142,6 +146,7 @@ def data_record(result: BaseModel) -> DataRecord | None:
         hash=_text(environment.data_hash.value) if environment is not None else None,
         seed=getattr(run.data, "seed", None),
         seed_kind=result.dataset_seed_kind,
+        framing=framing_of(run.data),
     )
 
 
@@ -359,8 +364,8 @@ def load_bundle(run_dir: Path) -> RunBundle:
 
     bundle = RunBundle(run_dir=run_dir, name=run_dir.name)
     for protocol in registry.protocols():
-        protocol.read(run_dir, bundle)
-        sections = protocol.report_sections()
+        parts.read(protocol, run_dir, bundle)
+        sections = parts.report_sections(protocol)
         bundle.add_sections(protocol.name, sections)
         if not sections:
             bundle.others[protocol.name] = protocol.result_file
@@ -379,13 +384,14 @@ def write_report(
     output: Path,
     results_dir: Path = Path("results"),
     pareto_delta_ms: float | None = None,
+    budget_ms: float | None = None,
 ) -> Path:
     """Resolve each reference (a run directory or a run id under ``results_dir``), build the report and
-    write it atomically to ``output``."""
+    write it atomically to ``output`` (``budget_ms``: the comparison verdict's latency budget)."""
     bundles = [load_bundle(resolve_run(ref, results_dir)) for ref in refs]
     output.parent.mkdir(parents=True, exist_ok=True)
     from streambench.harness.report import build_report
 
-    atomic_write_text(output, build_report(bundles, pareto_delta_ms))
+    atomic_write_text(output, build_report(bundles, pareto_delta_ms, budget_ms))
     output.chmod(0o644)  # a page to open and share (the atomic writer's temporary file is private)
     return output

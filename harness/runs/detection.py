@@ -33,6 +33,7 @@ from streambench.harness.results.files import EnvironmentRecord
 from streambench.harness.results.headline import Figure
 from streambench.harness.runs.catalog import fix_data_seed, write_indexed
 from streambench.harness.runs.interface import Outcome, RunProtocol
+from streambench.harness.runs.parts import Printed
 from streambench.protocols import detection
 from streambench.protocols.metrics.latency import latency_summary
 
@@ -245,7 +246,7 @@ def print_result(console: Console, result: DetectionResult) -> int:
     return 0
 
 
-class DetectionProtocol(RunProtocol):
+class DetectionProtocol(Printed, RunProtocol):
     name = "detection"
     run_options = frozenset({"isolate", "sealed"})  # sealed by default (execution/model_runner.py)
     summary = "seed 002 deepfake detection: EER, AUC, F1, and the EER against the time heard"

@@ -39,6 +39,7 @@ from streambench.harness.results.headline import Figure
 from streambench.harness.runs.catalog import write_indexed
 from streambench.harness.runs.hysteresis_arms import replay_arm
 from streambench.harness.runs.interface import Outcome, RunProtocol
+from streambench.harness.runs.parts import Printed
 from streambench.protocols import hysteresis
 from streambench.protocols.hysteresis_experiments import TITLES
 from streambench.protocols.recording import StreamRecording
@@ -223,7 +224,7 @@ def headline_figures(result: HysteresisResult) -> list[Figure]:
     return figures
 
 
-class HysteresisProtocol(RunProtocol):
+class HysteresisProtocol(Printed, RunProtocol):
     name = "hysteresis"
     summary = "seed 001 router hysteresis: lag, return gap and loop area over A→B→A streams"
     result_file = RESULT_FILE

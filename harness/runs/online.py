@@ -17,6 +17,7 @@ from streambench.harness.execution.event_log import EVENTS_FILE
 from streambench.harness.execution.executor import ProgressHook
 from streambench.harness.io.safe_text import safe
 from streambench.harness.report.bundle import RunBundle, SectionSpec
+from streambench.harness.report.sections_events import events_section
 from streambench.harness.report.sections_quality import detection_section, reliability_section
 from streambench.harness.report.sections_run import (
     breakdown_section,
@@ -36,24 +37,32 @@ from streambench.harness.results.files import (
 from streambench.harness.results.headline import CAPTION, LATENCY_KEYS, Figure, interval_fields
 from streambench.harness.results.summary import host_timing_warnings, print_summary
 from streambench.harness.runs.interface import Outcome, RunProtocol
+from streambench.harness.runs.parts import Printed, Reported, Resumable, Swept
 from streambench.harness.runs.session import execute_run, finished_run, resume_run
 from streambench.protocols.online import OnlineConfig
 from streambench.protocols.online_speed import measured_latency
 
-__all__ = ["OnlineProtocol", "online_figures", "online_warnings"]
+__all__ = ["EVENTS_CAPTION", "OnlineProtocol", "event_figures", "online_figures", "online_warnings"]
+
+EVENTS_CAPTION = (
+    "; F1 counts the scored classes (a binary task's positive class: result.json metrics.scored_classes); "
+    "events: every event class pooled, onset delay = when the detection's prediction finished minus when "
+    "the event started (computation-aware clock, replayed latencies), event F1 with the onset collar"
+)
 
 
-class OnlineProtocol(RunProtocol):
+class OnlineProtocol(Printed, Resumable, Reported, Swept, RunProtocol):
     name = "online"
     summary = "frame by frame at batch 1: F1@Δt, latency, FPS, RTF, energy, memory (seed 004 §6.2.2)"
     result_file = RESULT_FILE
     figure_keys = (
-        r"f1@\d+(\.\d+)?ms|frame_acc|mean|p50|p95|p99|fps|rtf|energy",
-        "f1@<Δt>ms, frame_acc, mean, p50, p95, p99, fps, rtf, energy",
+        r"f1@\d+(\.\d+)?ms|frame_acc|mean|p50|p95|p99|fps|rtf|energy|event_f1|onset_delay_(p50|p90|max)"
+        r"|event_miss_rate|false_alarms_per_h",
+        "f1@<Δt>ms, frame_acc, mean, p50, p95, p99, fps, rtf, energy, event_f1, onset_delay_p50, "
+        "onset_delay_p90, onset_delay_max, event_miss_rate, false_alarms_per_h",
     )
     result_model = RunResult
-    sweepable = True
-    caption = CAPTION
+    caption = CAPTION + EVENTS_CAPTION
     run_options = frozenset({"isolate", "sealed", "on_error", "baseline"})
 
     def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
@@ -150,6 +159,7 @@ class OnlineProtocol(RunProtocol):
             SectionSpec("latency", "Latency distribution", latency_section),
             SectionSpec("timeline", "Latency over the run", timeline_section),
             SectionSpec("f1", "F1@Δt", f1_section),
+            SectionSpec("events", "Event detection", events_section),
             SectionSpec("breakdown", "Latency breakdown", breakdown_section),
             SectionSpec("reliability", "Reliability diagram", reliability_section),
             SectionSpec("detection", "DET and ROC", detection_section),
@@ -262,6 +272,64 @@ def online_figures(result: RunResult) -> list[Figure]:
             value=energy,
             reason=None if energy is not None else result.resources.energy_per_frame_reason or "not measured",
             n_frames=result.resources.frames_measured if energy is not None else None,
+        )
+    )
+    figures.extend(event_figures(result))
+    return figures
+
+
+def event_figures(result: RunResult) -> list[Figure]:
+    """The event-level headline (protocols/online_events.py, issue 27), every event class pooled: event F1
+    with the onset collar, onset delay p50 / p90 / max of the matched events on the computation-aware
+    clock, the share of reference events missed and false alarms per hour; one null ``event_f1`` with the
+    reason where the data has no event labels."""
+    events = result.metrics.events
+    if events is None:
+        reason = result.metrics.events_reason or "not computed: a result written before issue 27"
+        return [
+            Figure(key="event_f1", label="event F1", unit="%", better="higher", value=None, reason=reason)
+        ]
+    pooled, onset = events.overall, events.overall.onset_delay
+    no_match = "no reference event was matched"
+    figures = [
+        Figure(
+            key="event_f1",
+            label=f"event F1 (onset ±{1e3 * events.settings.t_collar_s:g} ms)",
+            unit="%",
+            better="higher",
+            value=pooled.f1,
+            reason=None if pooled.f1 is not None else "no reference and no detected event",
+        )
+    ]
+    for key, name in (("p50", "median_ms"), ("p90", "p90_ms"), ("max", "max_ms")):
+        figures.append(
+            Figure(
+                key=f"onset_delay_{key}",
+                label=f"onset delay {key} (compute-aware)",
+                unit="ms",
+                better="lower",
+                value=getattr(onset, name) if onset is not None else None,
+                reason=None if onset is not None else no_match,
+            )
+        )
+    figures.append(
+        Figure(
+            key="event_miss_rate",
+            label="missed events",
+            unit="%",
+            better="lower",
+            value=pooled.missed / pooled.reference_events if pooled.reference_events else None,
+            reason=None if pooled.reference_events else "no reference event",
+        )
+    )
+    figures.append(
+        Figure(
+            key="false_alarms_per_h",
+            label="false alarms per hour",
+            unit="",
+            better="lower",
+            value=pooled.false_alarms_per_hour,
+            reason=None if pooled.false_alarms_per_hour is not None else "no stream time scored",
         )
     )
     return figures

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.metadata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported where a protocol is loaded: listing the names costs no import (CLI start-up)
@@ -36,6 +37,7 @@ BUILT_IN: dict[str, str] = {
     "detection": "streambench.harness.runs.detection:DetectionProtocol",
     "stability": "streambench.harness.runs.stability:StabilityProtocol",
     "hysteresis": "streambench.harness.runs.hysteresis:HysteresisProtocol",
+    "capacity": "streambench.harness.runs.capacity:CapacityProtocol",
 }
 """The built-in protocols, in their listing order (a run directory's result files are read in it)."""
 DEFAULT = "online"
@@ -72,8 +74,23 @@ def unregister(name: str) -> None:
         _targets.pop(name, None)
 
 
+ENTRY_POINT_GROUP = "streambench.protocols"
+"""Installed plug-ins name their protocols in this entry-point group (``name = "module:Class"``, a
+:class:`RunProtocol` subclass, instantiated without arguments); a registered name cannot be taken."""
+
+
+def _plugins() -> dict[str, tuple[str, str]]:
+    """name -> (``module:Class``, the distribution that declared it), from installed metadata only."""
+    found: dict[str, tuple[str, str]] = {}
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name not in _targets:
+            dist = entry.dist.name if entry.dist is not None else "an unknown distribution"
+            found.setdefault(entry.name, (entry.value, dist))
+    return found
+
+
 def names() -> list[str]:
-    return list(_targets)
+    return [*_targets, *_plugins()]
 
 
 def get(name: str) -> RunProtocol:
@@ -81,16 +98,30 @@ def get(name: str) -> RunProtocol:
     if name in _loaded:
         return _loaded[name]
     target = _targets.get(name)
-    if target is None:
-        close = difflib.get_close_matches(name, list(_targets), n=2)
+    plugin = _plugins().get(name) if target is None else None
+    if target is None and plugin is None:
+        known = names()
+        close = difflib.get_close_matches(name, known, n=2)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise UnknownProtocolError(f"--protocol {name!r}: expected one of {', '.join(_targets)}{hint}")
-    if isinstance(target, str):
+        raise UnknownProtocolError(f"--protocol {name!r}: expected one of {', '.join(known)}{hint}")
+    from streambench.harness.runs.interface import RunProtocol
+
+    protocol: RunProtocol | None
+    if plugin is not None:
+        module_name, _, class_name = plugin[0].partition(":")
+        cls = getattr(importlib.import_module(module_name), class_name)
+        if not (isinstance(cls, type) and issubclass(cls, RunProtocol)):
+            raise TypeError(
+                f"--protocol {name!r}: the entry point of {plugin[1]} ({ENTRY_POINT_GROUP}) names "
+                f"{plugin[0]!r}, which is not a RunProtocol subclass"
+            )
+        target = plugin[0]
+        protocol = cls()
+    elif isinstance(target, str):
         module_name, _, class_name = target.partition(":")
         protocol = getattr(importlib.import_module(module_name), class_name)()
     else:
         protocol = target
-    from streambench.harness.runs.interface import RunProtocol
 
     if not isinstance(protocol, RunProtocol) or protocol.name != name:
         raise TypeError(f"registry entry {name!r} -> {target!r} is not a RunProtocol named {name!r}")
@@ -100,4 +131,4 @@ def get(name: str) -> RunProtocol:
 
 def protocols() -> list[RunProtocol]:
     """Every registered protocol, in listing order."""
-    return [get(name) for name in _targets]
+    return [get(name) for name in names()]

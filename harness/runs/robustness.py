@@ -34,6 +34,7 @@ from streambench.harness.results.headline import Figure
 from streambench.harness.results.summary import print_robustness
 from streambench.harness.runs.catalog import fix_data_seed, write_indexed
 from streambench.harness.runs.interface import Outcome, RunProtocol, SweepPoint
+from streambench.harness.runs.parts import Printed, Reported, Swept
 from streambench.protocols import robustness
 from streambench.protocols.recording import FailedStream, StreamRecording, StreamRole
 
@@ -144,14 +145,13 @@ class RobustnessPoint(BaseModel):
         return f"{self.axis}={self.value:g}"
 
 
-class RobustnessProtocol(RunProtocol):
+class RobustnessProtocol(Printed, Reported, Swept, RunProtocol):
     name = "robustness"
     summary = "F1 under missing modality, audio delay and clock jitter, against the clean run (§6.2.2 (3))"
     result_file = RESULT_FILE
     figure_keys = (r"f1\[[^\[\],:]+\]", "f1[<robustness point>] (e.g. f1[missing=30])")
     result_model = RobustnessResult
     config_model = robustness.RobustnessConfig
-    sweepable = True
     run_options = frozenset({"isolate", "sealed"})
 
     def load_config(self, path: Path | None) -> BaseModel | None:

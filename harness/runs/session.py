@@ -19,6 +19,7 @@ from streambench.harness.datasets.catalog import (
     make_warmup_stream,
     seeded,
 )
+from streambench.harness.datasets.provenance import source_files
 from streambench.harness.execution.config import RunConfig, run_id_for
 from streambench.harness.execution.engine import clock_info
 from streambench.harness.execution.event_log import (
@@ -49,6 +50,7 @@ from streambench.harness.instruments.power import EnergyReport, PowerMeter
 from streambench.harness.instruments.rapl import RaplMeter, RaplReport
 from streambench.harness.instruments.threads import ThreadRecord
 from streambench.harness.instruments.threads import apply as apply_threads
+from streambench.harness.instruments.threads import settle as settle_threads
 from streambench.harness.results.files import (
     RESULT_FILE,
     ExecutionRecord,
@@ -173,11 +175,17 @@ def _execute(
         split=config.protocol.split_seed,
     )
     with open_subject(config, streams, warmup) as subject:
+        seen = subject.process()  # the adapter's process once built: its threads and modules (issue 27)
+        threads = seen.threads if seen is not None else None
+        thread_record = settle_threads(thread_record, config.threads, threads, subject.mode == "sealed")
         manifest = collect_manifest(
             seeds.model_dump(exclude={"dataset_seed_kind"}),
             hash_streams(streams),
             subject.module,
             adapter_options=config.adapter_options,
+            adapter_modules=(seen.modules, seen.new_modules) if seen is not None else None,
+            adapter_threads=threads,
+            data_sources=source_files(streams),
         )
         return _session(
             config, run_dir, previous, progress, subject, run_plan, seeds, manifest, thread_record, streams
@@ -275,7 +283,8 @@ def _session(
                 raise RunInterrupted(f"{stopped} before the first test stream finished; {second}")
             raise NothingScoredError(run_dir, executor.failures, stopped)
         wrong = failed_streams(executor.failures, streams)  # scored as answered wrongly, never dropped
-        metrics = online.score(recordings, config.protocol, subject.info.classes, wrong)
+        background = getattr(config.data, "background_class", None)  # audio_files names it (issue 27)
+        metrics = online.score(recordings, config.protocol, subject.info.classes, wrong, background)
         quality = measurement_quality(recordings, subject.info.device)
         host_timing = subject.host_timing(recordings)
         audit = (

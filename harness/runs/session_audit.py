@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from streambench.adapters.contract import Stream
 from streambench.harness.execution.adapter_errors import AdapterError
-from streambench.harness.runs.causality_variants import occlude
+from streambench.harness.runs.causality.variants import occlude
 from streambench.protocols.recording import StreamRecording
 from streambench.protocols.session_audit import (
     AuditVariant,

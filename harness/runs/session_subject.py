@@ -24,6 +24,7 @@ from streambench.harness.execution.isolation import IsolatedEngine
 from streambench.harness.execution.process_tree import ChildWatch, LeftoverProcess
 from streambench.harness.execution.sandbox import SandboxRecord
 from streambench.harness.execution.setup import build_adapter
+from streambench.harness.execution.torch_setup import AdapterProcess, watch_build
 from streambench.harness.instruments.interference import cpu_frequency_khz
 from streambench.harness.instruments.memory import MemoryReport
 from streambench.harness.results.quality import MeasurementQuality, judge_quality
@@ -60,6 +61,7 @@ class Subject:
     run_variant: Callable[[Stream], StreamRecording] | None = None  # sealed: any stream this process holds
     sandbox: Callable[[], SandboxRecord | None] = lambda: None
     end_processes: Callable[[], list[LeftoverProcess]] = list  # the run is over: end what the model left
+    process: Callable[[], AdapterProcess | None] = lambda: None  # its threads and modules once built
 
 
 @contextlib.contextmanager
@@ -92,11 +94,14 @@ def open_subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | 
                 run_variant=isolated.run if isolated.sealed else None,
                 sandbox=lambda: isolated.sandbox,
                 end_processes=isolated.finish,
+                process=lambda: _reported(isolated.adapter_process),
             )
         return
     children = ChildWatch()  # in process, what the model starts is this process's (issue 25, item 8)
     try:
+        built = watch_build()
         adapter = build_adapter(config, first)
+        process = built()
         engine = Engine(adapter, config.engine)
         yield Subject(
             runner=InProcess(engine, {s.stream_id: s for s in streams}, warmup),
@@ -106,9 +111,19 @@ def open_subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | 
             count_flops=lambda: engine.count_flops(first),
             warmup_stream_id=warmup.stream_id if warmup is not None else None,
             end_processes=children.end,
+            process=lambda: process,
         )
     finally:
         children.end()  # a run that ended early, too
+
+
+def _reported(process: dict[str, object] | None) -> AdapterProcess | None:
+    """The worker's report of its process (issue 27); None when it sent none or one this harness cannot
+    read (an A/B side's other checkout): the record then says less, the run goes on."""
+    try:
+        return AdapterProcess.model_validate(process) if process is not None else None
+    except ValueError:
+        return None
 
 
 def adapter_memory(subject: Subject, memory: MemoryReport) -> tuple[MemoryReport, int | None, str]:

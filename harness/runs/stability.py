@@ -34,6 +34,7 @@ from streambench.harness.results.files import EnvironmentRecord
 from streambench.harness.results.headline import Figure
 from streambench.harness.runs.catalog import fix_data_seed, write_indexed
 from streambench.harness.runs.interface import Outcome, RunProtocol
+from streambench.harness.runs.parts import Printed
 from streambench.protocols import online
 from streambench.protocols.online import CurvePoint
 from streambench.protocols.recording import to_arrays
@@ -262,7 +263,7 @@ def headline_figures(result: StabilityResult) -> list[Figure]:
     return figures
 
 
-class StabilityProtocol(RunProtocol):
+class StabilityProtocol(Printed, RunProtocol):
     name = "stability"
     run_options = frozenset({"isolate", "sealed"})  # sealed by default (execution/model_runner.py)
     summary = "seed 000 temporal stability of sparse features: Jaccard, lifetime, turnover, flips"

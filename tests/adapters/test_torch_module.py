@@ -218,7 +218,7 @@ def test_a_modules_sequence_method_is_forwarded_and_checked(
     declares the capability, and the causality protocol's sequence checks run on it: the honest GRU
     passes all three, a backward pass hidden in the sequence method fails all three."""
     from streambench.harness.execution.config import RunConfig
-    from streambench.harness.runs.causality_sequence import SEQUENCE_CHECKS, sequence_checks, sequence_plan
+    from streambench.harness.runs.causality.sequence import SEQUENCE_CHECKS, sequence_checks, sequence_plan
     from streambench.protocols.causality import CausalityConfig
 
     monkeypatch.setattr(sys.modules[models], "PeekingSequenceGru", PeekingSequenceGru, raising=False)
@@ -238,7 +238,7 @@ def test_a_modules_sequence_method_is_forwarded_and_checked(
 
 
 def test_without_a_sequence_method_there_is_no_sequence_mode_and_a_wrong_name_is_refused(models: str) -> None:
-    from streambench.harness.runs.causality_sequence import sequence_plan
+    from streambench.harness.runs.causality.sequence import sequence_plan
 
     bound = {"classes": CLASSES, "input_dims": {"audio": DIM}}
     plain = create_adapter("torch-module", {"factory": f"{models}:StepGru"}, data_bound=bound)

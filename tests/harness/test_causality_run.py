@@ -1,4 +1,4 @@
-"""The causality run (harness/runs/causality.py): the reference model passes every check, and each planted
+"""The causality run (harness/runs/causality/): the reference model passes every check, and each planted
 offender (adapters/offenders/) fails exactly the check meant for it; the result file is written."""
 
 from __future__ import annotations

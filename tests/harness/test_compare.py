@@ -324,3 +324,51 @@ def test_a_sealed_run_and_an_in_process_one_do_not_compare_without_force() -> No
     assert same.fingerprint_note is None
     older = compare_runs(base, head.model_copy(update={"execution": None}))  # an index entry before it
     assert older.fingerprint_note is None
+
+
+def test_compare_each_gates_every_pair_and_the_exit_code_covers_them_all() -> None:
+    """Issue 27: ``compare`` takes N runs, the first the base; the gate applies to every pair base→other,
+    and the command's exit code is the worst of them (1 a regression, else 3 not called, else 0)."""
+    from streambench.harness.results.compare import compare_each, exit_code
+    from streambench.harness.results.quality import judge_quality
+
+    spec = FailOnSpec.parse("f1@100ms:-1pp")
+    base = headline("base", **{"f1@100ms": 0.90})
+    same, worse = headline("same", **{"f1@100ms": 0.90}), headline("worse", **{"f1@100ms": 0.80})
+    pairs = compare_each(base, [same, worse], spec)
+    assert [c.head.run for c in pairs] == ["same", "worse"] and all(c.base.run == "base" for c in pairs)
+    assert [c.regressions for c in pairs] == [[], ["f1@100ms"]] and exit_code(pairs) == 1
+    assert exit_code(compare_each(base, [same, same], spec)) == 0
+    drawn = with_data(worse, "b" * 64, 2, "secret")  # different draws: the score's regression is not called
+    assert exit_code(compare_each(with_data(base, "a" * 64, 1, "secret"), [same, drawn], spec)) == 3
+    # two runs: the same comparison as compare_runs
+    assert compare_each(base, [worse], spec)[0] == compare_runs(base, worse, spec)
+    with pytest.raises(ValueError, match="2 heads but 1 latency samples"):
+        compare_each(base, [same, worse], spec, None, [None])
+    # an INVALID run's timing changes are flagged as not measurements, forced or not, rules or not
+    invalid = judge_quality(np.full(50, 1_000_000), 1, 0, 1.0)
+    busy = headline("busy", p95=2.0).model_copy(update={"measurement": invalid})
+    flagged = compare_runs(headline("base", p95=1.0), busy, force=True)
+    assert flagged.invalid_timing == "busy: measurement INVALID: p99 of 50 frames is not a percentile"
+    assert compare_runs(headline("base", p95=1.0), headline("head", p95=2.0)).invalid_timing is None
+
+
+def test_cli_compares_the_base_with_each_other_run(busy: Path) -> None:
+    """``compare BASE HEAD HEAD``: each pair printed and gated; two runs keep their output (one JSON
+    object, no summary)."""
+    args = ["base", "rerun", "slowed", "--results-dir", str(busy), "--fail-on", GATE, "--force"]
+    code, output = invoke(*args, "--json")
+    assert code == 1, output
+    pairs = json.loads(output)
+    assert [(p["base"]["run"], p["head"]["run"]) for p in pairs] == [("base", "rerun"), ("base", "slowed")]
+    assert pairs[0]["regressions"] == [] and pairs[1]["regressions"] == ["p50"]
+    code, output = invoke(*args)
+    assert code == 1 and output.count("base → ") == 2
+    assert "base against 2 runs:" in output and "→ slowed: regression: p50" in output
+    assert "→ rerun: no regression" in output
+    code, output = invoke("base", "rerun", "rerun", "--results-dir", str(busy), "--fail-on", GATE, "--force")
+    assert code == 0, output
+    code, output = invoke("base", "rerun", "--results-dir", str(busy), "--json")
+    assert code == 0 and isinstance(json.loads(output), dict) and "against" not in output
+    code, output = invoke("base", "rerun", "nope", "--results-dir", str(busy))
+    assert code == 2 and "run 'nope'" in " ".join(output.split())

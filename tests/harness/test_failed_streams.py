@@ -80,11 +80,14 @@ def scored(abstain_below: float | None, drop_failures: bool = False) -> tuple[on
 
 
 def test_the_abstainer_gains_nothing_from_failing() -> None:
-    """Honest: TP 20 + 10, FP 10, FN 10, F1 = 0.75. The abstainer fails both hard streams: dropped they
-    would give F1 = 1.0; as the complement of their labels (TP 0, FP 10, FN 10 each) F1 = 40 / 80 =
-    0.5, below the honest 0.75."""
+    """F1 of the positive class "event" (the binary default, issue 27). Honest: TP 10 (the easy streams'
+    event frames), FP 0, FN 10 (the hard ones'), F1 = 20 / 30. The abstainer fails both hard streams:
+    dropped they would give F1 = 1.0; as the complement of their labels (event on their 5 background
+    frames, not on their 5 event frames: FP 5, FN 5 each) F1 = 20 / 40 = 0.5, below the honest 2/3.
+    Over both classes (the figure before issue 27) honest 0.75 (TP 30, FP 10, FN 10), abstaining 0.5."""
     honest, none_failed = scored(None)
-    assert none_failed == [] and honest.f1_at(0) == pytest.approx(0.75, abs=1e-8)
+    assert none_failed == [] and honest.f1_at(0) == pytest.approx(2 / 3, abs=1e-8)
+    assert honest.overall.accuracy.curves["frame"]["strict"][0].f1_micro_all_classes == pytest.approx(0.75)
     abstainer, failures = scored(-2.0)
     assert [(f.stream_id, f.frame) for f in failures] == [("hard-0", 0), ("hard-1", 0)]
     assert all("abstaining: the first frame's feature -3" in f.message for f in failures)

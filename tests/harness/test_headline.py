@@ -44,6 +44,8 @@ def test_online_figures_are_the_results_own(online: tuple[RunResult, Path]) -> N
     assert list(figures) == [
         "f1@0ms", "f1@50ms", "f1@100ms", "f1@200ms", "f1@500ms", "f1@1000ms",
         "frame_acc", "mean", "p50", "p95", "p99", "fps", "rtf", "energy",
+        "event_f1", "onset_delay_p50", "onset_delay_p90", "onset_delay_max", "event_miss_rate",
+        "false_alarms_per_h",
     ]  # fmt: skip
     head, lat = result.metrics.headline, result.metrics.overall.speed.latency
     f1 = figures["f1@100ms"]
@@ -70,6 +72,15 @@ def test_online_figures_are_the_results_own(online: tuple[RunResult, Path]) -> N
     assert energy.value is None and energy.reason == result.resources.energy_per_frame_reason
     assert energy.reason and energy.n_frames is None
     assert {k for k, f in figures.items() if f.latency} == LATENCY_KEYS
+    # the event figures (issue 27) are the result's, every event class pooled
+    events = result.metrics.events
+    assert events is not None
+    assert figures["event_f1"].value == events.overall.f1
+    assert figures["false_alarms_per_h"].value == events.overall.false_alarms_per_hour
+    missed = events.overall.missed / events.overall.reference_events
+    assert figures["event_miss_rate"].value == missed and figures["event_miss_rate"].unit == "%"
+    onset = events.overall.onset_delay
+    assert figures["onset_delay_p90"].value == (onset.p90_ms if onset is not None else None)
 
 
 def test_run_directory_with_several_result_files(online: tuple[RunResult, Path], tmp_path: Path) -> None:

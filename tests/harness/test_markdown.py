@@ -141,3 +141,37 @@ def test_format_value() -> None:
         "0.003399",
     ]
     assert format_value(None, "ms") == "null" and format_value(1.0, "check") == "pass"
+
+
+def test_the_measurement_verdict_is_shown_beside_the_figures(run: tuple[RunResult, Path]) -> None:
+    """Issue 27 item 2: ``show``, ``show --markdown`` and ``compare --markdown`` say VALID / INVALID with the
+    reasons wherever the figures are; the timing changes of an INVALID comparison are marked."""
+    from streambench.harness.results.compare import compare_each
+    from streambench.harness.results.markdown import compare_many_markdown
+    from streambench.harness.results.quality import judge_quality
+
+    _, run_dir = run
+    base = load_headline(run_dir)
+    assert base.measurement is not None
+    verdict = f"measurement {base.measurement.verdict}"
+    assert run_markdown(base).splitlines()[4].startswith(verdict[0].upper() + verdict[1:])
+    shown = CliRunner().invoke(app, ["show", str(run_dir)], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0 and verdict in shown.output
+    invalid = judge_quality(np.full(50, 1_000_000), 1, 0, 1.0)  # too few frames for its p99
+    busy = base.model_copy(update={"run": "busy", "measurement": invalid})
+    assert run_markdown(busy).splitlines()[4] == (
+        "**measurement INVALID: p99 of 50 frames is not a percentile: it needs at least 100 frames**: its "
+        "latency figures are not a measurement of the model alone"
+    )
+    from streambench.harness.cli.results import brief
+
+    assert brief(busy).endswith(" · measurement INVALID") and "INVALID" not in brief(base)  # `runs`
+    text = compare_markdown(compare_runs(base, busy))
+    assert "- timing changes are not measurements (busy: measurement INVALID: p99 of 50 frames is" in text
+    p50 = next(line for line in text.splitlines() if line.startswith("| latency p50 (ms)"))
+    f1 = next(line for line in text.splitlines() if line.startswith("| F1@100ms"))
+    assert "+0 (+0.0 %) (INVALID)_" in p50 and "INVALID" not in f1  # the timings only
+    assert "(INVALID)" not in compare_markdown(compare_runs(base, base))
+    many = compare_many_markdown(compare_each(base, [base, busy], FailOnSpec.parse("f1@100ms:-1pp")))
+    assert many.startswith("## streambench compare: base md-run against 2 runs\n\n**No regression** in any")
+    assert many.count("### streambench compare md-run → ") == 2

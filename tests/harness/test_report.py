@@ -30,6 +30,7 @@ from streambench.harness.runs.causality import execute_causality
 from streambench.harness.runs.robustness import execute_robustness
 from streambench.harness.runs.session import execute_run
 from streambench.protocols.causality import CausalityConfig
+from streambench.protocols.metrics.bootstrap import Interval
 from streambench.protocols.metrics.calibration import ece
 from streambench.protocols.metrics.detection import roc_auc
 from streambench.protocols.online_speed import StageRow
@@ -177,12 +178,24 @@ def test_comparison_front_and_absent_sections(root: Path, reports: dict[str, str
 
 
 def _row(html: str, name: str) -> list[str]:
-    """The cells of the headline table's row whose first cell starts with ``name``."""
+    """The cells of the headline table's row whose first cell starts with ``name``, as text (tags and
+    line breaks as single spaces)."""
     for row in re.findall(r"<tr>(.*?)</tr>", html, flags=re.DOTALL):
-        cells = re.findall(r"<td>(.*?)</td>", row, flags=re.DOTALL)
+        cells = re.findall(r"<td(?: [^>]*)?>(.*?)</td>", row, flags=re.DOTALL)
         if cells and cells[0].startswith(name):
-            return [re.sub(r"<[^>]+>", " ", c).strip() for c in cells]
+            return [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in cells]
     raise AssertionError(f"no row {name!r}")
+
+
+def _f1_groups(a: list[Interval], b: list[Interval], deltas: list[float]) -> list[list[float]]:
+    """Consecutive Δt at which both runs' F1 intervals are the same: the rows the table collapses."""
+    groups: list[list[float]] = []
+    for k, delta in enumerate(deltas):
+        if groups and (a[k], b[k]) == (a[k - 1], b[k - 1]):
+            groups[-1].append(delta)
+        else:
+            groups.append([delta])
+    return groups
 
 
 def _points(value: float) -> str:
@@ -206,25 +219,35 @@ def test_headline_figures_show_each_run_and_the_difference_with_its_interval(
     headline = _sections(reports["two"])["compare-headline"]
     ref, look = load_bundle(root / "ref").result, load_bundle(root / "look").result
     assert ref is not None and look is not None
-    for k, delta in enumerate(ref.protocol_config.deltas_ms):
+    deltas = list(ref.protocol_config.deltas_ms)
+    groups = _f1_groups(ref.metrics.headline.f1_strict, look.metrics.headline.f1_strict, deltas)
+    assert len(groups) < len(deltas)  # the lookahead model is 0 until its delay, then constant: collapsed
+    for group in groups:
+        k = deltas.index(group[0])
         a, b = ref.metrics.headline.f1_strict[k], look.metrics.headline.f1_strict[k]
-        cells = _row(headline, f"F1@{delta:g} ms (Strict, frame)")
+        span = f"{group[0]:g}" if len(group) == 1 else f"{group[0]:g}–{group[-1]:g}"
+        cells = _row(headline, f"F1@{span} ms (Strict, frame)")
+        if len(group) > 1:  # issue 27: one row, which says at which Δt it holds
+            assert f"equal at Δt = {', '.join(f'{d:g}' for d in group)} ms" in cells[0]
         assert cells[1].startswith(f"{_pct(a.estimate)} [{_pct(a.low)}, {_pct(a.high)}]")
         assert cells[2].startswith(f"{_pct(b.estimate)} [{_pct(b.low)}, {_pct(b.high)}]")
         d = mover_difference(a, b)
         assert d.low is not None and d.high is not None
         assert d.low <= d.value <= d.high
         assert cells[3] == f"{_points(d.value)} [{_points(d.low)}, {_points(d.high)}]"
+    assert headline.count("(Strict, frame)") == len(groups)  # not a row per Δt
     for name, attr in (("p50 latency", "p50_ms"), ("p95 latency", "p95_ms"), ("p99 latency", "p99_ms")):
         cells = _row(headline, name)
         for cell, result in zip(cells[1:3], (ref, look), strict=True):
             assert cell.startswith(latency_ms(getattr(result.metrics.overall.speed.latency, attr)))
-            assert re.fullmatch(r"[0-9.]+ (ns|µs|ms|s) \[[0-9.,]+, [0-9.,]+\]", cell), cell
+            # the interval on its own line, in the value's unit
+            assert re.fullmatch(r"[0-9.]+ (ns|µs|ms|s) \[[0-9.,]+, [0-9.,]+\] \1", cell), cell
         assert re.search(r"\[[−+±][0-9.,]+, [−+±][0-9.,]+\]", cells[3]), cells[3]
     assert "MOVER" in headline and "bootstrap over each run&#x27;s test streams" in headline
-    # energy was not measured: "—" with the reason, and no difference
+    # energy was measured in no run, for one reason: one cell says so once, no difference
     energy = _row(headline, "GPU energy per frame")
-    assert energy[1].startswith("—") and energy[3].startswith("— not measured in both runs")
+    assert len(energy) == 2 and energy[1].startswith("— in no run: ")
+    assert ref.resources.energy_per_frame_reason and ref.resources.energy_per_frame_reason in energy[1]
 
 
 def test_latency_distributions_are_overlaid_on_one_log_axis(reports: dict[str, str]) -> None:

@@ -3,6 +3,9 @@ reports, each at a 1300 px wide window, with no console error, no horizontal ove
 (``document.documentElement.scrollWidth <= window.innerWidth``, with every ``<details>`` closed and
 again opened), every plot drawn at a legible size, and a full-page screenshot of real size.
 
+A comparison of four runs (a long run name, one INVALID) is measured table by table too: no table wider than
+the page (issue 27).
+
 Needs a Chromium binary and its WebDriver (Debian: ``apt-get install chromium chromium-driver``; .ci/run
 installs them) and the ``selenium`` package (the dev extra); skipped with the reason otherwise. The
 driver and browser are the system ones, named explicitly, so Selenium never tries to download either.
@@ -15,6 +18,7 @@ A screenshot of a report, by hand: ``chromium --headless --no-sandbox --screensh
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import struct
@@ -25,6 +29,7 @@ from typing import Any
 import pytest
 
 from streambench.harness.execution.config import RunConfig
+from streambench.harness.results.files import RESULT_FILE
 from streambench.harness.runs.catalog import write_report
 from streambench.harness.runs.session import execute_run
 from streambench.harness.sweep.driver import run_sweep
@@ -84,14 +89,27 @@ def driver() -> Iterator[Any]:
         session.quit()
 
 
+LONG = "silero-vad-onnx-16k-chunk512-threshold0.5-2026-01-01T12-00-00"
+"""A run name as long as real ones get: the comparison's tables must still fit the page."""
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A single-run report, a comparison of two runs, and the page of a sweep of two adapters × two
-    repeats: small runs (3 streams of 4 s)."""
+    """A single-run report, a comparison of two runs, one of four (issue 27: a long run name, one run
+    whose measurement is INVALID), and the page of a sweep of two adapters × two repeats: small runs (3
+    streams of 4 s)."""
     root = tmp_path_factory.mktemp("browser")
-    for run_id, adapter in (("a", "reference"), ("b", "reference-lookahead")):
+    for run_id, adapter in (("a", "reference"), ("b", "reference-lookahead"), ("c", "null")):
         config = {**SMALL, "adapter": adapter, "protocol": {"bootstrap_resamples": 50}}
         execute_run(RunConfig.model_validate({**config, "output_dir": root, "run_id": run_id}))
+    shutil.copytree(root / "a", root / LONG)
+    raw = json.loads((root / LONG / RESULT_FILE).read_text())
+    raw["run_id"] = LONG
+    reason = (
+        "2298 involuntary context switches in 375 frames: up to 613% of frames include another process's time"
+    )
+    raw["measurement_quality"].update(verdict="INVALID", reasons=[reason])
+    (root / LONG / RESULT_FILE).write_text(json.dumps(raw))
     sweep = SweepFile.model_validate(
         {
             "sweep": {"name": "browser", "output_dir": str(root / "sweep"), "repeats": 2, "baseline": "ref"},
@@ -108,6 +126,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {
         "single": write_report(["a"], root / "single.html", results_dir=root),
         "comparison": write_report(["a", "b"], root / "comparison.html", results_dir=root),
+        "four": write_report(["a", "b", "c", LONG], root / "four.html", results_dir=root, budget_ms=100.0),
         "sweep": page,
     }
 
@@ -192,7 +211,10 @@ def test_the_checks_catch_overflow_and_an_undrawn_plot(driver: Any, tmp_path: Pa
     assert any(p.startswith("svg shown 600×300, drawn 0×0") for p in problems), problems
 
 
-@pytest.mark.parametrize(("kind", "at_least"), [("single", 6), ("comparison", 2 + 2 * 6), ("sweep", 2)])
+@pytest.mark.parametrize(
+    ("kind", "at_least"),
+    [("single", 6), ("comparison", 2 + 2 * 6), ("four", 2 + 3 * 6 + 5), ("sweep", 2)],  # null: no stages
+)
 def test_report_renders_legibly_at_1300_px(
     driver: Any, reports: dict[str, Path], tmp_path: Path, kind: str, at_least: int
 ) -> None:
@@ -202,3 +224,40 @@ def test_report_renders_legibly_at_1300_px(
     problems, plots = page_problems(driver, reports[kind], tmp_path / f"{kind}.png")
     assert problems == []
     assert plots >= at_least
+
+
+_TABLES = """
+const page = document.documentElement.clientWidth;
+return Array.from(document.querySelectorAll('table')).map(t => {
+  const r = t.getBoundingClientRect();
+  return [Math.round(r.left), Math.round(r.right), t.scrollWidth, t.clientWidth, page,
+          (t.querySelector('th, td') || {}).textContent || ''];
+}).filter(([left, right, scroll, client, page]) => left < 0 || right > page || scroll > client);"""
+
+
+@pytest.mark.parametrize("kind", ["comparison", "four"])
+def test_no_comparison_table_is_wider_than_the_page(driver: Any, reports: dict[str, Path], kind: str) -> None:
+    """Issue 27: with three runs the headline table ran past the edge at 1400 px. At 1300 px, every
+    <details> open, the page's scroll width is the window's and no table reaches past the page."""
+    driver.set_window_size(WIDTH, 1000)
+    driver.get(reports[kind].as_uri())
+    driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
+    scroll, inner = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth];")
+    assert scroll <= inner
+    assert driver.execute_script(_TABLES) == []
+    assert driver.execute_script("return document.querySelectorAll('table.headline').length") == (
+        1 if kind == "comparison" else 2  # run #1 and two more runs per table
+    )
+
+
+def test_the_table_check_catches_a_table_wider_than_the_page(driver: Any, tmp_path: Path) -> None:
+    page = tmp_path / "wide.html"
+    page.write_text(
+        '<!DOCTYPE html><html><body style="max-width:1150px"><table><tr><td style="white-space:nowrap">'
+        + "wide " * 300
+        + "</td></tr></table></body></html>"
+    )
+    driver.set_window_size(WIDTH, 1000)
+    driver.get(page.as_uri())
+    (found,) = driver.execute_script(_TABLES)
+    assert found[1] > found[4] and found[5].startswith("wide")

@@ -26,8 +26,10 @@ TIMING_CURVES = ("frame_replay", "frame_paced")
 
 
 def timing_free(result: RunResult) -> str:
-    """The metric section without what depends on the clock: latency, RTF, compute-aware curves."""
+    """The metric section without what depends on the clock: latency, RTF, compute-aware curves, and the
+    event figures (scored on the computation-aware clock: a detection counts from its completion)."""
     metrics: dict[str, Any] = result.metrics.model_dump(mode="json")
+    metrics.pop("events", None)
     for key in ("mean_latency_ms", "rtf", "latency_spread", "warnings"):
         metrics["headline"].pop(key)
     for score in (metrics["overall"], *metrics["streams"]):

@@ -4,10 +4,13 @@ threads in force. Each check runs in a fresh interpreter, where torch is not yet
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from streambench.harness.datasets.synthetic import SyntheticConfig
 from streambench.harness.execution.config import IsolationConfig, RunConfig
@@ -117,3 +120,46 @@ def test_a_worker_loads_torch_only_for_a_model_that_does_and_seeds_it(tmp_path: 
     generator = torch.Generator().manual_seed(77)
     expected = float(torch.rand(1, generator=generator))
     assert name == f"before=False seed=77 w={expected:.6f}"
+
+
+@pytest.mark.slow
+def test_the_check_reads_the_models_threads_and_modules_once_built() -> None:
+    # issue 27: an adapter that sets its own thread count while it is built keeps it, and the check says so;
+    # the modules the build loaded (torch here) are told apart from those loaded before
+    printed = _fresh(
+        """
+        import json
+        from streambench.harness.execution.torch_setup import configure_torch_when_imported
+        from streambench.harness.instruments.threads import ThreadConfig
+        check = configure_torch_when_imported(ThreadConfig(), 1)
+        import torch  # the model's import: the run's single thread is applied here
+        applied = torch.get_num_threads()
+        torch.set_num_threads(3)  # the model's own choice, in its constructor
+        seen = check()
+        print(json.dumps([applied, seen.model_dump(mode="json")]))
+        """
+    )
+    applied, seen = json.loads(printed.splitlines()[-1])
+    assert applied == 1
+    assert seen["threads"]["torch_imported"] is True and seen["threads"]["process"] == "worker"
+    assert (seen["threads"]["intra_op"], seen["threads"]["applied_intra_op"]) == (3, 1)
+    assert "torch" in seen["new_modules"] and "torch" in seen["modules"]
+    assert "streambench" in seen["modules"] and "streambench" not in seen["new_modules"]
+    assert not {"json", "sys", "os"} & set(seen["modules"])  # the standard library is left out
+
+
+@pytest.mark.slow
+def test_a_model_without_torch_is_reported_without_it() -> None:
+    printed = _fresh(
+        """
+        import json
+        from streambench.harness.execution.torch_setup import configure_torch_when_imported
+        from streambench.harness.instruments.threads import ThreadConfig
+        check = configure_torch_when_imported(ThreadConfig(), 1)
+        import numpy  # the model's only library
+        print(json.dumps(check().model_dump(mode="json")))
+        """
+    )
+    seen = json.loads(printed.splitlines()[-1])
+    assert seen["threads"]["torch_imported"] is False and seen["threads"]["intra_op"] is None
+    assert "torch" not in seen["modules"]

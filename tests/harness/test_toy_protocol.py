@@ -28,6 +28,7 @@ from streambench.harness.results.headline import Figure
 from streambench.harness.runs import registry
 from streambench.harness.runs.catalog import fix_data_seed, write_indexed
 from streambench.harness.runs.interface import Outcome, RunProtocol
+from streambench.harness.runs.parts import Printed, Reported, Swept
 
 
 class ToyConfig(BaseModel):
@@ -45,7 +46,7 @@ class ToyResult(BaseModel):
     mean_top_score: float
 
 
-class ToyProtocol(RunProtocol):
+class ToyProtocol(Printed, Reported, Swept, RunProtocol):
     """Runs the adapter on the first ``streams`` streams and reports the mean of its top score."""
 
     name = "toy"
@@ -55,7 +56,6 @@ class ToyProtocol(RunProtocol):
     result_model = ToyResult
     config_model = ToyConfig
     config_file = True
-    sweepable = True
 
     def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
         assert isinstance(config, ToyConfig)

@@ -35,8 +35,8 @@ from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
 from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.engine import Engine, EngineConfig
 from streambench.harness.runs.causality import occlude
-from streambench.harness.runs.causality_caching import caching_partners, control_share, unseen_control
-from streambench.harness.runs.causality_checks import nudge
+from streambench.harness.runs.causality.caching import caching_partners, control_share, unseen_control
+from streambench.harness.runs.causality.checks import nudge
 from streambench.protocols.causality import (
     CausalityConfig,
     CheckResult,

@@ -60,6 +60,9 @@ def point(score: online.OnlineScore, delta_ms: float, mode: str, unit: str = "fr
 
 
 CONFIG = OnlineConfig()
+BOTH = OnlineConfig(binary_f1="all_classes")
+"""Micro F1 over both classes of the binary background/event task: the default before issue 27, when
+``binary_f1`` made the positive class's F1 the default (tests that pin the old figure use this)."""
 
 
 def test_causal_perfect_model_scores_one_at_every_delta() -> None:
@@ -82,9 +85,13 @@ def test_strict_ignores_anticipation_early_ok_counts_it_within_delta() -> None:
         assert point(score, delta, "strict").f1_micro == 0.0
         assert point(score, delta, "strict").accuracy == 0.0
     assert point(score, 50, "early_ok").f1_micro == 0.0
-    # Early-ok at 100 ms: 9 frames right, frame 0 predicts nothing -> TP 9, FP 0, FN 1
+    # Early-ok at 100 ms over both classes: 9 frames right, frame 0 predicts nothing -> TP 9, FP 0, FN 1
     p, r = 9 / (9 + 1e-9), 9 / (10 + 1e-9)
-    assert point(score, 100, "early_ok").f1_micro == pytest.approx(2 * p * r / (p + r + 1e-9), abs=1e-12)
+    both = point(score, 100, "early_ok").f1_micro_all_classes
+    assert both == pytest.approx(2 * p * r / (p + r + 1e-9), abs=1e-12)
+    # the positive class "event" (frames 5-9, all labelled in time): TP 5, FP 0, FN 0
+    p = 5 / (5 + 1e-9)
+    assert point(score, 100, "early_ok").f1_micro == pytest.approx(2 * p * p / (2 * p + 1e-9), abs=1e-12)
     assert point(score, 100, "early_ok").accuracy == pytest.approx(0.9)
     assert point(score, 100, "early_ok").answered == pytest.approx(0.9)
 
@@ -96,9 +103,12 @@ def test_lookahead_counts_only_once_delta_covers_it() -> None:
     refers = [i - 2 for i in emitted]
     rec = recording(emitted, refers, one_hot_scores(labels)[refers])
     score = online.score([rec], CONFIG, CLASSES)
+    both = [p.f1_micro_all_classes for p in score.overall.accuracy.curves["frame"]["strict"]]
+    assert both[:3] == [0.0, 0.0, 0.0]  # 0, 50, 100 ms
+    assert both[3] == both[4] == both[5] > 0.88  # 8 of 10 frames labelled
+    # the positive class: event frames 5-7 labelled, 8-9 never (TP 3, FN 2)
     curve = [p.f1_micro for p in score.overall.accuracy.curves["frame"]["strict"]]
-    assert curve[:3] == [0.0, 0.0, 0.0]  # 0, 50, 100 ms
-    assert curve[3] == curve[4] == curve[5] > 0.88  # 8 of 10 frames labelled
+    assert curve[:3] == [0.0, 0.0, 0.0] and curve[3] == curve[5] == pytest.approx(6 / 8, abs=1e-8)
     assert score.f1_at(0) < score.f1_at(500)
 
 
@@ -137,12 +147,17 @@ def test_segment_units_are_timed_from_the_segment_last_frame() -> None:
 def test_macro_f1_and_excluded_classes() -> None:
     # model always says "event": frames 0-4 are wrong (FP event, FN background)
     rec = recording(list(range(10)), list(range(10)), np.tile([0.1, 0.9], (10, 1)))
-    score = online.score([rec], CONFIG, CLASSES)
+    score = online.score([rec], BOTH, CLASSES)
     eps = 1e-9
     f1_event = 2 * (5 / (10 + eps)) * (5 / (5 + eps)) / (5 / (10 + eps) + 5 / (5 + eps) + eps)
     assert point(score, 0, "strict").f1_macro == pytest.approx((0.0 + f1_event) / 2, abs=1e-9)
     # micro over both classes: TP 5 (event), FP 5 (event on background), FN 5 (background missed)
     assert point(score, 0, "strict").f1_micro == pytest.approx(0.5, abs=1e-8)
+    # the default: a binary task's F1 is the positive class's, micro and macro alike
+    positive = online.score([rec], CONFIG, CLASSES)
+    assert point(positive, 0, "strict").f1_micro == pytest.approx(f1_event, abs=1e-9)
+    assert point(positive, 0, "strict").f1_macro == pytest.approx(f1_event, abs=1e-9)
+    assert point(positive, 0, "strict").f1_micro_all_classes == pytest.approx(0.5, abs=1e-8)
     only_event = online.score([rec], OnlineConfig(exclude_classes=("background",)), CLASSES)
     assert only_event.classes == ["event"]
     assert point(only_event, 0, "strict").f1_macro == pytest.approx(f1_event, abs=1e-9)
@@ -158,8 +173,8 @@ def test_macro_classes_gives_sed_eval_figure() -> None:
     rec = recording(list(range(10)), list(range(10)), np.tile([0.1, 0.9], (10, 1)))
     eps = 1e-9
     f1_event = 2 * (5 / (10 + eps)) * (5 / (5 + eps)) / (5 / (10 + eps) + 5 / (5 + eps) + eps)
-    seed = online.score([rec], CONFIG, CLASSES)
-    sed = online.score([rec], OnlineConfig(macro_classes="sed_eval"), CLASSES)
+    seed = online.score([rec], BOTH, CLASSES)
+    sed = online.score([rec], OnlineConfig(macro_classes="sed_eval", binary_f1="all_classes"), CLASSES)
     assert point(seed, 0, "strict").f1_macro == pytest.approx(f1_event / 2, abs=1e-9)
     assert point(sed, 0, "strict").f1_macro == pytest.approx(f1_event, abs=1e-9)  # 2/3
     assert sed.overall.accuracy.segment_f1_macro == pytest.approx(f1_event, abs=1e-9)

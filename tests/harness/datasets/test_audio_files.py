@@ -230,3 +230,28 @@ def test_random_bytes_as_wav_read_or_raise_audio_file_error(data: bytes, prefix:
                     assert frame.inputs["audio"].shape[-1] == 64
         except AudioFileError as exc:
             assert str(audio) in str(exc)
+
+
+def test_audacity_labels_extension_is_read_as_audacity(tmp_path: Path) -> None:
+    # issue 27 item 5: Audacity's own ".labels" export, in a directory and as a listed pair
+    wav(tmp_path / "a.wav", np.zeros(2048, dtype=np.float32), RATE)
+    (tmp_path / "a.labels").write_text("0.032\t0.128\tspeech\n")
+    cfg = config(directory=tmp_path, classes=("non-speech", "speech"), background_class="non-speech")
+    (got,) = streams(cfg)
+    assert got.labels[:, 1].tolist() == [False, True, True, True]
+    assert got.meta["labels_source"].endswith("a.labels")
+    pair = AudioLabelPair(audio=tmp_path / "a.wav", labels=tmp_path / "a.labels")
+    (listed,) = streams(config(files=[pair], classes=("non-speech", "speech"), background_class="non-speech"))
+    assert listed.labels.tolist() == got.labels.tolist()
+
+
+def test_two_label_files_for_one_recording_are_refused_by_name(tmp_path: Path) -> None:
+    wav(tmp_path / "a.wav", np.zeros(2048, dtype=np.float32), RATE)
+    (tmp_path / "a.txt").write_text("0.032\t0.128\tspeech\n")
+    (tmp_path / "a.labels").write_text("0.032\t0.128\tspeech\n")
+    with pytest.raises(AudioFileError, match=r"a\.wav: has 2 label files \(a\.txt, a\.labels\); keep one"):
+        streams(config(directory=tmp_path))
+    (tmp_path / "a.txt").unlink()
+    (tmp_path / "a.labels").unlink()
+    with pytest.raises(AudioFileError, match=r"has no label file \(\.txt, \.labels, \.csv\)"):
+        streams(config(directory=tmp_path))

@@ -27,7 +27,7 @@ from streambench.harness.instruments.manifest import (
     git_state,
     read_cpu_model,
 )
-from streambench.harness.instruments.threads import THREAD_ENV_VARS
+from streambench.harness.instruments.threads import THREAD_ENV_VARS, AdapterThreads
 
 ROOT = Path(__file__).resolve().parents[3]
 SEEDS = {"dataset": 0, "torch": 0, "split": 0}
@@ -224,3 +224,55 @@ def test_git_outside_a_checkout_missing_or_slow(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(manifest_module.shutil, "which", lambda name: None)
     assert git_state(ROOT).reason == "git not found on PATH"
     assert collect_manifest(SEEDS).decoder.reason == "ffmpeg not found on PATH"
+
+
+# --- the adapter's process and the data's files (issue 27 item 5) ---------------------------------------
+
+
+def test_adapter_packages_are_the_distributions_of_its_loaded_modules(tmp_path: Path) -> None:
+    collected = collect_manifest(
+        SEEDS,
+        root=fake_root(tmp_path),
+        nvml={},
+        adapter_modules=(
+            ["numpy", "torch", "pydantic_core", "my_checkout_model"],
+            ["torch", "my_checkout_model"],
+        ),
+    )
+    value = collected.adapter_packages.value
+    assert isinstance(value, dict)
+    assert value["distributions"] == {
+        "numpy": metadata.version("numpy"),
+        "pydantic_core": metadata.version("pydantic_core"),
+        "torch": metadata.version("torch"),
+    }
+    assert value["loaded_by_adapter"] == ["torch"]  # numpy was loaded before the adapter's import
+    assert value["without_distribution"] == ["my_checkout_model"]
+
+
+def test_unreported_adapter_process_and_generated_data_say_why(manifest: EnvironmentManifest) -> None:
+    assert manifest.adapter_packages.value is None
+    assert manifest.adapter_packages.reason == "the adapter's process did not report its modules"
+    assert manifest.data_sources.value is None
+    assert manifest.data_sources.reason == "no stream was read from an audio file"
+    older = json.loads(manifest.model_dump_json(exclude={"adapter_packages", "data_sources"}))
+    again = EnvironmentManifest.model_validate(older)  # a result written before issue 27 still reads
+    assert again.adapter_packages.reason == "not recorded (a run made before issue 27)"
+
+
+def test_data_sources_are_recorded_as_given(tmp_path: Path) -> None:
+    sources = {"a": {"file": "a.wav", "sample_rate_hz": 8000, "channels": 2, "resampled_to_hz": 16000}}
+    collected = collect_manifest(SEEDS, root=fake_root(tmp_path), nvml={}, data_sources=sources)
+    assert collected.data_sources.value == sources
+
+
+def test_the_adapter_processs_torch_threads_are_the_fingerprinted_ones(tmp_path: Path) -> None:
+    root = fake_root(tmp_path)
+    seen = AdapterThreads(process="worker", torch_imported=True, intra_op=7, inter_op=5, cores=2)
+    collected = collect_manifest(SEEDS, root=root, nvml={}, adapter_threads=seen)
+    assert (collected.torch_intra_op_threads.value, collected.torch_inter_op_threads.value) == (7, 5)
+    here = collect_manifest(SEEDS, root=root, nvml={})
+    assert fingerprint(collected) != fingerprint(here)
+    without = AdapterThreads(process="worker", torch_imported=False, cores=2)  # an ONNX model: this process's
+    same = collect_manifest(SEEDS, root=root, nvml={}, adapter_threads=without)
+    assert same.torch_intra_op_threads.value == torch.get_num_threads()

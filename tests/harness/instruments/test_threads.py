@@ -12,20 +12,47 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from streambench.harness.instruments.threads import THREAD_ENV_VARS, ThreadConfig, apply, read_thread_env
+from streambench.harness.instruments.threads import (
+    THREAD_ENV_VARS,
+    AdapterThreads,
+    ThreadConfig,
+    ThreadRecord,
+    apply,
+    oversubscription,
+    read_adapter_threads,
+    read_thread_env,
+    settle,
+    thread_summary,
+    usable_cores,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_default_changes_nothing_and_records_what_is_in_force() -> None:
+def test_default_is_one_intra_op_thread_and_records_what_is_in_force() -> None:
+    # issue 27 item 1: batch 1 is measured with one intra-op thread unless asked otherwise
     intra, inter = torch.get_num_threads(), torch.get_num_interop_threads()
-    record = apply()
-    assert (record.intra_op, record.inter_op) == (intra, inter)
-    assert (record.intra_op_before, record.inter_op_before) == (intra, inter)
-    assert record.intra_op_applied and record.inter_op_applied
-    assert record.intra_op_reason is None and record.inter_op_reason is None
-    assert record.env == {name: os.environ.get(name) for name in THREAD_ENV_VARS}
-    assert (torch.get_num_threads(), torch.get_num_interop_threads()) == (intra, inter)
+    try:
+        record = apply()
+        assert ThreadConfig().intra_op == 1 and "intra_op" not in ThreadConfig().model_fields_set
+        assert (record.intra_op, record.inter_op) == (1, inter) == (torch.get_num_threads(), inter)
+        assert (record.intra_op_before, record.inter_op_before) == (intra, inter)
+        assert record.intra_op_applied and record.inter_op_applied
+        assert record.intra_op_reason is None and record.inter_op_reason is None
+        assert record.env == {name: os.environ.get(name) for name in THREAD_ENV_VARS}
+    finally:
+        torch.set_num_threads(intra)
+
+
+@pytest.mark.parametrize("leave", ["torch", "TORCH", None])
+def test_torch_or_null_leaves_torchs_own_count(leave: str | None) -> None:
+    intra = torch.get_num_threads()
+    config = ThreadConfig.model_validate({"intra_op": leave})
+    assert config.intra_op is None and config.model_dump()["intra_op"] is None
+    record = apply(config)
+    assert record.intra_op == intra == record.intra_op_before and record.intra_op_applied
+    with pytest.raises(ValidationError):
+        ThreadConfig.model_validate({"intra_op": "all"})
 
 
 def test_intra_op_is_set_and_read_back() -> None:
@@ -97,3 +124,73 @@ def test_thread_counts_must_be_positive() -> None:
         ThreadConfig(intra_op=0)
     with pytest.raises(ValidationError):
         ThreadConfig(inter_op=-1)
+
+
+# --- what governed the model in its process, who chose it, and oversubscription (issue 27 item 1) ------
+
+
+def _seen(
+    intra: int, applied: int | None = None, cores: int | None = 2, process: str = "worker"
+) -> AdapterThreads:
+    return AdapterThreads.model_validate(
+        {"process": process, "torch_imported": True, "intra_op": intra, "inter_op": 2,
+         "applied_intra_op": intra if applied is None else applied, "cores": cores}
+    )  # fmt: skip
+
+
+def _record(config: ThreadConfig) -> ThreadRecord:
+    return ThreadRecord(
+        requested=config, intra_op_before=2, inter_op_before=2, intra_op=1, inter_op=2,
+        intra_op_applied=True, inter_op_applied=True, env={},
+    )  # fmt: skip
+
+
+def test_settle_names_who_chose_the_count() -> None:
+    default, configured, leave = ThreadConfig(), ThreadConfig(intra_op=1), ThreadConfig(intra_op=None)
+    assert settle(_record(default), default, _seen(1), True).set_by == "streambench default"
+    assert settle(_record(configured), configured, _seen(1), True).set_by == "configuration"
+    assert settle(_record(leave), leave, _seen(2), False).set_by == "torch default"
+    by_adapter = settle(_record(default), default, _seen(4, applied=1, cores=8), True)
+    assert by_adapter.set_by == "adapter" and by_adapter.adapter_process == _seen(4, applied=1, cores=8)
+    assert settle(_record(default), default, None, True) == _record(default)  # a worker that does not say
+
+
+def test_oversubscription_counts_the_feeding_thread_of_a_sealed_worker() -> None:
+    message = oversubscription(2, 2, fed_by_parent=True)
+    assert message is not None and message.startswith(
+        "2 torch intra-op threads in the adapter's process plus the harness's thread that feeds it frames "
+        "on 2 usable cores"
+    )
+    assert oversubscription(2, 2, fed_by_parent=False) is None  # in process: the caller is one of the two
+    assert oversubscription(3, 2, fed_by_parent=False) is not None
+    assert oversubscription(1, 1, fed_by_parent=True) is None  # one thread alone never oversubscribes
+    assert oversubscription(4, None, fed_by_parent=True) is None  # cores unknown: no claim
+    default = ThreadConfig(intra_op=None)
+    warned = settle(_record(default), default, _seen(2), fed_by_parent=True)
+    assert warned.warning == message
+
+
+def test_a_model_without_torch_is_recorded_as_such() -> None:
+    config = ThreadConfig()
+    seen = AdapterThreads(process="worker", torch_imported=False, cores=2)
+    record = settle(_record(config), config, seen, True)
+    assert record.set_by is None and record.warning is None
+    assert thread_summary(record).startswith(
+        "the adapter's process did not import torch: its thread setting (1)"
+    )
+
+
+def test_summary_is_one_line_with_the_count_its_source_and_the_cores() -> None:
+    config = ThreadConfig()
+    record = settle(_record(config), config, _seen(1), True)
+    assert (
+        thread_summary(record)
+        == "torch intra-op threads 1 (streambench default), inter-op 2 · 2 usable cores"
+    )
+    assert thread_summary(_record(config)) == "torch intra-op threads 1, inter-op 2 (the harness's process)"
+
+
+def test_read_adapter_threads_reads_torch_here() -> None:
+    seen = read_adapter_threads("harness", 3)
+    assert seen.torch_imported and seen.intra_op == torch.get_num_threads()
+    assert seen.applied_intra_op == 3 and seen.cores == usable_cores() == len(os.sched_getaffinity(0))

@@ -29,7 +29,7 @@ from streambench.adapters.offenders import sequence_gradient_support
 from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.engine import Engine, has_sequence_mode
 from streambench.harness.execution.sealing import seal_frames
-from streambench.harness.runs.causality_variants import occlude
+from streambench.harness.runs.causality.variants import occlude
 from streambench.protocols.causality import (
     CausalityConfig,
     CheckResult,

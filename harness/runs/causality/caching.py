@@ -1,10 +1,10 @@
 """The caching audit (``../shared/DESIGN.md``, "Audits": running one stream twice must not be markedly
-faster the second time), run on an :class:`~streambench.harness.runs.causality_variants.AuditRunner` and
+faster the second time), run on an :class:`~streambench.harness.runs.causality.variants.AuditRunner` and
 judged by :func:`streambench.protocols.causality.judge_caching`.
 
 Stream A runs once on a fresh (warmed-up) instance, then ``caching_rounds`` rounds each run, in a seeded
 random order, a **repeat** of A, an **unseen control** (:func:`unseen_control`) and a **one-ulp copy** of A
-(:func:`~streambench.harness.runs.causality_variants.nudge`). The verdict compares the repeat with the unseen
+(:func:`~streambench.harness.runs.causality.variants.nudge`). The verdict compares the repeat with the unseen
 control; the one-ulp copy, the audit's former control, is reported beside it and decides nothing.
 
 Why the control is unseen content (issue 24, item 4): a control must cost an honest model what A costs and
@@ -41,7 +41,7 @@ import numpy as np
 from streambench.adapters.contract import Frame, Stream
 from streambench.harness.datasets.catalog import make_warmup_stream
 from streambench.harness.execution.config import RunConfig
-from streambench.harness.runs.causality_variants import AuditRunner, nudge, nudge_payload
+from streambench.harness.runs.causality.variants import AuditRunner, nudge, nudge_payload
 from streambench.protocols.causality import CausalityConfig, CheckResult, judge_caching
 
 __all__ = ["caching_audit", "caching_partners", "caching_rounds", "control_share", "unseen_control"]

@@ -1,7 +1,7 @@
 """Runs the causality protocol's variant runs and judges them (protocols/causality.py).
 
 Checks (``../shared/DESIGN.md``, "Causality" and "Audits"; seed 004 §6.2.3). The streams run on the
-instances of an :class:`~streambench.harness.runs.causality_variants.AuditRunner`: by default a **sealed
+instances of an :class:`~streambench.harness.runs.causality.variants.AuditRunner`: by default a **sealed
 worker** (``sealed``), where the future does not exist in the adapter's process, so look-ahead through the
 harness is impossible by construction and what follows checks the model's own computation; every
 instance is warmed up like a scored run's.
@@ -21,7 +21,7 @@ instance is warmed up like a scored run's.
   unchanged. One aggregated ``occlusion`` check; every variant's result in ``occlusion_runs``.
 * **state_leak**: the streams in order on one instance and in reverse order on another; every stream's
   predictions must agree. **reset_idempotent**: stream A after a double reset vs a single one.
-* **caching** (audit, :mod:`streambench.harness.runs.causality_caching`): stream A once, then
+* **caching** (audit, :mod:`streambench.harness.runs.causality.caching`): stream A once, then
   ``caching_rounds``
   interleaved rounds of a repeat of A, an unseen control of the same cost (A mixed with another stream)
   and a one-ulp copy of A (reported, not judged), judged by a sign test
@@ -35,7 +35,7 @@ instance is warmed up like a scored run's.
   predictions (the clean replay in full, each occluded one up to its cut): a model that cheated in the
   scored run, however it told the scored run from an audit, is caught by its own outputs.
 * **gradient_flow**, **stream_sequence**, **sequence_perturbation**: the sequence mode
-  (:mod:`streambench.harness.runs.causality_sequence`).
+  (:mod:`streambench.harness.runs.causality.sequence`).
 
 An adapter failure inside one check is that check's recorded failure (:func:`_guarded`).
 """
@@ -58,10 +58,10 @@ from streambench.harness.execution.executor import ProgressHook
 from streambench.harness.execution.setup import build_adapter, environment_for
 from streambench.harness.results.files import EnvironmentRecord
 from streambench.harness.runs.catalog import fix_data_seed, write_indexed
-from streambench.harness.runs.causality_caching import caching_audit, caching_partners
-from streambench.harness.runs.causality_replay import Replayed, replay_plan, scored_replay
-from streambench.harness.runs.causality_sequence import SEQUENCE_TOLERANCE, sequence_checks, sequence_plan
-from streambench.harness.runs.causality_variants import (
+from streambench.harness.runs.causality.caching import caching_audit, caching_partners
+from streambench.harness.runs.causality.replay import Replayed, replay_plan, scored_replay
+from streambench.harness.runs.causality.sequence import SEQUENCE_TOLERANCE, sequence_checks, sequence_plan
+from streambench.harness.runs.causality.variants import (
     AuditRunner,
     aggregate_runs,
     donor_for,

@@ -1,9 +1,9 @@
 """The causality protocol's variant streams and the adapter instances it runs them on
-(harness/runs/causality_checks.py; ``../shared/DESIGN.md``, "Causality" and "Audits").
+(harness/runs/causality/checks.py; ``../shared/DESIGN.md``, "Causality" and "Audits").
 
 * Variants: :func:`occlude` (the frames after a cut replaced), :func:`nudge` (every payload moved by a
   few ulps: the caching audit's second control; its verdict uses the unseen control of
-  :mod:`streambench.harness.runs.causality_caching`), :func:`donor_for` (the stream whose frames replace
+  :mod:`streambench.harness.runs.causality.caching`), :func:`donor_for` (the stream whose frames replace
   them).
 * :class:`AuditRunner`: the instance the checks run streams on. By default (``sealed``) every run goes
   to one sealed worker (:mod:`streambench.harness.execution.sealed_feed`): the frames reach the adapter one at
@@ -98,7 +98,7 @@ def nudge(stream: Stream, ulps: int) -> Stream:
     ``numpy.nextafter`` in their own dtype, integers by ``ulps`` (down where that would overflow). The
     same work for an honest model, other bytes for a cache keyed on them (but not for a cache that rounds
     its key: the caching audit's verdict uses
-    :func:`~streambench.harness.runs.causality_caching.unseen_control`); other payloads unchanged."""
+    :func:`~streambench.harness.runs.causality.caching.unseen_control`); other payloads unchanged."""
 
     def frames() -> list[Frame]:
         return [

@@ -1,5 +1,5 @@
 """The causality protocol (protocols/causality.py; seed 004 §6.2.3) as the harness runs it: the checks
-(:mod:`streambench.harness.runs.causality_checks`) on the run's adapter and data, written to
+(:mod:`streambench.harness.runs.causality.checks`) on the run's adapter and data, written to
 ``causality.json``; exit code 1 when a check fails."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from streambench.harness.report.bundle import RunBundle, SectionSpec
 from streambench.harness.report.html import absent, esc, missing, table
 from streambench.harness.results.headline import Figure
 from streambench.harness.results.summary import print_causality
-from streambench.harness.runs.causality_checks import (
+from streambench.harness.runs.causality.checks import (
     RESULT_FILE,
     SEQUENCE_TOLERANCE,
     CausalityResult,
@@ -24,6 +24,7 @@ from streambench.harness.runs.causality_checks import (
     occlude,
 )
 from streambench.harness.runs.interface import Outcome, RunProtocol, SweepPoint
+from streambench.harness.runs.parts import Printed, Reported, Swept
 from streambench.protocols.causality import CausalityConfig, measured_label
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-class CausalityProtocol(RunProtocol):
+class CausalityProtocol(Printed, Reported, Swept, RunProtocol):
     name = "causality"
     summary = "occlusion, state leak, caching, timed/untimed, gradient flow, sequence equivalence (§6.2.3)"
     result_file = RESULT_FILE
@@ -45,7 +46,6 @@ class CausalityProtocol(RunProtocol):
     result_model = CausalityResult
     config_model = CausalityConfig
     config_file = True  # --protocol-config: cuts, seed, tolerance, streams checked, ...
-    sweepable = True
 
     def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
         checks = config if isinstance(config, CausalityConfig) else CausalityConfig()

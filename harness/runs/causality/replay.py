@@ -1,4 +1,4 @@
-"""The causality protocol's **scored_replay** check (harness/runs/causality_checks.py; issue 15 item 3):
+"""The causality protocol's **scored_replay** check (harness/runs/causality/checks.py; issue 15 item 3):
 the online run's own recorded outputs are evidence. When the run directory holds an online run of the
 same adapter, options and data, a random subset of its streams (drawn from the run's cut seed, any of
 them, not only the first) is replayed on fresh instances, clean and occluded at hidden cuts, and must
@@ -25,7 +25,7 @@ from streambench.harness.execution.config import RunConfig
 from streambench.harness.results.files import RESULT_FILE as ONLINE_RESULT_FILE
 from streambench.harness.results.files import FailureRecord, load_recordings, load_result
 from streambench.harness.runs.catalog import measured_differences
-from streambench.harness.runs.causality_variants import AuditRunner, aggregate_runs, occlusion_runs
+from streambench.harness.runs.causality.variants import AuditRunner, aggregate_runs, occlusion_runs
 from streambench.protocols.causality import CausalityConfig, CheckResult, compare_recordings, plan_occlusion
 from streambench.protocols.recording import StreamRecording
 

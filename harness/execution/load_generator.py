@@ -1,0 +1,394 @@
+"""The load generator and dispatcher of the capacity protocol (issue 28): N live streams released on the
+wall clock, served by K workers, every frame timed on this process's clock.
+
+After MLPerf LoadGen (its Server and MultiStream scenarios: queries scheduled ahead, issued at their
+time, latency counted from the *scheduled* time, so a late issue or a queue is never hidden) and Triton
+perf_analyzer (a fixed number of concurrent streams per measurement). One loop, one thread:
+
+1. release every frame whose arrival time has come (never one early: a frame is released only once the
+   clock has reached its arrival) into the batcher of the worker its stream is assigned to
+   (harness/execution/batcher.py; streams assigned least-loaded when the point starts);
+2. hand each *free* worker the batch its batcher forms (a worker is never sent a second batch while
+   busy, so nothing waits in its pipe: what it holds has arrived), stamping the start of service;
+3. wait (``select``, µs timeout) until the next arrival, a batcher's due time or a reply; stamp the
+   completion when the reply is read.
+
+Per frame it records the release, start and completion (ns from the point's start) and the batch size;
+a frame dropped by the ``drop`` policy is marked so. A point that can no longer pass (more misses than
+LoadGen's rule allows for its frame count) is cut short: nothing more is released, the batches in flight
+finish. The protocol (protocols/capacity_score.py) scores what this returns.
+
+Workers: :class:`SealedLane` (a sealed worker process, harness/execution/serving_worker.py) or
+:class:`InProcessLane` (this process: tests, and the dispatcher's own cost in ``benchmarks/``). The clock
+and the wait are injected (:class:`WallClock`), so tests drive the loop on a simulated one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import select
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from streambench.adapters.contract import AdapterInfo
+from streambench.harness.execution.batcher import DynamicBatcher
+from streambench.harness.execution.process_tree import LeftoverProcess, WorkerTree
+from streambench.harness.execution.serving_worker import (
+    FIRST,
+    LAST,
+    SERVING_MARK,
+    ServingCore,
+    ServingError,
+    ServingSpec,
+    decode_reply,
+    encode_batch,
+    join_frames,
+)
+from streambench.harness.execution.worker_process import ChildProcess, SharedSlot, start_sealed_worker
+from streambench.protocols.capacity import ArrivalSchedule
+from streambench.protocols.capacity_score import NOT_SERVED, ServedFrames
+from streambench.protocols.pacing import PacingPolicy
+
+__all__ = [
+    "InProcessLane",
+    "Lane",
+    "LoopClock",
+    "PointSetup",
+    "SealedLane",
+    "ServingTimeout",
+    "WallClock",
+    "assign_least_loaded",
+    "run_point",
+]
+
+LEAD_NS = 2_000_000
+"""The point's clock starts 2 ms after the loop does (its first arrivals are never in the past)."""
+
+
+class ServingTimeout(RuntimeError):
+    """A worker did not answer a batch within the point's timeout."""
+
+
+class Lane(Protocol):
+    """One serving worker as the loop sees it."""
+
+    def send(self, message: bytes) -> None: ...
+
+    def receive(self) -> bytes: ...
+
+    def fileno(self) -> int | None: ...
+
+
+class LoopClock(Protocol):
+    """The loop's time: ``now`` (ns) and ``wait`` until one of the ``busy`` lanes has a reply or the clock
+    reaches ``until`` (None: no limit); returns the lanes with a reply."""
+
+    def now(self) -> int: ...
+
+    def wait(self, busy: Sequence[Lane], until: int | None) -> list[Lane]: ...
+
+
+class WallClock:
+    """``time.perf_counter_ns`` and ``select`` (µs timeouts: ``poll``'s are whole ms). An in-process lane
+    has its reply as soon as it was sent."""
+
+    def now(self) -> int:
+        return time.perf_counter_ns()
+
+    def wait(self, busy: Sequence[Lane], until: int | None) -> list[Lane]:
+        ready = [lane for lane in busy if lane.fileno() is None]
+        if ready:
+            return ready
+        timeout = None if until is None else max(until - time.perf_counter_ns(), 0) / 1e9
+        by_fd = {fd: lane for lane in busy if (fd := lane.fileno()) is not None}
+        if not by_fd:
+            if timeout:
+                time.sleep(timeout)
+            return []
+        readable, _, _ = select.select(list(by_fd), [], [], timeout)
+        return [by_fd[fd] for fd in readable]
+
+
+class InProcessLane:
+    """A worker in this process: the batch is served when sent (tests; the dispatcher's own cost)."""
+
+    def __init__(self, core: ServingCore) -> None:
+        self.core = core
+        self._reply = b""
+
+    def send(self, message: bytes) -> None:
+        self._reply = self.core.serve(message)
+
+    def receive(self) -> bytes:
+        return self._reply
+
+    def fileno(self) -> int | None:
+        return None
+
+    def request(self, message: bytes) -> bytes:
+        """A control message (``P``, ``W``, ``Z``) answered at once."""
+        kind = message[:1]
+        if kind == b"P":
+            return int(self.core.prepare(int.from_bytes(message[1:5], "little"))).to_bytes(4, "little")
+        if kind == b"Z":
+            self.core.reset()
+            return b"Z"
+        raise ValueError(f"an in-process lane takes no {kind!r} message")
+
+
+class SealedLane:
+    """A sealed serving worker (harness/execution/serving_worker.py) in its own process and sandbox."""
+
+    def __init__(self, spec: ServingSpec, sandbox_json: str, start_timeout_s: float = 120.0) -> None:
+        self._slot = SharedSlot()
+        self.process: ChildProcess
+        self.process, self.conn = start_sealed_worker(
+            SERVING_MARK + spec.model_dump_json(), self._slot, sandbox_json
+        )
+        self.tree = WorkerTree(self.process.pid)
+        self.timeout_s = start_timeout_s
+        self.sandbox: dict[str, Any] | None = None
+        header = self._header(start_timeout_s)
+        if header.get("kind") == "sandbox":
+            self.sandbox = {k: v for k, v in header.items() if k != "kind"}
+            header = self._header(start_timeout_s)
+        if header.get("kind") != "ready":
+            self.close()
+            raise ValueError(f"{header.get('type', 'error')}: {header.get('message', header)}")
+        self.info = AdapterInfo.model_validate(header["info"])
+        self.max_batch_size = int(header["max_batch_size"])
+
+    def _header(self, timeout_s: float) -> dict[str, Any]:
+        if not self.conn.poll(timeout_s):
+            self.close()
+            raise ServingTimeout(f"the serving worker did not start within {timeout_s:g} s")
+        try:
+            return dict(json.loads(self.conn.recv_bytes()))
+        except (EOFError, OSError):
+            self.close()
+            raise ServingError(
+                f"the serving worker exited while starting (code {self.process.exitcode})"
+            ) from None
+
+    def send(self, message: bytes) -> None:
+        self.conn.send_bytes(message)
+
+    def receive(self) -> bytes:
+        try:
+            return self.conn.recv_bytes()
+        except (EOFError, OSError):
+            raise ServingError(f"the serving worker died (exit code {self.process.exitcode})") from None
+
+    def fileno(self) -> int | None:
+        return self.conn.fileno()
+
+    def request(self, message: bytes) -> bytes:
+        """A control message (``P``, ``W``, ``Z``) and its answer (not timed), within the start timeout."""
+        self.send(message)
+        if not self.conn.poll(self.timeout_s):
+            raise ServingTimeout(f"the serving worker did not answer {message[:1]!r} in {self.timeout_s:g} s")
+        return self.receive()
+
+    def warm(self, frames: Sequence[bytes]) -> None:
+        self.request(b"W" + join_frames(frames))
+
+    def close(self) -> list[LeftoverProcess]:
+        """Ask the worker to stop, end it if it does not within 5 s, and end what it left behind."""
+        with contextlib.suppress(OSError):
+            self.conn.send_bytes(b"C")
+        deadline = time.monotonic() + 5.0
+        while self.process.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if self.process.is_alive():
+            self.process.kill()
+        left = self.tree.end()
+        self.conn.close()
+        return left
+
+
+def assign_least_loaded(num_streams: int, lanes: int) -> np.ndarray:
+    """Stream ``c`` -> the worker holding the fewest streams when it joins (ties: the lowest index)."""
+    load = np.zeros(lanes, dtype=np.int64)
+    lane_of = np.empty(num_streams, dtype=np.int64)
+    for c in range(num_streams):
+        lane = int(np.argmin(load))
+        lane_of[c] = lane
+        load[lane] += 1
+    return lane_of
+
+
+@dataclass(frozen=True)
+class PointSetup:
+    """One point as the loop runs it: the schedule, which worker serves each stream, the encoded frames of
+    each data-set stream, the batching rule, the cut-short rule and the per-batch timeout."""
+
+    schedule: ArrivalSchedule
+    lane_of_channel: np.ndarray
+    encoded: Sequence[Sequence[bytes]]
+    num_classes: int
+    deadline_ns: int
+    max_batch: int
+    max_wait_ns: int
+    policy: PacingPolicy
+    max_misses: int | None = None
+    timeout_ns: int = 30_000_000_000
+
+
+def _session_keys(count: int) -> np.ndarray:
+    """A fresh, unguessable, distinct key per session (the worker learns nothing else of a stream)."""
+    import secrets
+
+    rng = np.random.default_rng(secrets.randbits(128))
+    while True:
+        keys = rng.integers(1, 2**62, size=count, dtype=np.int64)
+        if np.unique(keys).size == count:
+            return keys
+
+
+def run_point(setup: PointSetup, lanes: Sequence[Lane], clock: LoopClock) -> ServedFrames:
+    """Release, dispatch and time every frame of ``setup.schedule`` (module docstring). The loop keeps
+    Python lists and leaves the replies undecoded until the point is over (an error reply is read at
+    once): its own cost per frame is what ``benchmarks/test_capacity.py`` measures."""
+    schedule = setup.schedule
+    count = schedule.num_frames
+    released = [NOT_SERVED] * count
+    start = [NOT_SERVED] * count
+    finish = [NOT_SERVED] * count
+    batch_size = [0] * count
+    dropped: list[int] = []
+    keys = _session_keys(schedule.num_sessions).tolist()
+    session = schedule.session.tolist()
+    frame = schedule.frame.tolist()
+    source = schedule.session_source.tolist()
+    last = schedule.last_of_session.tolist()
+    lane_of = setup.lane_of_channel[schedule.channel].tolist()
+    arrival = schedule.arrival_ns.tolist()
+    encoded = setup.encoded
+    batchers = [DynamicBatcher(setup.max_batch, setup.max_wait_ns, setup.policy) for _ in lanes]
+    in_flight: dict[int, tuple[list[int], int]] = {}  # lane -> (frames, sent at)
+    started = [False] * schedule.num_sessions
+    replies: list[tuple[list[int], bytes]] = []
+    lane_index = {id(lane): k for k, lane in enumerate(lanes)}
+    misses, limit, aborted = 0, setup.max_misses, None
+    deadline, timeout = setup.deadline_ns, setup.timeout_ns
+    now_of = clock.now
+    base = now_of() + LEAD_NS
+    i = 0
+    while True:
+        now = now_of() - base
+        if aborted is None:
+            while i < count and arrival[i] <= now:
+                batchers[lane_of[i]].add(i, session[i], arrival[i])
+                released[i] = now
+                i += 1
+        for k, batcher in enumerate(batchers):
+            if k in in_flight or not batcher.waiting:
+                continue
+            taken = batcher.take(now)
+            if taken is None:
+                continue
+            batch, gone = taken
+            if gone:
+                dropped.extend(gone)
+                misses += len(gone)
+            if not batch:
+                continue
+            items = []
+            frames = []
+            for f, s in batch:
+                flags = (0 if started[s] else FIRST) | (LAST if last[f] else 0)
+                started[s] = True
+                items.append((keys[s], flags, encoded[source[s]][frame[f]]))
+                frames.append(f)
+            message = encode_batch(items)
+            sent = now_of() - base
+            lanes[k].send(message)
+            size = len(frames)
+            for f in frames:
+                start[f] = sent
+                batch_size[f] = size
+            in_flight[k] = (frames, sent)
+        if limit is not None and misses > limit and aborted is None:
+            at_s = max(released) / 1e9
+            aborted = f"{misses} misses by {at_s:.2f} s: more than the {limit} its frames allow"
+            for batcher in batchers:
+                batcher.clear()
+        if not in_flight and (i == count or aborted is not None) and not any(b.waiting for b in batchers):
+            break
+        until = arrival[i] + base if i < count and aborted is None else None
+        for k, batcher in enumerate(batchers):
+            due = batcher.due_at() if k not in in_flight else None
+            if due is not None:
+                until = due + base if until is None else min(until, due + base)
+        busy = [lanes[k] for k in in_flight]
+        if busy:
+            oldest = min(sent for _, sent in in_flight.values()) + base + timeout
+            until = oldest if until is None else min(until, oldest)
+        for lane in clock.wait(busy, until):
+            reply = lane.receive()
+            done = now_of() - base
+            frames, _ = in_flight.pop(lane_index[id(lane)])
+            for f in frames:
+                finish[f] = done
+                if done - arrival[f] > deadline:
+                    misses += 1
+            if reply[:1] != b"R":
+                _raise_reply(reply, frames, schedule, setup.num_classes)
+            replies.append((frames, reply))
+        if in_flight and now_of() - base > min(sent for _, sent in in_flight.values()) + timeout:
+            raise ServingTimeout(f"a worker held a batch for more than {timeout / 1e9:g} s")
+    pred_frame, pred_refers, scores = _outputs(replies, schedule, setup.num_classes)
+    gone_mask = np.zeros(count, dtype=bool)
+    gone_mask[dropped] = True
+    return ServedFrames(
+        released_ns=np.array(released, dtype=np.int64),
+        start_ns=np.array(start, dtype=np.int64),
+        finish_ns=np.array(finish, dtype=np.int64),
+        dropped=gone_mask,
+        batch_size=np.array(batch_size, dtype=np.int64),
+        pred_frame=pred_frame,
+        pred_refers=pred_refers,
+        pred_scores=scores,
+        aborted=aborted,
+    )
+
+
+def _raise_reply(reply: bytes, frames: list[int], schedule: ArrivalSchedule, num_classes: int) -> None:
+    """An error reply, raised naming the live stream and the frame it failed at."""
+    try:
+        decode_reply(reply, num_classes)
+    except ServingError as exc:
+        at = frames[exc.item] if 0 <= exc.item < len(frames) else frames[0]
+        where = f"stream {int(schedule.channel[at])}, frame {int(schedule.frame[at])}"
+        raise ServingError(f"{where}: {exc}", exc.item) from None
+    raise ServingError(f"the worker's reply starts with {reply[:1]!r}")
+
+
+def _outputs(
+    replies: list[tuple[list[int], bytes]], schedule: ArrivalSchedule, num_classes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(emitting frame [P], frame of its session it labels [P], scores [P, C]) of every reply; scores that
+    are not finite raise, naming the stream and the frame."""
+    emitted_parts, refers_parts, score_parts = [], [], []
+    for frames, reply in replies:
+        counts, refers, scores = decode_reply(reply, num_classes)
+        emitted = np.repeat(np.asarray(frames, dtype=np.int64), counts)
+        emitted_parts.append(emitted)
+        refers_parts.append(np.where(refers < 0, schedule.frame[emitted], refers))
+        score_parts.append(scores)
+    if not replies:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy(), np.zeros((0, num_classes), dtype=np.float32)
+    pred_frame = np.concatenate(emitted_parts)
+    all_scores = np.concatenate(score_parts)
+    bad = ~np.isfinite(all_scores).all(axis=1)
+    if bad.any():
+        at = int(pred_frame[int(np.argmax(bad))])
+        where = f"stream {int(schedule.channel[at])}, frame {int(schedule.frame[at])}"
+        raise ServingError(f"{where}: scores contain NaN or Inf")
+    return pred_frame, np.concatenate(refers_parts), all_scores

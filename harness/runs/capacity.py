@@ -1,0 +1,199 @@
+"""Runs the capacity protocol (issue 28): how many live streams one machine serves at deadline, with
+accuracy held.
+
+A thin layer over its own modules: the plan and score (protocols/capacity.py, capacity_score.py), the
+load generator and batcher (harness/execution/load_generator.py, batcher.py), the serving workers
+(serving_worker.py, serving_pool.py) and the search (capacity_search.py). The data set's streams are the
+sessions the live streams play; the adapter serves in sealed workers by default (``--in-process``: the
+load generator's own process, for debugging). Settings: ``--protocol-config FILE`` (a
+:class:`~streambench.protocols.capacity.CapacityConfig`: ``deadline_ms``, ``budget_s``, ``serving``,
+``replicas``, ``max_batch``, ``max_wait_us``, ...). Writes ``capacity.json``; headline
+``capacity@<deadline>ms``.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.table import Table
+
+from streambench.adapters.contract import AdapterInfo
+from streambench.adapters.registry import create_adapter, resolve
+from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+from streambench.harness.execution.capacity_search import SourceStreams, run_search
+from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.executor import ProgressHook
+from streambench.harness.execution.load_generator import WallClock
+from streambench.harness.execution.sandbox import SandboxRecord
+from streambench.harness.execution.sealed_feed import encode_frame
+from streambench.harness.execution.serving_pool import in_process_pool, sealed_pool
+from streambench.harness.execution.setup import check_built, data_bound_of, environment_for
+from streambench.harness.io.safe_text import safe
+from streambench.harness.report.bundle import SectionSpec
+from streambench.harness.results.files import EnvironmentRecord
+from streambench.harness.results.headline import Figure
+from streambench.harness.runs.capacity_report import capacity_section
+from streambench.harness.runs.catalog import fix_data_seed, write_indexed
+from streambench.harness.runs.interface import Outcome, RunProtocol
+from streambench.harness.runs.parts import Printed, Reported, Swept
+from streambench.protocols import capacity
+from streambench.protocols.capacity_score import CapacityScore
+
+__all__ = ["RESULT_FILE", "CapacityProtocol", "CapacityResult", "execute_capacity"]
+
+RESULT_FILE = "capacity.json"
+
+
+class CapacityResult(EnvironmentRecord):
+    """``results/<run_id>/capacity.json``."""
+
+    schema_version: int = 1
+    run_id: str
+    created_at: datetime
+    adapter: str
+    adapter_info: AdapterInfo
+    config: capacity.CapacityConfig
+    run: RunConfig
+    score: CapacityScore
+    cores: int = Field(description="cores this process may run on")
+    leftover_processes: list[str] = Field(default_factory=list)
+
+
+def execute_capacity(
+    run: RunConfig, config: capacity.CapacityConfig, progress: ProgressHook | None = None
+) -> tuple[CapacityResult, Path]:
+    """Search the capacity of ``run.adapter`` on ``run.data``'s streams; write ``capacity.json``."""
+    run, seed_kind = fix_data_seed(run)  # once per run, in this (the harness's) process
+    streams = make_streams(run.data)
+    n = max(run.engine.warmup_frames, 1)
+    warmup = [encode_frame(f) for f in make_warmup_stream(run.data, n).frames()][:n]
+    bound = data_bound_of(streams[0])
+    sources = SourceStreams.of(streams)
+    module = resolve(run.adapter).__module__  # imported, not built: the model runs in its workers
+    sandbox = None
+    if run.isolate:
+        with sealed_pool(run, config, bound, warmup) as (pool, record):
+            assert record.info is not None
+            check_built(run, record.info, streams[0])
+            score = run_search(sources, config, pool, WallClock(), progress)
+        sandbox = SandboxRecord.model_validate(record.sandbox) if record.sandbox else None
+    else:
+        pool, record = in_process_pool(
+            lambda: create_adapter(run.adapter, run.adapter_options, data_bound=_bound(bound)), config, warmup
+        )
+        assert record.info is not None
+        check_built(run, record.info, streams[0])
+        score = run_search(sources, config, pool, WallClock(), progress)
+    run_id = run.run_id or run_id_for(run.adapter, capacity.NAME)
+    environment, fingerprint = environment_for(run, streams, module)
+    assert record.info is not None
+    result = CapacityResult(
+        run_id=run_id,
+        environment=environment,
+        fingerprint=fingerprint,
+        dataset_seed_kind=seed_kind,
+        sandbox=sandbox,
+        execution_mode="sealed" if run.isolate else "in-process",
+        created_at=datetime.now(timezone.utc),
+        adapter=run.adapter,
+        adapter_info=record.info,
+        config=config,
+        run=run,
+        score=score,
+        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+        leftover_processes=[str(p) for p in record.leftover],
+    )
+    return result, write_indexed(run.output_dir, run_id, RESULT_FILE, result)
+
+
+def _bound(bound: dict[str, Any]) -> dict[str, Any]:
+    return {"classes": tuple(bound["classes"]), "input_dims": dict(bound["input_dims"])}
+
+
+def headline_figures(result: CapacityResult) -> list[Figure]:
+    """``capacity@<deadline>ms``: the largest number of live streams served at deadline, accuracy held."""
+    score = result.score
+    low, high = score.interval
+    return [
+        Figure(
+            key=f"capacity@{score.deadline_ms:g}ms",
+            label=f"live streams served at {score.deadline_ms:g} ms ({result.config.serving})",
+            unit="",
+            better="higher",
+            value=float(score.capacity),
+            low=float(low),
+            high=None if high is None else float(high),
+            n_frames=sum(p.frames for p in score.curve),
+        )
+    ]
+
+
+def print_result(console: Console, result: CapacityResult) -> int:
+    score, config = result.score, result.config
+    low, high = score.interval
+    where = "exactly" if high == low else f"in [{low}, {'?' if high is None else high}]"
+    serving = (
+        f"replicas x {config.replicas}" if config.serving == "replicas" else f"batched <= {config.max_batch}"
+    )
+    console.print(
+        f"[bold]Capacity[/] · adapter {safe(result.adapter)} · {serving} · "
+        f"deadline {score.deadline_ms:g} ms · [bold]{score.capacity}[/] live streams "
+        f"({where}; {score.status})",
+        highlight=False,
+    )
+    table = Table(title_justify="left")
+    for name in ("N", "verdict", "frames", "miss %", "bound %", "p50 ms", "p99 ms", "F1", "frames/s"):
+        table.add_column(name, justify="left" if name == "verdict" else "right")
+    for p in score.curve:
+        table.add_row(
+            str(p.streams),
+            safe(p.verdict),
+            str(p.frames),
+            f"{100 * p.miss_rate:.2f}",
+            f"{100 * p.miss_rate_bound:.2f}",
+            "—" if p.response_p50_ms is None else f"{p.response_p50_ms:.2f}",
+            "—" if p.response_p99_ms is None else f"{p.response_p99_ms:.2f}",
+            "—" if p.f1 is None else f"{p.f1:.4f}",
+            f"{p.served_fps:.0f}",
+        )
+    console.print(table)
+    for note in score.notes:
+        console.print(f"[dim]{safe(note)}[/]", highlight=False)
+    return 0
+
+
+class CapacityProtocol(Printed, Reported, Swept, RunProtocol):
+    name = "capacity"
+    summary = "issue 28: live streams served at deadline (LoadGen's bound), accuracy held"
+    result_file = RESULT_FILE
+    result_model = CapacityResult
+    config_model = capacity.CapacityConfig
+    config_file = True
+    figure_keys = (r"capacity@[0-9.]+ms", "capacity@<deadline>ms")
+    caption = "capacity: the largest N whose deadline-miss bound (99 %) is <= 1 % and F1@deadline held"
+    run_options = frozenset({"isolate", "sealed"})
+
+    def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
+        assert isinstance(config, capacity.CapacityConfig)
+        result, run_dir = execute_capacity(run, config, progress)
+        return Outcome(result, run_dir)
+
+    def print_result(self, console: Console, outcome: Outcome) -> int:
+        assert isinstance(outcome.result, CapacityResult)
+        return print_result(console, outcome.result)
+
+    def headline(self, result: BaseModel) -> list[Figure]:
+        assert isinstance(result, CapacityResult)
+        return headline_figures(result)
+
+    def report_sections(self) -> tuple[SectionSpec, ...]:
+        return (SectionSpec("capacity", "Capacity", capacity_section),)
+
+    def warnings(self, result: BaseModel) -> list[str]:
+        assert isinstance(result, CapacityResult)
+        return [n for n in result.score.notes if n.startswith(("CPU-bound", "the budget"))]
