@@ -18,7 +18,14 @@ from streambench.harness.cli.run_options import RUN_OPTIONS, RunOption
 from streambench.harness.execution.config import RunConfig, user_field_path
 from streambench.harness.io.config_file import ConfigError, load_config_file
 
-__all__ = ["CLI_FIELDS", "ConfigError", "RunOptions", "build_run_config", "load_config_file"]
+__all__ = [
+    "CLI_FIELDS",
+    "ConfigError",
+    "RunOptions",
+    "build_run_config",
+    "load_config_file",
+    "with_protocol_options",
+]
 
 CLI_FIELDS: dict[str, tuple[str, ...]] = {option.name: option.sets for option in RUN_OPTIONS}
 """Command-line option (its parameter name) -> the RunConfig field it sets."""
@@ -91,3 +98,26 @@ def build_run_config(options: BaseModel, explicit: set[str], config_file: Path |
             "leave out --in-process, or leave them out"
         )
     return config
+
+
+def with_protocol_options(protocol: Any, settings: BaseModel | None, overrides: dict[str, Any]) -> BaseModel:
+    """``settings`` (the protocol's own configuration, from ``--protocol-config`` or its defaults) with the
+    ``--protocol-option KEY=VALUE`` fields laid over it (a dotted KEY reaches into a nested field), validated
+    again; :class:`ConfigError` names each bad field, or says the protocol has no configuration."""
+    model: type[BaseModel] | None = protocol.config_model
+    if model is None or settings is None or not protocol.config_file:
+        raise ConfigError(
+            f"--protocol-option: --protocol {protocol.name} has no configuration of its own "
+            "(its settings are run options: streambench run --help)"
+        )
+    tree = settings.model_dump(mode="json", exclude_unset=False)
+    for key, value in overrides.items():
+        _set(tree, tuple(key.split(".")), value)
+    try:
+        return model.model_validate(tree)
+    except ValidationError as exc:
+        problems = "\n".join(
+            f"  {'.'.join(str(p) for p in error['loc']) or '(top level)'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise ConfigError(f"--protocol-option: invalid {protocol.name} configuration:\n{problems}") from None

@@ -31,13 +31,13 @@ if TYPE_CHECKING:  # the run's machinery is imported by the command that runs (C
     from streambench.harness.runs.interface import Outcome, RunProtocol
 
 
-def _parse_options(pairs: list[str]) -> dict[str, Any]:
+def _parse_options(pairs: list[str], flag: str = "--option") -> dict[str, Any]:
     """``KEY=VALUE`` pairs; a VALUE that parses as JSON is taken as such (numbers, lists, true)."""
     options: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise fail(f"--option {pair!r}: expected KEY=VALUE")
+            raise fail(f"{flag} {pair!r}: expected KEY=VALUE")
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -57,6 +57,15 @@ def run(
         Path | None,
         typer.Option(help="the protocol's own configuration (.json or .toml): detection, stability, ..."),
     ] = None,
+    protocol_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--protocol-option",
+            "-p",
+            help="one field of the protocol's own configuration, KEY=VALUE (repeatable; laid over "
+            "--protocol-config), e.g. -p deadline_ms=40 -p serving=batched",
+        ),
+    ] = None,
     config_file: Annotated[
         Path | None, typer.Option("--config", help="run configuration (.json or .toml); options override it")
     ] = None,
@@ -72,7 +81,7 @@ def run(
 ) -> None:
     """Run an adapter through a protocol (--protocol; default online) and write results/<run_id>/."""
     from streambench.harness import api
-    from streambench.harness.cli.config import CLI_FIELDS, RunOptions, build_run_config
+    from streambench.harness.cli.config import CLI_FIELDS, RunOptions, build_run_config, with_protocol_options
     from streambench.harness.runs.catalog import check_joinable
 
     given = {name for name in [*CLI_FIELDS, "protocol"] if _typed(ctx, name)}
@@ -98,6 +107,9 @@ def run(
             check_joinable(config)
         chosen.check_options(config, frozenset(given))
         protocol_settings = chosen.load_config(protocol_config)
+        if protocol_option:
+            overrides = _parse_options(protocol_option, "--protocol-option")
+            protocol_settings = with_protocol_options(chosen, protocol_settings, overrides)
     except ValueError as exc:
         raise fail(str(exc)) from None
     with command_stdout():  # what the model prints goes to stderr (issue 25, item 11)
