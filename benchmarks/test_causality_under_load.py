@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from streambench.harness.execution.config import RunConfig
-from streambench.harness.runs.causality import execute_causality
+from streambench.harness.runs.causality.protocol import execute_causality
 from streambench.protocols.causality import CausalityConfig
 
 pytestmark = pytest.mark.benchmark

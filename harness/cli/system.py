@@ -78,8 +78,9 @@ def env(
     from rich.table import Table
 
     from streambench.harness.instruments.manifest import collect_manifest, fingerprint
+    from streambench.harness.instruments.threads import ThreadConfig
 
-    manifest = collect_manifest({})
+    manifest = collect_manifest({}, requested_threads=ThreadConfig())  # a run's default thread setting
     if as_json:
         out.print_json(json.dumps({"fingerprint": fingerprint(manifest), **manifest.model_dump(mode="json")}))
         return

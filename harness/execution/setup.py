@@ -23,7 +23,11 @@ def environment_for(
     protocols whose results are not a RunResult (robustness, causality, ...)."""
     seeds = {"dataset": getattr(config.data, "seed", None), "torch": config.torch_seed}
     manifest = collect_manifest(
-        seeds, hash_streams(streams), adapter_module, adapter_options=config.adapter_options
+        seeds,
+        hash_streams(streams),
+        adapter_module,
+        adapter_options=config.adapter_options,
+        requested_threads=config.threads,
     )
     return manifest, fingerprint(manifest)
 

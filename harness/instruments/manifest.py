@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from streambench.harness.instruments.model_files import model_files
 from streambench.harness.instruments.packages import adapter_distributions, package_versions, version
-from streambench.harness.instruments.threads import AdapterThreads, read_thread_env
+from streambench.harness.instruments.threads import AdapterThreads, ThreadConfig, read_thread_env
 
 __all__ = [
     "FINGERPRINT_FIELDS",
@@ -334,6 +334,7 @@ def collect_manifest(
     adapter_modules: tuple[Sequence[str], Sequence[str]] | None = None,
     adapter_threads: AdapterThreads | None = None,
     data_sources: Mapping[str, JsonValue] | None = None,
+    requested_threads: ThreadConfig | None = None,
 ) -> EnvironmentManifest:
     """Read the environment now: after threads are applied and the model is built (CUDA initialised).
 
@@ -344,7 +345,10 @@ def collect_manifest(
     ``/proc``, ``/sys`` and ``/etc`` (tests inject a fake one). ``adapter_modules``: the modules loaded in
     the adapter's process once built and those its build loaded (``adapter_packages``);
     ``adapter_threads``: torch's threads there, which replace this process's in the thread items when that
-    process imported torch; ``data_sources``: the data's files as read. Never raises for an unreadable item.
+    process imported torch; ``data_sources``: the data's files as read; ``requested_threads``: the run's
+    thread setting, fingerprinted where the adapter's process did not report torch's (a model without
+    torch, a protocol that does not read it), so that every run of one setting on one machine shares a
+    fingerprint whatever this process's own pool is. Never raises for an unreadable item.
     """
     import numpy
     import torch
@@ -363,10 +367,13 @@ def collect_manifest(
     ort = version("onnxruntime") or version("onnxruntime-gpu")
     cpus = os.cpu_count()
     seen = adapter_threads if adapter_threads is not None and adapter_threads.torch_imported else None
-    intra = seen.intra_op if seen is not None and seen.intra_op is not None else torch.get_num_threads()
-    inter = (
-        seen.inter_op if seen is not None and seen.inter_op is not None else torch.get_num_interop_threads()
-    )
+    asked = requested_threads
+    fallback_intra = asked.intra_op if asked is not None and asked.intra_op is not None else None
+    fallback_inter = asked.inter_op if asked is not None and asked.inter_op is not None else None
+    intra = seen.intra_op if seen is not None and seen.intra_op is not None else fallback_intra
+    inter = seen.inter_op if seen is not None and seen.inter_op is not None else fallback_inter
+    intra = torch.get_num_threads() if intra is None else intra
+    inter = torch.get_num_interop_threads() if inter is None else inter
     return EnvironmentManifest(
         collected_at=datetime.now(timezone.utc),
         **gpu_nvml,

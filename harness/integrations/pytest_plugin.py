@@ -333,8 +333,11 @@ def machine_entry(config: pytest.Config) -> dict[str, Any]:
     """This machine's fingerprint and the manifest items it hashes (read once per session)."""
     if _MACHINE_KEY not in config.stash:
         from streambench.harness.instruments.manifest import FINGERPRINT_FIELDS, collect_manifest, fingerprint
+        from streambench.harness.instruments.threads import ThreadConfig
 
-        manifest = collect_manifest({})
+        # the fixtures' thread setting (the default, one intra-op thread), not this process's pool at the
+        # moment of reading: a session that ran a model and one that has not must agree (issue 27)
+        manifest = collect_manifest({}, requested_threads=ThreadConfig())
         config.stash[_MACHINE_KEY] = {
             "fingerprint": fingerprint(manifest),
             "environment": json.loads(

@@ -33,7 +33,7 @@ __all__ = [
 BUILT_IN: dict[str, str] = {
     "online": "streambench.harness.runs.online:OnlineProtocol",
     "robustness": "streambench.harness.runs.robustness:RobustnessProtocol",
-    "causality": "streambench.harness.runs.causality:CausalityProtocol",
+    "causality": "streambench.harness.runs.causality.protocol:CausalityProtocol",
     "detection": "streambench.harness.runs.detection:DetectionProtocol",
     "stability": "streambench.harness.runs.stability:StabilityProtocol",
     "hysteresis": "streambench.harness.runs.hysteresis:HysteresisProtocol",

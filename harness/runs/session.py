@@ -186,6 +186,7 @@ def _execute(
             adapter_modules=(seen.modules, seen.new_modules) if seen is not None else None,
             adapter_threads=threads,
             data_sources=source_files(streams),
+            requested_threads=config.threads,
         )
         return _session(
             config, run_dir, previous, progress, subject, run_plan, seeds, manifest, thread_record, streams

@@ -178,7 +178,7 @@ def measure(
         seeds = {"torch": spec.run.torch_seed, "sweep": spec.seed}
         if isinstance(data_seed, int):
             seeds["dataset"] = data_seed
-        manifest = collect_manifest(seeds)
+        manifest = collect_manifest(seeds, requested_threads=spec.run.threads)
     return Measured(
         run_id=spec.run_id,
         files=files,

@@ -221,12 +221,15 @@ def _maximum_matching(
     """A maximum matching of the bipartite graph with edges ``(r, d)`` that has the least summed cost
     among the maximum ones: connected components solved one by one with the assignment algorithm, the
     edges missing from the graph priced above any sum of real edges (so cardinality comes first)."""
-    from scipy.optimize import linear_sum_assignment  # here: scipy costs every import of the protocols
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     if r.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if np.unique(r).size == r.size and np.unique(d).size == d.size:  # every edge alone: all of them match
+        order = np.argsort(r, kind="stable")
+        return r[order].astype(np.int64), d[order].astype(np.int64)
+    # here, and only for events that compete: scipy (~0.5 s to import) is not paid by every scoring
+    from scipy.optimize import linear_sum_assignment
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
     graph = coo_matrix((np.ones(r.size), (r, n_ref + d)), shape=(n_ref + n_det, n_ref + n_det))
     _, component = connected_components(graph, directed=False)
     edge_component = component[r]

@@ -18,7 +18,7 @@ from streambench.harness.datasets.catalog import make_streams
 from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.sealing import seal_frames
 from streambench.harness.results.summary import print_causality
-from streambench.harness.runs.causality import RESULT_FILE, CausalityResult, execute_causality
+from streambench.harness.runs.causality.protocol import RESULT_FILE, CausalityResult, execute_causality
 from streambench.protocols.causality import CausalityConfig, CausalityReport, plan_occlusion
 
 SEQUENCE_CHECKS = {"gradient_flow", "stream_sequence", "sequence_perturbation"}

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from streambench.harness.execution.config import IsolationConfig
-from streambench.harness.runs.causality import CausalityResult, execute_causality
+from streambench.harness.runs.causality.protocol import CausalityResult, execute_causality
 from streambench.harness.runs.session import execute_run
 from streambench.protocols.causality import CausalityConfig
 from tests.harness.test_causality_run import small

@@ -176,7 +176,7 @@ def test_headline_figures(seed0: tuple[DetectionResult, Path]) -> None:
 
 
 def test_reference_detector_is_causal(tmp_path: Path) -> None:
-    from streambench.harness.runs.causality import execute_causality
+    from streambench.harness.runs.causality.protocol import execute_causality
     from streambench.protocols.causality import CausalityConfig
 
     result, _ = execute_causality(spoof_run(tmp_path, utterances=3), CausalityConfig())

@@ -28,7 +28,7 @@ from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.engine import Engine, EngineConfig
 from streambench.harness.execution.executor import EngineExecutor, InProcess, failed_streams
 from streambench.harness.results.files import ResultFileError, load_failed_streams, load_result
-from streambench.harness.runs.causality import execute_causality
+from streambench.harness.runs.causality.protocol import execute_causality
 from streambench.harness.runs.session import execute_run
 from streambench.protocols import online
 from streambench.protocols.causality import CausalityConfig

@@ -59,7 +59,7 @@ from streambench.harness.results.files import (
     load_result,
     write_run,
 )
-from streambench.harness.runs.causality import CausalityResult, execute_causality
+from streambench.harness.runs.causality.protocol import CausalityResult, execute_causality
 from streambench.harness.runs.robustness import RobustnessResult, execute_robustness
 from streambench.harness.runs.session import execute_run
 from streambench.protocols.causality import CausalityConfig

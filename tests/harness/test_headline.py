@@ -13,7 +13,7 @@ from streambench.harness.execution.config import RunConfig
 from streambench.harness.results.files import ResultFileError, RunResult
 from streambench.harness.results.headline import LATENCY_KEYS
 from streambench.harness.runs.catalog import figures_of, load_headline
-from streambench.harness.runs.causality import CausalityResult
+from streambench.harness.runs.causality.protocol import CausalityResult
 from streambench.harness.runs.robustness import RESULT_FILE as ROBUSTNESS_FILE
 from streambench.harness.runs.robustness import execute_robustness
 from streambench.harness.runs.session import execute_run

@@ -26,7 +26,7 @@ from streambench.harness.report.analysis import (
 from streambench.harness.report.compare import comparison_sections
 from streambench.harness.report.numbers import latency_ms
 from streambench.harness.runs.catalog import load_bundle, write_report
-from streambench.harness.runs.causality import execute_causality
+from streambench.harness.runs.causality.protocol import execute_causality
 from streambench.harness.runs.robustness import execute_robustness
 from streambench.harness.runs.session import execute_run
 from streambench.protocols.causality import CausalityConfig

@@ -31,7 +31,7 @@ from streambench.harness.datasets.synthetic import SyntheticConfig
 from streambench.harness.execution.adapter_errors import AdapterCallError
 from streambench.harness.execution.engine import Engine, EngineConfig
 from streambench.harness.execution.sealing import seal_frames
-from streambench.harness.runs.causality import occlude
+from streambench.harness.runs.causality.protocol import occlude
 from streambench.protocols.perturbations import AudioDelay, Jitter, MissingModality
 
 SYNTHETIC = SyntheticConfig(seed=0, num_streams=2, duration_s=5.0)

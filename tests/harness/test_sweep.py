@@ -217,7 +217,7 @@ def test_local_sweep_runs_every_run_into_the_store_with_its_manifest(local_store
     assert outcome.total == 8 and outcome.skipped == [] and outcome.failed == []
     assert [r.run_id for r in outcome.records] == [s.run_id for s in specs]
     assert {h.run for h in list_runs(results)} == {s.run_id for s in specs}
-    here = fingerprint(collect_manifest({}))
+    here = fingerprint(collect_manifest({}, requested_threads=specs[0].run.threads))  # the runs' setting
     for spec in specs:
         record = _record(results, spec.run_id)
         assert record.status == "done" and len(record.attempts) == 1 and record.attempts[0].error is None

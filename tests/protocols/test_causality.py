@@ -34,9 +34,9 @@ from streambench.adapters.reference import (
 from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
 from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.engine import Engine, EngineConfig
-from streambench.harness.runs.causality import occlude
 from streambench.harness.runs.causality.caching import caching_partners, control_share, unseen_control
 from streambench.harness.runs.causality.checks import nudge
+from streambench.harness.runs.causality.protocol import occlude
 from streambench.protocols.causality import (
     CausalityConfig,
     CheckResult,
