@@ -328,7 +328,7 @@ def test_bad_input_is_one_line_naming_the_path_or_option(measured: Path, tmp_pat
 def test_real_runs_on_a_machine_twice_as_slow_agree_in_speedup(tmp_path: Path) -> None:
     """Sealed runs: machine A's baseline busy-waits 2 ms a frame and the method 1 ms; machine B's (moved to
     another fingerprint after the runs, latencies as measured) 4 ms and 2 ms. Raw latencies differ 2x;
-    the speed-ups agree within 10 %. On a machine too busy to measure (other processes preempt the
+    the speed-ups agree within 15 %. On a machine too busy to measure (other processes preempt the
     busy-waits: each preemption across a deadline adds milliseconds to a frame) the harness calls the
     measurement INVALID, and agreement is then not to be expected: the test says so and is skipped."""
     store_a, store_b = tmp_path / "a", tmp_path / "b"
@@ -351,4 +351,6 @@ def test_real_runs_on_a_machine_twice_as_slow_agree_in_speedup(tmp_path: Path) -
     if invalid:
         pytest.skip(f"the machine is too busy to measure: INVALID measurements ({', '.join(invalid)})")
     assert 1.7 < base_b / base_a < 2.3
-    assert 1.7 < speed_a.value < 2.1 and abs(speed_b.value / speed_a.value - 1) < 0.1
+    # about 2 (2 ms against 1 ms, less the harness's own cost per frame, which a loaded machine stretches
+    # on either side); the point is the agreement across the two machines
+    assert 1.5 < speed_a.value < 2.5 and abs(speed_b.value / speed_a.value - 1) < 0.15
