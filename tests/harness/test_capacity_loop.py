@@ -119,6 +119,7 @@ def _setup(sources: SourceStreams, n: int, duration_ns: int, lanes: int, **kw: o
     max_wait_us=st.sampled_from([0, 500, 5_000]),
     policy=st.sampled_from(["queue", "drop"]),
 )
+@pytest.mark.slow
 def test_the_dispatcher_never_releases_a_frame_early(
     periods: list[float], n: int, seed: int, service_us: int, max_batch: int, max_wait_us: int, policy: str
 ) -> None:
@@ -219,6 +220,7 @@ def test_the_budget_ends_the_search_with_a_bracket() -> None:
     assert score.capacity >= 1 and score.interval[1] is None  # no failing N reached: the bracket is open
 
 
+@pytest.mark.slow
 def test_batched_serving_amortises_on_the_simulated_clock() -> None:
     """A batch of B costs 2 ms + 0.5 ms x B: batching 8 streams costs 6 ms where 8 replicas' turns cost
     20 ms, so one batching worker holds more streams than one replica."""

@@ -163,6 +163,7 @@ def test_print_causality(tmp_path: Path) -> None:
     assert "state_leak" in text and "FAILED" in text and "skipped" in text and "syn-0000" in text
 
 
+@pytest.mark.slow
 def test_cli_causality_exit_code_follows_the_verdict(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

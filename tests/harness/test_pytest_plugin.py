@@ -150,6 +150,7 @@ def _record_baseline(pytester: pytest.Pytester, storage: Path) -> None:
     assert len(list(storage.rglob("0001_*.json"))) == 1
 
 
+@pytest.mark.slow
 def test_planted_regression_is_caught_by_compare_fail(pytester: pytest.Pytester) -> None:
     storage = pytester.path / "benchmarks"
     _record_baseline(pytester, storage)
@@ -169,6 +170,7 @@ def test_planted_regression_is_caught_by_compare_fail(pytester: pytest.Pytester)
     assert "test_my_model_latency" in output
 
 
+@pytest.mark.slow
 def test_compare_refuses_another_environment_fingerprint(pytester: pytest.Pytester) -> None:
     storage = pytester.path / "benchmarks"
     _record_baseline(pytester, storage)
@@ -188,6 +190,7 @@ def test_compare_refuses_another_environment_fingerprint(pytester: pytest.Pytest
     assert "environment fingerprint 0123456789abcdef" in warned.stdout.str() + warned.stderr.str()
 
 
+@pytest.mark.slow
 def test_readme_example_file_passes(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_latency_example=EXAMPLE.read_text())
     result = _run(pytester, "--benchmark-json=bench.json")

@@ -90,6 +90,7 @@ def test_interrupt_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> No
     assert again == resumed and again.execution.sessions == 2
 
 
+@pytest.mark.slow
 def test_sigterm_from_outside_then_cli_resume(tmp_path: Path) -> None:
     """A real signal: the run (a subprocess) is sent SIGTERM once two streams are in its event log."""
     run_dir = tmp_path / "sig"

@@ -166,6 +166,7 @@ def test_readme_adapter_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert 0.0 <= result.metrics.f1_at(0) <= 1.0
 
 
+@pytest.mark.slow
 def test_readme_adapter_example_runs_verbatim_in_a_fresh_directory(tmp_path: Path) -> None:
     """Issue 17: the README's two blocks as a user copies them: my_adapter.py saved in an empty directory,
     then the README's command run there by the installed ``streambench`` (PYTHONPATH names this checkout

@@ -77,6 +77,7 @@ def test_sealed_outputs_equal_the_in_process_run_and_labels_never_reach_the_work
             np.testing.assert_array_equal(got.frame_times_ns, expected.frame_times_ns)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("via", ["stack", "gc"])
 def test_a_model_that_searches_the_process_for_the_frame_list_reads_the_future_only_in_process(
     via: str,

@@ -174,6 +174,7 @@ def rebuilt_table() -> dict[str, int]:
     return table
 
 
+@pytest.mark.slow
 def test_a_model_that_rebuilt_the_seed_0_set_gains_nothing_by_default(tmp_path: Path) -> None:
     known = {"known": rebuilt_table()}
     cheat: dict[str, Any] = {"adapter": "offender-rebuilder", "adapter_options": known}
