@@ -1,7 +1,8 @@
 """The suite's two tiers. ``python -m pytest`` (the README's test command) runs every test but those
 marked ``slow``: end-to-end tests that drive the CLI through subprocesses, signals and sweeps, install
-wheels, or search on long simulated clocks (about seven minutes together). They run in their own step of ``.ci/run`` (``python -m pytest -m slow``), so CI runs
-everything; a test run selecting them by a ``-m`` expression that names ``slow`` runs them too."""
+wheels, or search on long simulated clocks (about seven minutes together). They run in their own step
+of ``.ci/run`` (``python -m pytest -m slow``), so CI runs everything; a test run selecting them by a
+``-m`` expression that names ``slow`` runs them too."""
 
 from __future__ import annotations
 
