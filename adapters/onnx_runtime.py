@@ -20,13 +20,17 @@ outputs); every model input gets a value; a state output's declared shape and dt
 constants fit their input; and, when the frame shape is fully known, one dry run on a zero frame checks
 that each state output comes back with its input's shape and that ``C`` scores come out.
 
+Batch mode (``max_batch_size > 0``; issue 28): ``predict_batch`` runs one frame of each of several streams
+in one ``session.run``, each state batched along ``state_batch_axis`` and kept per stream, where the
+model's declared shapes allow it (adapters/onnx_batch.py; otherwise a load-time error naming the input).
+
 ``onnxruntime`` is an optional dependency (``pip install 'streambench[onnx]'``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -40,7 +44,9 @@ from streambench.adapters.contract import (
     Prediction,
     PredictOutput,
     StreamingAdapter,
+    StreamKey,
 )
+from streambench.adapters.onnx_batch import OnnxBatchError, OnnxBatchRunner
 from streambench.adapters.torch_module import frame_vector, resolve_modalities
 
 __all__ = ["ORT_DTYPES", "OnnxAdapter", "OnnxLoadError", "OnnxOptions"]
@@ -93,6 +99,10 @@ class OnnxOptions(AdapterOptions):
     intra_op_threads: int | None = Field(None, ge=1, description="ORT intra-op threads (None: its default)")
     inter_op_threads: int | None = Field(None, ge=1, description="ORT inter-op threads (None: its default)")
     name: str | None = Field(None, description="name recorded in results; default: the file name")
+    max_batch_size: int = Field(
+        0, ge=0, description="batch mode (issue 28): most streams one session.run serves; 0: no batch mode"
+    )
+    state_batch_axis: int = Field(0, description="the batch axis of the states (a GRU's h [L, B, H]: 1)")
 
 
 def _fmt(shape: Shape | list[int]) -> str:
@@ -166,6 +176,18 @@ class OnnxAdapter(StreamingAdapter):
         self._feed: dict[str, np.ndarray] = {}
         self._state_outputs = list(options.state.values())
         self._fetch = [self.output_name, *self._state_outputs]
+        self._batch: OnnxBatchRunner | None = None
+        if options.max_batch_size:
+            frame = (self.input_name, self._input_shape, self._input_dtype)
+            batch = (options.max_batch_size, options.state_batch_axis)
+            try:
+                self._batch = OnnxBatchRunner(
+                    self.session, (inputs, outputs), batch, frame, self.output_name, options.state,
+                    self._zero_state, self._constants,
+                )  # fmt: skip
+            except OnnxBatchError as exc:
+                raise OnnxLoadError(f"{self._info.name}: {exc}") from None
+        self.max_batch_size = options.max_batch_size
         self.reset_state()
         self._check_frame_size()
         if all(d >= 0 for d in self._input_shape):
@@ -333,6 +355,8 @@ class OnnxAdapter(StreamingAdapter):
         vector = np.zeros(math.prod(self._input_shape) if size is None else size, dtype=np.float32)
         try:
             self._step(vector)
+            if self._batch is not None:  # the state outputs come back batched along state_batch_axis
+                self._batch.run(range(min(2, self.max_batch_size)), [vector] * min(2, self.max_batch_size))
         except Exception as exc:
             raise OnnxLoadError(
                 f"{self._info.name}: a zero frame of shape {_fmt(list(self._input_shape))} fails: "
@@ -350,6 +374,8 @@ class OnnxAdapter(StreamingAdapter):
     def reset_state(self) -> None:
         self._feed = dict(self._constants)
         self._feed.update(self._zero_state)  # read-only zeros: ONNX Runtime never writes its inputs
+        if self._batch is not None:
+            self._batch.forget()
 
     def _step(self, vector: np.ndarray) -> np.ndarray:
         feed = self._feed
@@ -363,10 +389,14 @@ class OnnxAdapter(StreamingAdapter):
                     f"{state_in!r} has {_fmt(list(expected))}: the state mapping is wrong"
                 )
             feed[state_in] = value
-        flat: np.ndarray = np.asarray(result[0], dtype=np.float32).reshape(-1)
+        return self._scores(result[0])
+
+    def _scores(self, output: np.ndarray) -> np.ndarray:
+        """One frame's ``C`` scores from its part of the scores output, as ``output`` says."""
+        flat: np.ndarray = np.asarray(output, dtype=np.float32).reshape(-1)
         if flat.size != self._info.num_classes:
             raise ValueError(
-                f"output {self.output_name!r} has shape {_fmt(list(np.shape(result[0])))}, expected "
+                f"output {self.output_name!r} has shape {_fmt(list(np.shape(output)))}, expected "
                 f"{self._info.num_classes} values (one per class)"
             )
         if self.opts.output == "logits_softmax":
@@ -378,3 +408,12 @@ class OnnxAdapter(StreamingAdapter):
 
     def predict(self, frame: Frame) -> PredictOutput:
         return Prediction(scores=self._step(frame_vector(frame, self._modalities, self.opts.input_dims)))
+
+    def predict_batch(self, items: Sequence[tuple[StreamKey, Frame]]) -> list[PredictOutput]:
+        """One frame of each item's stream in one ``session.run`` (module docstring, batch mode)."""
+        if self._batch is None:
+            raise NotImplementedError(f"{self._info.name}: batch mode is off (option max_batch_size)")
+        dims = self.opts.input_dims
+        vectors = [frame_vector(frame, self._modalities, dims) for _, frame in items]
+        rows = self._batch.run([key for key, _ in items], vectors)
+        return [Prediction(scores=self._scores(row)) for row in rows]

@@ -24,6 +24,7 @@ __all__ = ["REGISTRY", "AdapterLoadError", "create_adapter", "resolve"]
 REGISTRY: dict[str, str] = {
     "reference": "streambench.adapters.reference:CausalReferenceAdapter",
     "reference-lookahead": "streambench.adapters.reference:LookaheadReferenceAdapter",
+    "reference-gru": "streambench.adapters.reference_gru:ReferenceGruAdapter",  # the same, as an nn.GRU
     # router hysteresis (seed 001): a soft router with a leaky state, and its wrappers
     "reference-router": "streambench.adapters.router:SoftRouterAdapter",
     "reference-router-aggregated": "streambench.adapters.router:ReferenceAggregatedRouter",

@@ -5,7 +5,7 @@ run configuration, as ``streambench ab --config examples/vad.toml`` takes them. 
     python -m tests.data.speech_like speech     # the recordings examples/vad.toml reads
     pytest examples/test_vad_ab_example.py
 
-(tests/harness/test_pytest_plugin.py runs it.)
+(tests/harness/integrations/test_pytest_ab.py runs it.)
 """
 
 

@@ -71,6 +71,18 @@ class CapacityConfig(BaseModel):
         "one_stream: the F1@deadline measured with one stream",
     )
     decision_threshold: float = Field(0.5, description="a class is predicted when its score >= this")
+    exclude_classes: tuple[str, ...] = Field((), description="classes left out of F1 (as online's)")
+    binary_f1: Literal["positive", "all_classes"] = Field(
+        "positive",
+        description="a binary task (two classes, one the background): F1 of the positive class, or micro "
+        "over both (the online protocol's rule, protocols/online.py)",
+    )
+    classes: tuple[str, ...] | None = Field(
+        None, description="data-bound: the data's class names, filled by the run (None: every class counts)"
+    )
+    background_class: str | None = Field(
+        None, description="data-bound: the data's 'no event' class, filled by the run (None: one so named)"
+    )
     budget_s: float = Field(300.0, gt=0, description="wall time of the whole search")
     min_point_s: float = Field(2.0, gt=0, description="shortest measurement of one N")
     max_point_s: float = Field(120.0, gt=0, description="longest measurement of one N")

@@ -8,10 +8,15 @@ was never answered (dropped, or still queued when a hopeless point was cut short
 
 Accuracy is F1@Δt (seed 004 §6.2.2 (1), Strict, micro) at Δt = the deadline on the computation-aware
 clock: a prediction counts from the completion of the frame that emitted it, so a late answer costs F1
-exactly as it would in deployment. Its reference (``CapacityConfig.f1_reference``): ``same_units`` the
-same outputs on the algorithmic clock (``t_pred`` = arrival of the emitting frame: what they score served
-instantly, i.e. the one-stream figure of these very units, free of the data's sampling noise between
-points), or ``one_stream`` the F1@deadline measured at N = 1.
+exactly as it would in deployment. It counts the classes the online protocol's headline F1@Δt counts
+(:func:`f1_columns`: every class not in ``exclude_classes``, except in a binary task, two classes one of
+them the background, where it is the positive class's; protocols/online.py, issue 27), from the same
+functions, so the two protocols' F1 of one model on one data set agree.
+
+Its reference (``CapacityConfig.f1_reference``): ``same_units`` the same outputs on the algorithmic clock
+(``t_pred`` = arrival of the emitting frame: what they score served instantly, i.e. the one-stream figure
+of these very units, free of the data's sampling noise between points), or ``one_stream`` the F1@deadline
+measured at N = 1.
 """
 
 from __future__ import annotations
@@ -39,8 +44,9 @@ from streambench.protocols.metrics import (
     window_bound_ns,
 )
 from streambench.protocols.metrics.checks import IntArray
+from streambench.protocols.online_events import background_class, scored_classes
 
-__all__ = ["NOT_SERVED", "CapacityPoint", "CapacityScore", "ServedFrames", "score_point"]
+__all__ = ["NOT_SERVED", "CapacityPoint", "CapacityScore", "ServedFrames", "f1_columns", "score_point"]
 
 NOT_SERVED = -1
 """``released_ns`` / ``start_ns`` / ``finish_ns`` of a frame that never got there."""
@@ -90,7 +96,9 @@ class CapacityPoint(BaseModel):
     served_fps: float
     wait_growth: float | None = Field(description="slope of queue wait against arrival time (s per s)")
     keeps_up: bool
-    f1: float | None = Field(description="F1@deadline on the computation-aware clock")
+    f1: float | None = Field(
+        description="F1@deadline on the computation-aware clock, over the classes online's F1 counts"
+    )
     f1_unloaded: float | None = Field(description="the same outputs on the algorithmic clock")
     f1_reference: float | None
     accuracy_pass: bool
@@ -125,12 +133,39 @@ def _units(schedule: ArrivalSchedule) -> tuple[IntArray, IntArray]:
     return order, offsets
 
 
+def f1_columns(config: CapacityConfig, num_classes: int) -> tuple[np.ndarray, str]:
+    """The label columns F1@deadline counts and the rule in words: the online protocol's
+    (:func:`~streambench.protocols.online_events.scored_classes` over the classes left by
+    ``exclude_classes``, the background from ``background_class``), so both protocols count the same
+    classes. Without the class names (``config.classes`` None) every class counts. A ValueError names a bad
+    ``exclude_classes`` or ``classes`` as the online protocol does."""
+    classes = config.classes
+    if classes is None:
+        if config.exclude_classes:
+            raise ValueError("exclude_classes needs the class names (the run fills classes from the data)")
+        return np.ones(num_classes, dtype=bool), "every class (the class names are unknown)"
+    if len(classes) != num_classes:
+        raise ValueError(f"classes: {len(classes)} names {list(classes)} for labels of {num_classes} classes")
+    unknown = sorted(set(config.exclude_classes) - set(classes))
+    if unknown:
+        raise ValueError(f"exclude_classes: unknown class(es) {unknown}; the classes are {list(classes)}")
+    keep = np.array([c not in config.exclude_classes for c in classes])
+    if not keep.any():
+        raise ValueError("exclude_classes leaves no class to score")
+    names = [c for c, k in zip(classes, keep, strict=True) if k]
+    background = background_class(classes, config.background_class)
+    scored, rule = scored_classes(names, len(classes), background, config.exclude_classes, config.binary_f1)
+    columns = keep.copy()
+    columns[keep] = scored
+    return columns, rule
+
+
 def _f1(
     schedule: ArrivalSchedule,
     served: ServedFrames,
     labels: Sequence[np.ndarray],
     deadline_ms: float,
-    threshold: float,
+    config: CapacityConfig,
 ) -> tuple[float, float]:
     """(F1@deadline computation-aware, F1@deadline algorithmic) over every released frame."""
     order, offsets = _units(schedule)
@@ -142,13 +177,16 @@ def _f1(
     starts = np.concatenate(([0], np.cumsum([len(lab) for lab in labels])[:-1])).astype(np.int64)
     gt = stacked[starts[schedule.session_source[schedule.session]] + schedule.frame]
     released = served.released_ns != NOT_SERVED
-    decided = apply_thresholds(served.pred_scores[inside], np.full(gt.shape[1], threshold))
+    decided = apply_thresholds(served.pred_scores[inside], np.full(gt.shape[1], config.decision_threshold))
+    columns, _ = f1_columns(config, gt.shape[1])
     window = window_bound_ns(deadline_ms)
     figures = []
     for t_pred in (served.finish_ns[emit], schedule.arrival_ns[emit]):
         chosen = select_in_window(units, t_pred - schedule.arrival_ns[units], gt.shape[0], window, "strict")
         pred = gather_decisions(chosen, decided, gt.shape[1])
-        figures.append(f1_from_counts(class_counts(gt[released], pred[released]), "micro"))
+        # online's headline F1: micro over the counted classes (each class's counts are its own column's)
+        counts = class_counts(gt[released][:, columns], pred[released][:, columns])
+        figures.append(f1_from_counts(counts, "micro"))
     return figures[0], figures[1]
 
 
@@ -189,7 +227,7 @@ def score_point(
     keeps_up = (growth is None or growth <= KEEPS_UP_GROWTH) and drop_rate <= config.target_miss_rate
     f1 = f1_unloaded = None
     if served.aborted is None and frames:
-        f1, f1_unloaded = _f1(schedule, served, labels, deadline_ms, config.decision_threshold)
+        f1, f1_unloaded = _f1(schedule, served, labels, deadline_ms, config)
     reference = f1_unloaded if config.f1_reference == "same_units" or one_stream_f1 is None else one_stream_f1
     accuracy_pass = f1 is not None and reference is not None and f1 >= reference - config.f1_tolerance
     # offered: the frames released over the time they were released in (a point cut short, too)

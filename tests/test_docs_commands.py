@@ -52,7 +52,7 @@ SKIPPED: dict[str, str] = {
     "mkdocs build --strict": "a step of its own in .ci/run",
     "git worktree add": "needs a clone with a remote branch (origin/main)",
     "pytest tests/test_latency_gate.py": "the reader's own test file and base checkout; the streambench_ab "
-    "fixture it calls is run by tests/harness/test_pytest_plugin.py",
+    "fixture it calls is run by tests/harness/integrations/test_pytest_ab.py",
 }
 
 # Other commands that are run, not skipped.

@@ -82,11 +82,13 @@ def run(
     """Run an adapter through a protocol (--protocol; default online) and write results/<run_id>/."""
     from streambench.harness import api
     from streambench.harness.cli.config import CLI_FIELDS, RunOptions, build_run_config, with_protocol_options
+    from streambench.harness.cli.run_options import PROTOCOL_FLAGS, lay_protocol_flags
     from streambench.harness.runs.catalog import check_joinable
 
     given = {name for name in [*CLI_FIELDS, "protocol"] if _typed(ctx, name)}
+    flagged = {flag.name: typed_options.pop(flag.name, None) for flag in PROTOCOL_FLAGS}  # --deadline-ms
     if resume is not None:
-        if given or config_file is not None:
+        if given or config_file is not None or any(v is not None for v in flagged.values()):
             raise fail("--resume takes no other run options: the run's own configuration is used")
         _resume(resume, progress=progress, report=report, as_json=as_json)
         return
@@ -110,6 +112,7 @@ def run(
         if protocol_option:
             overrides = _parse_options(protocol_option, "--protocol-option")
             protocol_settings = with_protocol_options(chosen, protocol_settings, overrides)
+        protocol_settings = lay_protocol_flags(chosen, protocol_settings, flagged)
     except ValueError as exc:
         raise fail(str(exc)) from None
     with command_stdout():  # what the model prints goes to stderr (issue 25, item 11)

@@ -7,6 +7,11 @@ this one table come the command's parameters (:func:`parameters`, read by typer)
 option -> field map :func:`~streambench.harness.cli.config.build_run_config` lays over a ``--config``
 file. Adding an option is one entry here (and its field in ``RunConfig``).
 
+A few flags set a field of one protocol's own configuration instead (:data:`PROTOCOL_FLAGS`: issue 28's
+``--deadline-ms`` and ``--budget-s`` of the capacity protocol): typed, they are laid over
+``--protocol-config`` and ``--protocol-option`` (:func:`lay_protocol_flags`), validated as the configuration
+is, and refused under any other protocol.
+
 Plain dataclasses and typing only: the command line starts without pydantic, numpy or torch (issue 17).
 """
 
@@ -14,15 +19,18 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from streambench.harness.cli import completion
 
-__all__ = ["RUN_OPTIONS", "RunOption", "parameters"]
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["PROTOCOL_FLAGS", "RUN_OPTIONS", "ProtocolFlag", "RunOption", "lay_protocol_flags", "parameters"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,8 +111,73 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
 """Every run option, in the order ``streambench run --help`` lists them."""
 
 
+@dataclasses.dataclass(frozen=True)
+class ProtocolFlag:
+    """A flag of ``streambench run`` that sets one field of the chosen protocol's own configuration: it
+    applies to every protocol whose configuration has that field (so the command line names no protocol;
+    today the capacity protocol's) and is refused under any other."""
+
+    name: str
+    """The parameter's name (``--name-with-dashes`` on the command line), also the field it sets."""
+    type: Any
+    help: str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+PROTOCOL_FLAGS: tuple[ProtocolFlag, ...] = (
+    ProtocolFlag("deadline_ms", float | None, "a frame is late when answered after this many ms (> 0; "
+                 "default one frame period; --protocol capacity); over --protocol-config and -p"),
+    ProtocolFlag("budget_s", float | None, "wall time of the whole search in s (> 0; default 300; "
+                 "--protocol capacity); over --protocol-config and -p"),
+)  # fmt: skip
+"""Flags that set a field of a protocol's configuration, listed after the run options."""
+
+
+def _takers(field: str) -> list[str]:
+    """The registered protocols whose configuration has ``field``."""
+    from streambench.harness.runs import registry
+
+    return [p.name for p in registry.protocols() if p.config_model and field in p.config_model.model_fields]
+
+
+def lay_protocol_flags(
+    protocol: Any, settings: BaseModel | None, values: Mapping[str, Any]
+) -> BaseModel | None:
+    """``settings`` (the protocol's configuration from ``--protocol-config`` and ``-p``) with the typed
+    :data:`PROTOCOL_FLAGS` (``values``: name -> value, None where not typed) laid over it and validated
+    again. ValueError, one line naming the flag: a flag the protocol's configuration has no field for, or
+    a value the configuration refuses (``--deadline-ms 0: Input should be greater than 0``)."""
+    typed = [flag for flag in PROTOCOL_FLAGS if values.get(flag.name) is not None]
+    model = protocol.config_model
+    for flag in typed:
+        if settings is None or model is None or flag.name not in model.model_fields:
+            takers = " or ".join(f"--protocol {name}" for name in _takers(flag.name)) or "no protocol"
+            raise ValueError(f"{flag.flag} applies to {takers} only, not to --protocol {protocol.name}")
+    if not typed:
+        return settings
+    assert settings is not None
+    from pydantic import ValidationError
+
+    tree = settings.model_dump(mode="json") | {flag.name: values[flag.name] for flag in typed}
+    try:
+        return type(settings).model_validate(tree)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0]) if error["loc"] else ""
+        named = next((flag for flag in typed if flag.name == field), None)
+        if named is None:
+            raise ValueError(
+                f"invalid {protocol.name} configuration: {field or '(top level)'}: {error['msg']}"
+            ) from None
+        raise ValueError(f"{named.flag} {values[named.name]:g}: {error['msg']}") from None
+
+
 def parameters() -> list[inspect.Parameter]:
-    """The command's keyword parameters, one per :data:`RUN_OPTIONS` entry, as typer reads them."""
+    """The command's keyword parameters, one per :data:`RUN_OPTIONS` entry, then one per
+    :data:`PROTOCOL_FLAGS` entry (default None: not typed), as typer reads them."""
     made = []
     for option in RUN_OPTIONS:
         info = typer.Option(*option.flags, help=option.help, autocompletion=option.complete)
@@ -114,6 +187,13 @@ def parameters() -> list[inspect.Parameter]:
                 inspect.Parameter.KEYWORD_ONLY,
                 default=option.default,
                 annotation=Annotated[option.type, info],
+            )
+        )
+    for flag in PROTOCOL_FLAGS:
+        info = typer.Option(flag.flag, help=flag.help)
+        made.append(
+            inspect.Parameter(
+                flag.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[flag.type, info]
             )
         )
     return made

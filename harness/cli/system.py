@@ -96,11 +96,27 @@ def env(
     out.print(table)
 
 
-def schema() -> None:
-    """Print the JSON Schema of result.json."""
-    from streambench.harness.results.files import RunResult
+def schema(
+    file: Annotated[
+        str,
+        typer.Argument(
+            help="a result file a protocol writes into a run directory: result.json (online), "
+            "capacity.json, robustness.json, ... (an unknown name lists them)"
+        ),
+    ] = "result.json",
+) -> None:
+    """Print the JSON Schema of a result file (default result.json): the pydantic model each registered
+    protocol declares for the file it writes (``RunProtocol.result_file`` / ``result_model``)."""
+    from pydantic import BaseModel
 
-    out.print_json(json.dumps(RunResult.model_json_schema()))
+    from streambench.harness.runs import registry
+
+    models: dict[str, type[BaseModel]] = {}
+    for protocol in registry.protocols():
+        models.setdefault(protocol.result_file, protocol.result_model)
+    if file not in models:
+        raise fail(f"no protocol writes {file!r}: the result files are {', '.join(models)}")
+    out.print_json(json.dumps(models[file].model_json_schema()))
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,12 @@ pass is measured again, longer (LoadGen's "run at least X more queries"), while 
 point that would not fit in what is left of the budget is not started: the search ends with its bracket.
 Workers persist across points (``Z`` forgets every stream between them; ``P`` builds instances before a
 point, untimed).
+
+Progress (issue 28, item 4: "the progress bar names the point being measured"): before each point the
+hook gets its name, N and the search's phase (``N = 8 streams (step up)``, ``N = 6 streams (bisect 4..8)``);
+during it, a hook that follows frames (:class:`~streambench.harness.execution.executor.StreamProgress`)
+gets the frames that have arrived of the point's planned ones, at most every :data:`PROGRESS_EVERY_NS` of
+the loop's clock, from the loop's wait (:class:`_ProgressClock`): nothing is added per frame.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from streambench.adapters.contract import Stream
+from streambench.harness.execution.executor import StreamProgress
 from streambench.harness.execution.host_timing import process_cpu_ns
 from streambench.harness.execution.load_generator import (
+    LEAD_NS,
     Lane,
     LoopClock,
     PointSetup,
@@ -40,10 +48,15 @@ from streambench.protocols.capacity import (
 )
 from streambench.protocols.capacity_score import CapacityPoint, CapacityScore, score_point
 
-__all__ = ["ServingPool", "SourceStreams", "run_search"]
+__all__ = ["PROGRESS_EVERY_NS", "ServingPool", "SourceStreams", "point_name", "run_search"]
 
 PointProgress = Callable[[int, int, str], None]
-"""(points done, points planned so far, what is being measured), before and after each point."""
+"""(points done, points planned so far, what is being measured), before and after each point; a
+:class:`~streambench.harness.execution.executor.StreamProgress` also gets ``frames(point name, frames
+arrived, frames planned)`` during each point."""
+
+PROGRESS_EVERY_NS = 100_000_000
+"""Progress within a point is reported at most this often (0.1 s of the loop's clock)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +107,43 @@ def _cpu_ns(pids: Sequence[int]) -> int | None:
     return total
 
 
+def point_name(n: int, search: CapacitySearch, again: bool = False) -> str:
+    """What the progress display calls the next point: its N and the search's phase, e.g. ``N = 8
+    streams (step up)``, ``N = 12 streams (bisect 8..16)``; ``again``: measured again, longer."""
+    if search.fixed is not None:
+        phase = "one stream first" if n == 1 and n != search.fixed else "fixed N"
+    elif search.high is None:
+        phase = "step up"
+    else:
+        phase = f"bisect {search.low}..{search.high}"
+    return f"N = {n} stream{'' if n == 1 else 's'} ({phase}{', again, longer' if again else ''})"
+
+
+class _ProgressClock:
+    """The loop's clock, reporting the frames that have arrived of the point's ``arrival_ns`` (sorted, ns
+    from the point's start) to ``report`` at most every :data:`PROGRESS_EVERY_NS`. Only ``wait`` is
+    wrapped (once per pass of the loop, not per frame): ``now`` is the clock's own bound method, and a wait
+    never outlasts the next report, so the display moves while a worker is busy or nothing arrives."""
+
+    def __init__(self, clock: LoopClock, arrival_ns: np.ndarray, report: Callable[[int, int], None]) -> None:
+        self.now = clock.now  # the loop binds it: no extra call per frame
+        self._wait = clock.wait
+        self._arrival = arrival_ns
+        self._report = report
+        self._base = clock.now() + LEAD_NS  # where the loop's point starts, to within its set-up
+        self._next = self._base - LEAD_NS + PROGRESS_EVERY_NS
+
+    def wait(self, busy: Sequence[Lane], until: int | None) -> list[Lane]:
+        due = self._next
+        ready = self._wait(busy, due if until is None or until > due else until)
+        now = self.now()
+        if now >= due:
+            self._next = now + PROGRESS_EVERY_NS
+            arrived = int(np.searchsorted(self._arrival, now - self._base, side="right"))
+            self._report(arrived, len(self._arrival))
+        return ready
+
+
 def _measure(
     n: int,
     duration_s: float,
@@ -102,6 +152,7 @@ def _measure(
     pool: ServingPool,
     clock: LoopClock,
     one_stream_f1: float | None,
+    frames: Callable[[int, int], None] | None = None,
 ) -> CapacityPoint:
     schedule = arrival_schedule(
         n, sources.times_ns, round(duration_s * 1e9), sources.period_ns, config.phase_seed
@@ -126,6 +177,8 @@ def _measure(
         _cpu_ns(pool.pids),
         time.perf_counter_ns(),
     )
+    if frames is not None:  # after the workers' set-up: the point starts now
+        clock = _ProgressClock(clock, schedule.arrival_ns, frames)
     try:
         served = run_point(setup, pool.lanes, clock)
     finally:
@@ -150,6 +203,7 @@ def run_search(
     """Search the capacity (module docstring); the points' wall time counts against ``config.budget_s``
     on ``clock``."""
     search = CapacitySearch(config.max_streams, config.growth, fixed=config.streams)
+    follows = progress if isinstance(progress, StreamProgress) else None
     started = clock.now()
     curve: list[CapacityPoint] = []
     out_of_budget = False
@@ -160,21 +214,26 @@ def run_search(
         if duration * 1.1 + 0.5 > left_s:
             out_of_budget = True
             break
+        name = point_name(n, search)
         if progress is not None:
-            progress(len(curve), len(curve) + 1, f"N={n}, {duration:.1f} s")
-        point = _measure(n, duration, sources, config, pool, clock, one_stream_f1)
+            progress(len(curve), len(curve) + 1, name)
+        point = _measure(n, duration, sources, config, pool, clock, one_stream_f1, _frames_of(follows, name))
         while _undecided(point, config):
             longer = (point.frames + point.frames_needed) * 1.1 / (n * sources.fps)
             left_s = config.budget_s - (clock.now() - started) / 1e9
             if longer > config.max_point_s or longer * 1.1 + 0.5 > left_s:
                 break
-            point = _measure(n, longer, sources, config, pool, clock, one_stream_f1)
+            name = point_name(n, search, again=True)
+            if progress is not None:
+                progress(len(curve), len(curve) + 1, name)
+            frames = _frames_of(follows, name)
+            point = _measure(n, longer, sources, config, pool, clock, one_stream_f1, frames)
         if n == 1:
             one_stream_f1 = point.f1
         curve.append(point)
         search.record(n, point.passed)
         if progress is not None:
-            progress(len(curve), len(curve), f"N={n}: {'pass' if point.passed else 'fail'}")
+            progress(len(curve), len(curve), f"{name}: {'passes' if point.passed else 'fails'}")
     low, high = search.interval()
     notes = _notes(len(pool.lanes), bool(pool.pids), config)
     if out_of_budget:
@@ -189,6 +248,14 @@ def run_search(
         curve=sorted(curve, key=lambda p: p.streams),
         notes=notes,
     )
+
+
+def _frames_of(follows: StreamProgress | None, name: str) -> Callable[[int, int], None] | None:
+    """``(frames arrived, frames planned)`` of the point called ``name``, for a hook that follows frames."""
+    if follows is None:
+        return None
+    hook = follows
+    return lambda done, total: hook.frames(name, done, total)
 
 
 def _undecided(point: CapacityPoint, config: CapacityConfig) -> bool:

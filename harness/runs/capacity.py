@@ -42,7 +42,7 @@ from streambench.harness.runs.catalog import fix_data_seed, write_indexed
 from streambench.harness.runs.interface import Outcome, RunProtocol
 from streambench.harness.runs.parts import Printed, Reported, Swept
 from streambench.protocols import capacity
-from streambench.protocols.capacity_score import CapacityScore
+from streambench.protocols.capacity_score import CapacityScore, f1_columns
 
 __all__ = ["RESULT_FILE", "CapacityProtocol", "CapacityResult", "execute_capacity"]
 
@@ -70,6 +70,7 @@ def execute_capacity(
     """Search the capacity of ``run.adapter`` on ``run.data``'s streams; write ``capacity.json``."""
     run, seed_kind = fix_data_seed(run)  # once per run, in this (the harness's) process
     streams = make_streams(run.data)
+    config, f1_rule = _bind_classes(config, streams[0].classes, getattr(run.data, "background_class", None))
     n = max(run.engine.warmup_frames, 1)
     warmup = [encode_frame(f) for f in make_warmup_stream(run.data, n).frames()][:n]
     bound = data_bound_of(streams[0])
@@ -89,6 +90,7 @@ def execute_capacity(
         assert record.info is not None
         check_built(run, record.info, streams[0])
         score = run_search(sources, config, pool, WallClock(), progress)
+    score.notes.append(f"F1@deadline counts {f1_rule}, as the online protocol's F1@Δt")
     run_id = run.run_id or run_id_for(run.adapter, capacity.NAME)
     environment, fingerprint = environment_for(run, streams, module)
     assert record.info is not None
@@ -109,6 +111,32 @@ def execute_capacity(
         leftover_processes=[str(p) for p in record.leftover],
     )
     return result, write_indexed(run.output_dir, run_id, RESULT_FILE, result)
+
+
+_ENDED = {
+    "found": "found",
+    "budget": "budget ended first (bracket)",
+    "at_least": "reached max_streams (at least)",
+    "fixed": "fixed N, no search",
+    "searching": "not finished",
+}
+"""How a search ended (``CapacityScore.status``), in the sweep report's words."""
+
+
+def _bind_classes(
+    config: capacity.CapacityConfig, classes: tuple[str, ...], background: str | None
+) -> tuple[capacity.CapacityConfig, str]:
+    """The configuration with the data-bound ``classes`` and ``background_class`` filled (F1 counts the
+    classes online's F1 counts: capacity_score.f1_columns) and the rule in words; a ValueError names a bad
+    ``classes`` or ``exclude_classes`` before anything runs."""
+    if config.classes is not None and tuple(config.classes) != tuple(classes):
+        raise ValueError(
+            f"classes: {list(config.classes)} are not the data's {list(classes)} (leave it unset)"
+        )
+    bound = config.model_copy(
+        update={"classes": tuple(classes), "background_class": config.background_class or background}
+    )
+    return bound, f1_columns(bound, len(classes))[1]
 
 
 def _bound(bound: dict[str, Any]) -> dict[str, Any]:
@@ -193,6 +221,21 @@ class CapacityProtocol(Printed, Reported, Swept, RunProtocol):
 
     def report_sections(self) -> tuple[SectionSpec, ...]:
         return (SectionSpec("capacity", "Capacity", capacity_section),)
+
+    sweep_headline_timed = True
+    """Capacity is the machine's figure: the sweep report shows it per environment fingerprint."""
+
+    def sweep_row(
+        self, figures: dict[str, float | None], point: str | None
+    ) -> tuple[dict[str, float | None], dict[str, float | None]]:
+        """Nothing for the hardware-independent table or the latency speed-ups: the sweep report shows
+        capacity per fingerprint, against the knobs (:meth:`sweep_headline`)."""
+        return {}, {}
+
+    def sweep_headline(self, result: BaseModel) -> tuple[Figure, str]:
+        """``capacity@<deadline>ms`` with its interval, and how the search ended."""
+        assert isinstance(result, CapacityResult)
+        return headline_figures(result)[0], _ENDED[result.score.status]
 
     def warnings(self, result: BaseModel) -> list[str]:
         assert isinstance(result, CapacityResult)

@@ -36,6 +36,7 @@ from streambench.harness.report.bundle import RunBundle, SectionSpec
 from streambench.harness.results.files import ResultFileError
 
 if TYPE_CHECKING:
+    from streambench.harness.results.headline import Figure
     from streambench.harness.runs.interface import Outcome, RunProtocol, SweepPoint
 
 __all__ = [
@@ -135,6 +136,16 @@ class Swept:
         when it lives inside ``run`` (the online protocol's)."""
         model: type[BaseModel] | None = getattr(self, "config_model", None)
         return None if model is None else model.model_validate(protocol_tree)
+
+    sweep_headline_timed: bool = False
+    """Whether the figure :meth:`sweep_headline` declares depends on the machine (the sweep report then
+    shows it per environment fingerprint, never mixed across them)."""
+
+    def sweep_headline(self, result: BaseModel) -> tuple[Figure, str] | None:
+        """The one figure of a finished run the sweep report plots against the knobs (``low``/``high``:
+        its interval, ``high`` None: open) and how it was reached, in words; None: no such figure
+        (:mod:`streambench.harness.sweep.report_headline`)."""
+        return None
 
 
 # -- what the callers use: the part's hook where the protocol has it, else what a protocol without it gets

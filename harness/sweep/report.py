@@ -15,6 +15,9 @@ fingerprints differ; issue 17, repeats aggregated):
   hardware: one table per protocol holds every configuration.
 * Timings (latency mean / p50 / p95 / p99, FPS, RTF) are shown per environment fingerprint, one table
   each, never mixed across fingerprints.
+* A protocol's declared headline figure (capacity; :mod:`streambench.harness.sweep.report_headline`) is
+  shown per configuration with its interval and how it was reached, per environment fingerprint when it
+  depends on the machine (capacity does), and plotted against each grid knob that varies.
 * What may be compared across fingerprints is hardware-normalised: the speed-up of an online run
   against the sweep's ``baseline`` adapter's run of the same configuration (protocol, grid, seed,
   repeat) **on the same fingerprint** (seed 004 §6.3.1 (2), :func:`streambench.protocols.metrics.speedup`). A
@@ -35,8 +38,15 @@ from pydantic import BaseModel, Field
 from streambench.harness.report.numbers import human, latency_ms, latency_range_ms, percent, rate_fps
 from streambench.harness.runs import parts, registry
 from streambench.harness.runs.catalog import has_results, load_headline
-from streambench.harness.sweep.aggregate import ConfigRow, RunFacts, Spread, group_quality, group_timings
+from streambench.harness.sweep.aggregate import ConfigRow, Spread, group_quality, group_timings
 from streambench.harness.sweep.executors import SWEEP_FILE, SweepRecord
+from streambench.harness.sweep.report_headline import (
+    HeadlineGroup,
+    HeadlineRow,
+    KnobFacts,
+    headline_groups,
+    read_swept_figure,
+)
 from streambench.harness.sweep.spec import RunSpec, SweepFile, expand
 from streambench.protocols.metrics import speedup
 
@@ -47,7 +57,10 @@ __all__ = [
     "build_sweep_report",
     "f1_key",
     "failed_rows",
+    "headline_cells",
+    "headline_title",
     "quality_columns",
+    "quality_groups",
     "run_rows",
     "runs_text",
     "speedup_cell",
@@ -62,7 +75,7 @@ TIMING_NAMES = {"mean": "latency mean", "p50": "p50", "p95": "p95", "p99": "p99"
 _F1_KEY = re.compile(r"^f1@(\d+(?:\.\d+)?)ms$")
 
 
-class RunRow(RunFacts):
+class RunRow(KnobFacts):
     """One run of the sweep as the store holds it."""
 
     status: Literal["done", "failed", "missing"]
@@ -94,6 +107,10 @@ class SweepReport(BaseModel):
         """The configurations with timings measured on ``fingerprint``."""
         return group_timings(self.rows, fingerprint)
 
+    def headlines(self) -> list[HeadlineGroup]:
+        """The declared headline figures (capacity), per protocol and, where timed, per fingerprint."""
+        return headline_groups(self.rows)
+
 
 def _config(spec: RunSpec) -> str:
     return " ".join(([spec.point] if spec.point else []) + [f"{k}={v}" for k, v in spec.grid.items()])
@@ -114,6 +131,8 @@ def _row(spec: RunSpec, results_dir: Path) -> RunRow:
         repeat=spec.repeat,
         setting=_setting(spec),
         status="missing",
+        grid=spec.grid,
+        point=spec.point,
     )
     record = None
     if (run_dir / SWEEP_FILE).is_file():
@@ -131,6 +150,7 @@ def _row(spec: RunSpec, results_dir: Path) -> RunRow:
     if not isinstance(protocol, parts.Swept):
         raise ValueError(f"{spec.protocol}: not a protocol a sweep runs")
     row.quality, row.timings = protocol.sweep_row(values, spec.point)
+    row.figure = read_swept_figure(protocol, run_dir)
     return row
 
 
@@ -213,6 +233,38 @@ def runs_text(row: ConfigRow) -> str:
     return f"{row.done} of {row.planned}{failed}"
 
 
+def quality_groups(report: SweepReport) -> list[tuple[str, list[ConfigRow]]]:
+    """Each protocol's configurations for its quality table, in the sweep's order; a protocol whose runs
+    carry only a declared headline figure (capacity: the machine's figure) has its own tables instead."""
+    configs = report.configurations()
+    declared = {r.protocol for r in report.rows if r.figure is not None}
+    groups = []
+    for protocol in dict.fromkeys(r.protocol for r in configs):
+        rows = [r for r in configs if r.protocol == protocol]
+        if protocol in declared and not any(r.figures for r in rows):
+            continue
+        groups.append((protocol, rows))
+    return groups
+
+
+def headline_title(group: HeadlineGroup) -> str:
+    """``capacity (capacity protocol) on environment 06da…``: the figure, and where it was measured."""
+    where = "every environment" if group.fingerprint is None else f"environment {group.fingerprint}"
+    return f"{group.name} ({group.protocol} protocol) on {where}"
+
+
+HEADLINE_HEADERS = ["label", "setting", "runs done", "figure", "value", "interval", "how it ended"]
+
+
+def headline_cells(row: HeadlineRow) -> list[str]:
+    """A configuration's row of its headline table (:data:`HEADLINE_HEADERS`; the value as median and
+    spread)."""
+    main, detail = spread_text(row.keys[0] if row.keys else "", row.value)
+    value = main if detail == "1 run" else f"{main} ({detail})"
+    keys, runs = ", ".join(row.keys), f"{row.done} of {row.planned}"
+    return [row.label, row.config or "—", runs, keys, value, row.interval_text(), row.ended_text()]
+
+
 def quality_columns(rows: Sequence[ConfigRow]) -> tuple[list[str], bool]:
     """The figures every configuration of one protocol has (its table's columns), and whether some have
     others besides (shown in an "other figures" column)."""
@@ -239,9 +291,7 @@ def _md_cell(key: str, spread: Spread | None) -> str:
 
 def _md_quality(report: SweepReport) -> list[str]:
     lines: list[str] = []
-    configs = report.configurations()
-    for protocol in dict.fromkeys(r.protocol for r in configs):
-        rows = [r for r in configs if r.protocol == protocol]
+    for protocol, rows in quality_groups(report):
         columns, others = quality_columns(rows)
         body = []
         for r in rows:
@@ -252,6 +302,15 @@ def _md_quality(report: SweepReport) -> list[str]:
             body.append(cells)
         headers = ["label", "setting", "runs done", *columns, *(["other figures"] if others else [])]
         lines += ["", f"### Quality: {protocol} (hardware-independent)", "", *_md_table(headers, body)]
+    return lines
+
+
+def _md_headlines(report: SweepReport) -> list[str]:
+    lines: list[str] = []
+    for group in report.headlines():
+        never = " (never mixed with other fingerprints)" if group.fingerprint is not None else ""
+        body = [headline_cells(r) for r in group.rows]
+        lines += ["", f"### {headline_title(group)}{never}", "", *_md_table(HEADLINE_HEADERS, body)]
     return lines
 
 
@@ -319,9 +378,10 @@ def summary_line(report: SweepReport) -> str:
 
 
 def sweep_markdown(report: SweepReport) -> str:
-    """The report as markdown: summary, quality per protocol, timings per fingerprint, speed-ups, failures,
-    every run."""
-    lines = [f"## Sweep {report.name}", "", summary_line(report), *_md_quality(report), *_md_timings(report)]
+    """The report as markdown: summary, quality per protocol, declared headline figures (per fingerprint
+    where timed), timings per fingerprint, speed-ups, failures, every run."""
+    lines = [f"## Sweep {report.name}", "", summary_line(report), *_md_quality(report)]
+    lines += [*_md_headlines(report), *_md_timings(report)]
     if report.baseline is not None:
         lines += _md_speedups(report)
     failed = failed_rows(report)

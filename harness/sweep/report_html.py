@@ -1,12 +1,14 @@
 """The sweep report as one HTML page (:mod:`streambench.harness.sweep.report` holds the rules and the text).
 
-Per protocol a quality table of the configurations; per environment fingerprint a timing table, the
-Pareto front of the configurations (median mean latency against median F1, whiskers: the range of the
-runs; seed 004 §6.3.3) and their latency distributions overlaid (each configuration's frames pooled over
-its runs); the speed-ups against the baseline; the failed runs; every run, collapsed. Each figure of a
-configuration shows its median and, below, how its runs spread. Built from the HTML blocks of the run
-report (:mod:`streambench.harness.report.html`), so the page is self-contained and never wider than the
-window.
+Per protocol a quality table of the configurations; a protocol's declared headline figure (capacity) per
+configuration with its interval, and plotted against each knob that varies, per environment fingerprint
+where it depends on the machine (:mod:`streambench.harness.sweep.report_headline`); per environment
+fingerprint a timing table, the Pareto front of the configurations (median mean latency against median
+F1, whiskers: the range of the runs; seed 004 §6.3.3) and their latency distributions overlaid (each
+configuration's frames pooled over its runs); the speed-ups against the baseline; the failed runs; every
+run, collapsed. Each figure of a configuration shows its median and, below, how its runs spread. Built
+from the HTML blocks of the run report (:mod:`streambench.harness.report.html`), so the page is
+self-contained and never wider than the window.
 """
 
 from __future__ import annotations
@@ -29,19 +31,24 @@ from streambench.harness.results.files import ResultFileError
 from streambench.harness.runs import parts, registry
 from streambench.harness.sweep.aggregate import ConfigRow, Spread
 from streambench.harness.sweep.report import (
+    HEADLINE_HEADERS,
     RUN_HEADERS,
     TIMING_KEYS,
     TIMING_NAMES,
     SweepReport,
     f1_key,
     failed_rows,
+    headline_cells,
+    headline_title,
     quality_columns,
+    quality_groups,
     run_rows,
     runs_text,
     speedup_cell,
     spread_text,
     summary_line,
 )
+from streambench.harness.sweep.report_headline import HeadlineGroup, knob_figure, knob_plots
 
 __all__ = ["pareto_points", "write_sweep_html"]
 
@@ -53,10 +60,8 @@ def _cell(key: str, spread: Spread | None) -> str:
 
 
 def _quality_sections(report: SweepReport) -> list[Section]:
-    configs = report.configurations()
     sections: list[Section] = []
-    for protocol in dict.fromkeys(r.protocol for r in configs):
-        rows = [r for r in configs if r.protocol == protocol]
+    for protocol, rows in quality_groups(report):
         columns, others = quality_columns(rows)
         body = []
         for r in rows:
@@ -70,6 +75,33 @@ def _quality_sections(report: SweepReport) -> list[Section]:
         title = f"Quality: {protocol} (hardware-independent, every configuration)"
         sections.append(Section(f"quality-{len(sections)}", title, table(headers, body)))
     return sections
+
+
+def _headline_body(group: HeadlineGroup) -> str:
+    """The configurations' table, then the figure against each knob that varies."""
+    body = [[esc(c) for c in headline_cells(r)] for r in group.rows]
+    html = table(HEADLINE_HEADERS, body)
+    plots = knob_plots(group.rows)
+    if not plots:
+        return html + absent("no grid knob varies among these configurations: nothing to plot against")
+    where = "this environment" if group.fingerprint is not None else "every environment"
+    for plot in plots:
+        axis = "categorical axis" if plot.categorical else "at its values"
+        caption = (
+            f"{esc(group.name)} of each configuration on {where} against <code>{esc(plot.knob)}</code> "
+            f"({axis}), one line per value of the other knobs: the median of its runs; bars: its interval "
+            "(the widest of its runs'; capacity's: from the largest N that passed to the largest not shown "
+            "to fail); an open triangle above a point: no upper end was measured (the bracket is open)."
+        )
+        html += figure_block(knob_figure(plot, group.axis_label()), caption)
+    return html
+
+
+def _headline_sections(report: SweepReport) -> list[Section]:
+    return [
+        Section(f"headline{i}", headline_title(group), _headline_body(group))
+        for i, group in enumerate(report.headlines())
+    ]
 
 
 def pareto_points(report: SweepReport, rows: Sequence[ConfigRow]) -> tuple[list[ParetoPoint], str | None]:
@@ -179,7 +211,8 @@ def _speedup_section(report: SweepReport) -> Section:
 def write_sweep_html(report: SweepReport, output: Path, results_dir: Path) -> list[Path]:
     """Write the sweep's page to ``output``; returns the files written (this one)."""
     output.parent.mkdir(parents=True, exist_ok=True)
-    sections = [*_quality_sections(report), *_timing_sections(report, results_dir)]
+    sections = [*_quality_sections(report), *_headline_sections(report)]
+    sections += _timing_sections(report, results_dir)
     if report.baseline is not None:
         sections.append(_speedup_section(report))
     failed = failed_rows(report)

@@ -1,7 +1,7 @@
 """The planted faulty adapter: an honest model everywhere but the one stream and frame it is told to fail.
 
 The faults that end a process (hang, exit, segv) are exercised in a worker process by
-tests/harness/test_isolation.py; here they are only checked not to fire where they must not.
+tests/harness/execution/test_isolation.py; here they are only checked not to fire where they must not.
 """
 
 from __future__ import annotations
