@@ -8,13 +8,14 @@ calls :func:`run`; ``streambench ab`` calls :func:`ab`). Exposed as ``streambenc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel
 
 from streambench.harness.execution.config import IsolationConfig, RunConfig
 from streambench.harness.execution.executor import ProgressHook
-from streambench.harness.execution.rounds import RoundsConfig, Side
+from streambench.harness.execution.rounds import Rounds, RoundsConfig, Side
 from streambench.harness.execution.worker_process import WorkerCommand
 from streambench.harness.runs import registry
 from streambench.harness.runs.ab import ABReport, run_ab
@@ -67,6 +68,7 @@ def ab(
     base_command: WorkerCommand | None = None,
     head_command: WorkerCommand | None = None,
     sealed: bool = True,
+    progress: Callable[[Rounds], None] | None = None,
 ) -> ABReport:
     """Base against head latency in interleaved (or duet) rounds of fresh worker processes, gated by
     ``fail_on`` (``"p50:+5%,p99:+20%"``): ``report.verdict`` is ``no regression``, ``regression`` or
@@ -74,7 +76,8 @@ def ab(
     streams (one secret seed drawn for both where the data set's seed is unset). ``base_command`` /
     ``head_command``: another interpreter or checkout for a side (``PYTHONPATH``), as
     ``--base-path`` / ``--base-python`` give on the command line; sealed workers where both sides run this
-    harness (:func:`~streambench.harness.execution.rounds.choose_execution`)."""
+    harness (:func:`~streambench.harness.execution.rounds.choose_execution`). ``progress``: called after
+    each pair of rounds with the job so far."""
     from streambench.harness.results.compare import FailOnSpec
 
     if on == "cpu":  # the figure judged is the thread CPU time of predict(), recorded by the engine
@@ -92,6 +95,7 @@ def ab(
         on,
         confidence,
         force,
+        progress=progress,
         isolation=IsolationConfig(sealed=sealed),
         pass_confidence=pass_confidence,
     )

@@ -18,7 +18,9 @@ from streambench.harness.cli.run import _parse_options, _typed
 from streambench.harness.io.safe_text import safe
 
 if TYPE_CHECKING:  # the job's machinery is imported by the command that runs (CLI start-up)
-    from streambench.harness.execution.rounds import Rounds, Side
+    from streambench.harness.execution.config import RunConfig
+    from streambench.harness.execution.rounds import Rounds
+    from streambench.harness.execution.worker_process import WorkerCommand
     from streambench.harness.runs.ab import ABReport
 
 __all__ = ["ab", "register"]
@@ -41,29 +43,24 @@ def _from_file(path: Path) -> tuple[dict[str, Any], list[str]]:
 
 
 def _side(
-    label: str,
     adapter: str,
     options: dict[str, Any],
     python: str | None,
     paths: list[Path] | None,
     common: dict[str, Any],
-    on: str,
-) -> Side:
-    """One side: ``common`` (data, engine, threads, torch seed) with this side's adapter and options."""
-    tree = {**common, "adapter": adapter, "adapter_options": options}
-    if on == "cpu":
-        tree["engine"] = {**tree.get("engine", {}), "cpu_time": "thread"}
+) -> tuple[RunConfig, WorkerCommand]:
+    """One side: ``common`` (data, engine, threads, torch seed) with this side's adapter and options, and
+    the worker command of its interpreter and checkout."""
     from streambench.harness.execution.config import RunConfig
-    from streambench.harness.execution.rounds import Side
     from streambench.harness.execution.worker_process import WorkerCommand, default_pythonpath
 
-    run = RunConfig.model_validate(tree)
+    run = RunConfig.model_validate({**common, "adapter": adapter, "adapter_options": options})
     command: dict[str, Any] = {
         "pythonpath": [str(p.resolve()) for p in paths] if paths else default_pythonpath()
     }
     if python is not None:
         command["python"] = python
-    return Side(label=label, run=run, command=WorkerCommand.model_validate(command))
+    return run, WorkerCommand.model_validate(command)
 
 
 def _data(
@@ -231,17 +228,15 @@ def ab(
     from pydantic import ValidationError
 
     from streambench.adapters.registry import AdapterLoadError
-    from streambench.harness.execution.config import IsolationConfig
+    from streambench.harness import api
     from streambench.harness.execution.engine import AdapterError
     from streambench.harness.execution.isolation import WorkerError
     from streambench.harness.execution.rounds import RoundsConfig
-    from streambench.harness.results.compare import FailOnSpec, FailOnSpecError
-    from streambench.harness.runs.ab import ab_markdown, run_ab
+    from streambench.harness.runs.ab import ab_markdown
 
     if on not in ("wall", "cpu"):
         raise fail(f"--on {on!r}: expected wall or cpu")
     try:
-        spec = FailOnSpec.parse(fail_on)  # what the gate cannot judge, run_ab refuses before any round
         typed = {
             name
             for name in ("base_adapter", "seed", "streams", "duration", "warmup_frames")
@@ -267,8 +262,8 @@ def ab(
                 **_parse_options(typed_options or []),
             }
 
-        base = _side("base", base_name, options(base_name, base_option), base_python, base_path, common, on)
-        head = _side("head", head_name, options(head_name, head_option), head_python, head_path, common, on)
+        base, base_command = _side(base_name, options(base_name, base_option), base_python, base_path, common)
+        head, head_command = _side(head_name, options(head_name, head_option), head_python, head_path, common)
         config = RoundsConfig.model_validate(
             {
                 "rounds": rounds,
@@ -280,7 +275,7 @@ def ab(
                 "restart_every": restart_every or None,
             }
         )
-    except (FailOnSpecError, ValidationError, ValueError) as exc:  # ConfigError is a ValueError
+    except (ValidationError, ValueError) as exc:  # ConfigError is a ValueError
         raise fail(str(exc)) from None
 
     def report_pair(job: Rounds) -> None:
@@ -292,12 +287,13 @@ def ab(
             )
 
     on_clock: Literal["wall", "cpu"] = "cpu" if on == "cpu" else "wall"
-    try:
-        report = run_ab(
-            base, head, config, spec.rules, on_clock, confidence, force, report_pair,
-            pass_confidence=pass_confidence, isolation=IsolationConfig(sealed=sealed),
+    try:  # the Python entry point; a bad --fail-on or confidence is refused there before any round
+        report = api.ab(
+            base, head, config, fail_on, on=on_clock, confidence=confidence, pass_confidence=pass_confidence,
+            force=force, base_command=base_command, head_command=head_command, sealed=sealed,
+            progress=report_pair,
         )  # fmt: skip
-    except (AdapterError, AdapterLoadError, WorkerError, ValueError) as exc:
+    except (AdapterError, AdapterLoadError, WorkerError, ValueError) as exc:  # FailOnSpecError too
         raise fail(str(exc)) from None
     if as_json:
         out.print_json(report.model_dump_json())
