@@ -22,7 +22,9 @@ that each state output comes back with its input's shape and that ``C`` scores c
 
 Batch mode (``max_batch_size > 0``; issue 28): ``predict_batch`` runs one frame of each of several streams
 in one ``session.run``, each state batched along ``state_batch_axis`` and kept per stream, where the
-model's declared shapes allow it (adapters/onnx_batch.py; otherwise a load-time error naming the input).
+model's declared shapes allow it (every batch axis dynamic, the scores ``[B, C]``: adapters/onnx_batch.py;
+otherwise a load-time error naming the input or output). The dry run then also serves two streams of
+different non-zero frames in batches and one at a time, and refuses the model unless they agree.
 
 ``onnxruntime`` is an optional dependency (``pip install 'streambench[onnx]'``).
 """
@@ -182,8 +184,8 @@ class OnnxAdapter(StreamingAdapter):
             batch = (options.max_batch_size, options.state_batch_axis)
             try:
                 self._batch = OnnxBatchRunner(
-                    self.session, (inputs, outputs), batch, frame, self.output_name, options.state,
-                    self._zero_state, self._constants,
+                    self.session, (inputs, outputs), batch, frame, (self.output_name, self._info.num_classes),
+                    options.state, self._zero_state, self._constants,
                 )  # fmt: skip
             except OnnxBatchError as exc:
                 raise OnnxLoadError(f"{self._info.name}: {exc}") from None
@@ -354,16 +356,24 @@ class OnnxAdapter(StreamingAdapter):
         size = self._data_frame_size()  # the data's real frame, reshaped as predict() will
         vector = np.zeros(math.prod(self._input_shape) if size is None else size, dtype=np.float32)
         try:
-            self._step(vector)
+            self._scores(self._step(vector))
             if self._batch is not None:  # the state outputs come back batched along state_batch_axis
                 self._batch.run(range(min(2, self.max_batch_size)), [vector] * min(2, self.max_batch_size))
+                self._batch.check_streams_apart(self._alone, vector.size)  # rows are the streams
+        except OnnxBatchError as exc:
+            raise OnnxLoadError(f"{self._info.name}: {exc}") from None
         except Exception as exc:
             raise OnnxLoadError(
                 f"{self._info.name}: a zero frame of shape {_fmt(list(self._input_shape))} fails: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         finally:
-            self.reset_state()
+            self.reset_state()  # the single-stream state and every batched stream start afresh
+
+    def _alone(self, vectors: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """One stream's raw scores, one frame at a time from a reset state (the batch dry run's reference)."""
+        self.reset_state()
+        return [np.asarray(self._step(v), dtype=np.float32).reshape(-1) for v in vectors]
 
     # ---- streaming ----------------------------------------------------------------------------------
 
@@ -378,6 +388,7 @@ class OnnxAdapter(StreamingAdapter):
             self._batch.forget()
 
     def _step(self, vector: np.ndarray) -> np.ndarray:
+        """The raw scores output of one frame, the states carried."""
         feed = self._feed
         feed[self.input_name] = vector.astype(self._input_dtype, copy=False).reshape(self._input_shape)
         result = self.session.run(self._fetch, feed)
@@ -389,7 +400,7 @@ class OnnxAdapter(StreamingAdapter):
                     f"{state_in!r} has {_fmt(list(expected))}: the state mapping is wrong"
                 )
             feed[state_in] = value
-        return self._scores(result[0])
+        return np.asarray(result[0])
 
     def _scores(self, output: np.ndarray) -> np.ndarray:
         """One frame's ``C`` scores from its part of the scores output, as ``output`` says."""
@@ -407,7 +418,8 @@ class OnnxAdapter(StreamingAdapter):
         return np.ascontiguousarray(flat, dtype=np.float32)
 
     def predict(self, frame: Frame) -> PredictOutput:
-        return Prediction(scores=self._step(frame_vector(frame, self._modalities, self.opts.input_dims)))
+        vector = frame_vector(frame, self._modalities, self.opts.input_dims)
+        return Prediction(scores=self._scores(self._step(vector)))
 
     def predict_batch(self, items: Sequence[tuple[StreamKey, Frame]]) -> list[PredictOutput]:
         """One frame of each item's stream in one ``session.run`` (module docstring, batch mode)."""

@@ -36,7 +36,13 @@ from pydantic import Field
 from torch import nn
 
 from streambench.adapters.codebook import DEFAULT_INPUT_DIMS, class_signature, default_classes
-from streambench.adapters.torch_module import DrivenOptions, TorchDriven, TorchModuleLoadError, bind_mode
+from streambench.adapters.torch_module import (
+    DrivenOptions,
+    TorchDriven,
+    TorchModuleLoadError,
+    bind_mode,
+    resolve_modalities,
+)
 
 __all__ = ["MatchedFilterGru", "ReferenceGruAdapter", "ReferenceGruOptions"]
 
@@ -101,7 +107,11 @@ class ReferenceGruAdapter(TorchDriven):
         classes = opts.classes if opts.classes is not None else default_classes()
         dims = dict(opts.input_dims) if opts.input_dims is not None else dict(DEFAULT_INPUT_DIMS)
         if opts.modalities is not None:
-            dims = {m: dims[m] for m in opts.modalities if m in dims}
+            try:  # an unknown one refused by name, before the data's payloads are narrowed to those given
+                resolve_modalities(opts.modalities, dims)
+            except ValueError as exc:
+                raise TorchModuleLoadError(f"{opts.name or 'reference-gru'}: {exc}") from None
+            dims = {m: dims[m] for m in opts.modalities}
         opts = opts.model_copy(update={"classes": classes, "input_dims": dims})
         super().__init__(opts)
         self.device = torch.device(opts.device)

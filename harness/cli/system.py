@@ -100,13 +100,16 @@ def schema(
     file: Annotated[
         str,
         typer.Argument(
-            help="a result file a protocol writes into a run directory: result.json (online), "
-            "capacity.json, robustness.json, ... (an unknown name lists them)"
+            help="a result file a protocol writes into a run directory, by name or path: result.json "
+            "(online), capacity.json, robustness.json, ... (an unknown name lists them)"
         ),
     ] = "result.json",
 ) -> None:
     """Print the JSON Schema of a result file (default result.json): the pydantic model each registered
-    protocol declares for the file it writes (``RunProtocol.result_file`` / ``result_model``)."""
+    protocol declares for the file it writes (``RunProtocol.result_file`` / ``result_model``). A path is
+    taken by its file name (``results/x/capacity.json``)."""
+    from pathlib import Path
+
     from pydantic import BaseModel
 
     from streambench.harness.runs import registry
@@ -114,9 +117,10 @@ def schema(
     models: dict[str, type[BaseModel]] = {}
     for protocol in registry.protocols():
         models.setdefault(protocol.result_file, protocol.result_model)
-    if file not in models:
+    name = Path(file).name
+    if name not in models:
         raise fail(f"no protocol writes {file!r}: the result files are {', '.join(models)}")
-    out.print_json(json.dumps(models[file].model_json_schema()))
+    out.print_json(json.dumps(models[name].model_json_schema()))
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,8 @@ Progress (issue 28, item 4: "the progress bar names the point being measured"): 
 hook gets its name, N and the search's phase (``N = 8 streams (step up)``, ``N = 6 streams (bisect 4..8)``);
 during it, a hook that follows frames (:class:`~streambench.harness.execution.executor.StreamProgress`)
 gets the frames that have arrived of the point's planned ones, at most every :data:`PROGRESS_EVERY_NS` of
-the loop's clock, from the loop's wait (:class:`_ProgressClock`): nothing is added per frame.
+the loop's clock, from the loop's wait (:class:`_ProgressClock`): nothing is added per frame, and per pass
+of the loop one comparison (the clock is read about once a report, not once a pass).
 """
 
 from __future__ import annotations
@@ -122,8 +123,13 @@ def point_name(n: int, search: CapacitySearch, again: bool = False) -> str:
 class _ProgressClock:
     """The loop's clock, reporting the frames that have arrived of the point's ``arrival_ns`` (sorted, ns
     from the point's start) to ``report`` at most every :data:`PROGRESS_EVERY_NS`. Only ``wait`` is
-    wrapped (once per pass of the loop, not per frame): ``now`` is the clock's own bound method, and a wait
-    never outlasts the next report, so the display moves while a worker is busy or nothing arrives."""
+    wrapped (once per pass of the loop, not per frame): ``now`` is the clock's own bound method. A pass
+    costs one comparison: the clock is read only after a wait the next report cut short, one whose limit
+    (the next arrival, a batcher's due time, a timeout, or none) lay beyond the report's time. Once that
+    time has passed every limit the loop sets lies beyond it (whatever has arrived is released first), so
+    the report comes within a pass of its time; before it, only the passes between the last arrival before
+    it and it read the clock. A wait never outlasts the next report, so the display moves while a worker
+    is busy or nothing arrives."""
 
     def __init__(self, clock: LoopClock, arrival_ns: np.ndarray, report: Callable[[int, int], None]) -> None:
         self.now = clock.now  # the loop binds it: no extra call per frame
@@ -135,7 +141,9 @@ class _ProgressClock:
 
     def wait(self, busy: Sequence[Lane], until: int | None) -> list[Lane]:
         due = self._next
-        ready = self._wait(busy, due if until is None or until > due else until)
+        if until is not None and until <= due:  # the report is not due before the loop's next event
+            return self._wait(busy, until)
+        ready = self._wait(busy, due)
         now = self.now()
         if now >= due:
             self._next = now + PROGRESS_EVERY_NS

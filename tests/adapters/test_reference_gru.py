@@ -11,6 +11,7 @@ from streambench.adapters.codebook import class_signature
 from streambench.adapters.contract import Frame, Prediction
 from streambench.adapters.reference_gru import ReferenceGruAdapter, ReferenceGruOptions
 from streambench.adapters.registry import create_adapter
+from streambench.adapters.torch_module import TorchModuleLoadError
 
 CLASSES = ("background", "dog", "car")
 DIMS = {"audio": 6, "visual": 4}
@@ -88,3 +89,16 @@ def test_registered_with_the_synthetic_data_sets_defaults() -> None:
 def test_a_stateful_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="mode is 'state'"):
         ReferenceGruAdapter(ReferenceGruOptions(mode="stateful"))
+
+
+@pytest.mark.parametrize("modalities", [("audio", "radar"), ("radar",)])
+def test_an_unknown_modality_is_refused_by_name_with_the_datas_payloads(modalities: tuple[str, ...]) -> None:
+    """Not dropped before the error (which then listed the data's payloads without the dropped ones), nor
+    left to torch (``input_size must be greater than zero`` when none is known)."""
+    opts = ReferenceGruOptions(classes=CLASSES, input_dims=DIMS, modalities=modalities)
+    refused = r"reference-gru: modalities \['radar'\] are not in the data \(its payloads: audio 6, visual 4\)"
+    with pytest.raises(TorchModuleLoadError, match=refused):
+        ReferenceGruAdapter(opts)
+    # the known ones are fed, in the order given
+    only = ReferenceGruOptions(classes=CLASSES, input_dims=DIMS, modalities=("visual",))
+    assert ReferenceGruAdapter(only).info.modalities == ("visual",)

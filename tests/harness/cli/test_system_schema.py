@@ -47,3 +47,11 @@ def test_an_unknown_file_exits_2_with_one_line_listing_the_files() -> None:
     assert lines[0].startswith("error:") and "'capacity.jsn'" in lines[0]
     for protocol in registry.protocols():
         assert protocol.result_file in lines[0]
+
+
+def test_a_path_is_taken_by_its_file_name() -> None:
+    """``streambench schema results/x/capacity.json``: the file a run wrote, named by its path."""
+    assert _schema("results/x/capacity.json") == CapacityResult.model_json_schema()
+    assert _schema("/tmp/run/result.json") == RunResult.model_json_schema()
+    done = CliRunner().invoke(app, ["schema", "results/x/capacity.jsn"])
+    assert done.exit_code == 2 and "'results/x/capacity.jsn'" in done.output

@@ -126,3 +126,35 @@ def test_a_fixed_n_names_the_one_stream_point_first_and_a_plain_hook_gets_the_na
         "N = 1 stream (one stream first)",
         "N = 3 streams (fixed N)",
     ]
+
+
+class CountingClock(SimClock):
+    """The simulated clock, counting its reads and the loop's waits (its passes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = self.waits = 0
+
+    def now(self) -> int:
+        self.reads += 1
+        return self.t
+
+    def wait(self, busy: list[SimLane], until: int | None) -> list[SimLane]:  # type: ignore[override]
+        self.waits += 1
+        return super().wait(busy, until)
+
+
+def test_progress_reads_the_clock_a_few_times_a_report_not_once_a_pass() -> None:
+    """The load generator's loop already reads its clock; what the progress adds must not scale with its
+    passes (a read per pass was 1.5-3 % of the loop's cost per frame), only with its reports, one every
+    0.1 s: a read when the point starts, and per report a read at its time and one after each reply that
+    comes between the last arrival before it and it. Two points, N = 1 then N = 16 streams of 25 frames/s
+    served in 1 ms: hundreds of passes, about 20 reports."""
+    plain_clock, clock = CountingClock(), CountingClock()
+    plain = _search(plain_clock, None, service_ms=1, streams=16)
+    hook = Recorder(clock)
+    followed = _search(clock, hook, service_ms=1, streams=16)
+    assert [p.frames for p in followed.curve] == [p.frames for p in plain.curve] == [32, 384]
+    added, reports, points = clock.reads - plain_clock.reads, len(hook.frames_seen), len(followed.curve)
+    assert reports >= 20 and clock.waits > 30 * reports  # many passes a report: a read per pass would show
+    assert added <= 4 * reports + points, (added, reports, clock.waits)
