@@ -17,8 +17,10 @@ Load-time checks (errors are :class:`OnnxLoadError`, a ``ValueError`` that names
 exists and ONNX Runtime opens it with the provider of ``device``; every mapped name exists on the
 right side (state inputs and constants among the inputs, state outputs and ``output_name`` among the
 outputs); every model input gets a value; a state output's declared shape and dtype match its input;
-constants fit their input; and, when the frame shape is fully known, one dry run on a zero frame checks
-that each state output comes back with its input's shape and that ``C`` scores come out.
+constants fit their input (these checks of the model's declarations against the options live in
+adapters/onnx_load_checks.py); a frame of the data's size fits a fixed frame input; and, when the frame
+shape is fully known, one dry run on a zero frame checks that each state output comes back with its
+input's shape and that ``C`` scores come out.
 
 Batch mode (``max_batch_size > 0``; issue 28): ``predict_batch`` runs one frame of each of several streams
 in one ``session.run``, each state batched along ``state_batch_axis`` and kept per stream, where the
@@ -32,7 +34,7 @@ different non-zero frames in batches and one at a time, and refuses the model un
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -49,28 +51,21 @@ from streambench.adapters.contract import (
     StreamKey,
 )
 from streambench.adapters.onnx_batch import OnnxBatchError, OnnxBatchRunner
+from streambench.adapters.onnx_load_checks import (
+    OnnxLoadError,
+    check_constants,
+    check_names,
+    check_state,
+    execution_providers,
+    format_shape,
+    frame_shape,
+    ort_dtype,
+)
 from streambench.adapters.torch_module import frame_vector, resolve_modalities
 
-__all__ = ["ORT_DTYPES", "OnnxAdapter", "OnnxLoadError", "OnnxOptions"]
-
-ORT_DTYPES: dict[str, type[np.generic]] = {
-    "tensor(float)": np.float32,
-    "tensor(double)": np.float64,
-    "tensor(float16)": np.float16,
-    "tensor(int64)": np.int64,
-    "tensor(int32)": np.int32,
-    "tensor(int16)": np.int16,
-    "tensor(int8)": np.int8,
-    "tensor(uint8)": np.uint8,
-    "tensor(bool)": np.bool_,
-}
-"""ONNX Runtime type strings and the numpy dtypes fed for them."""
-
-Shape = tuple[int | str | None, ...]
-
-
-class OnnxLoadError(ValueError):
-    """The ONNX model does not fit the declared names, shapes or device (raised at load time)."""
+# OnnxLoadError, defined with the checks that raise it (onnx_load_checks.py), is the error this adapter's
+# load raises: the adapter's API, importable from here
+__all__ = ["OnnxAdapter", "OnnxLoadError", "OnnxOptions"]
 
 
 class OnnxOptions(AdapterOptions):
@@ -107,30 +102,6 @@ class OnnxOptions(AdapterOptions):
     state_batch_axis: int = Field(0, description="the batch axis of the states (a GRU's h [L, B, H]: 1)")
 
 
-def _fmt(shape: Shape | list[int]) -> str:
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-
-
-def _compatible(declared: Shape, actual: tuple[int, ...]) -> bool:
-    """A concrete shape fits a declared one: same rank, equal wherever the declaration is a number."""
-    return len(declared) == len(actual) and all(
-        not isinstance(d, int) or d == a for d, a in zip(declared, actual, strict=True)
-    )
-
-
-def _providers(device: str, available: list[str]) -> list[Any]:
-    if device == "cpu":
-        return ["CPUExecutionProvider"]
-    if device == "cuda" or device.startswith("cuda:"):
-        if "CUDAExecutionProvider" not in available:
-            raise OnnxLoadError(
-                f"device {device!r} needs ONNX Runtime's CUDAExecutionProvider; this build has {available}"
-            )
-        index = int(device.partition(":")[2] or 0)
-        return [("CUDAExecutionProvider", {"device_id": index}), "CPUExecutionProvider"]
-    raise OnnxLoadError(f"device {device!r}: expected 'cpu' or 'cuda[:N]'")
-
-
 class OnnxAdapter(StreamingAdapter):
     """An ONNX model with its recurrent state carried between frames (see the module docstring)."""
 
@@ -153,7 +124,7 @@ class OnnxAdapter(StreamingAdapter):
             sess_options.intra_op_num_threads = options.intra_op_threads
         if options.inter_op_threads is not None:
             sess_options.inter_op_num_threads = options.inter_op_threads
-        providers = _providers(options.device, list(ort.get_available_providers()))
+        providers = execution_providers(options.device, list(ort.get_available_providers()))
         try:
             self.session = ort.InferenceSession(str(path), sess_options=sess_options, providers=providers)
         except Exception as exc:
@@ -170,11 +141,16 @@ class OnnxAdapter(StreamingAdapter):
         )  # fmt: skip
         inputs = {i.name: (tuple(i.shape), i.type) for i in self.session.get_inputs()}
         outputs = {o.name: (tuple(o.shape), o.type) for o in self.session.get_outputs()}
-        self.input_name, self.output_name = self._check_names(inputs, outputs)
-        self._zero_state = self._check_state(inputs, outputs)
-        self._constants = self._check_constants(inputs)
-        self._input_dtype = self._dtype(inputs[self.input_name][1], f"frame input {self.input_name!r}")
-        self._input_shape = self._frame_shape(inputs[self.input_name][0])
+        self.input_name, self.output_name = check_names(
+            inputs, outputs, options.state, options.constants, options.input_name, options.output_name
+        )
+        self._zero_state = check_state(inputs, outputs, options.state, options.state_shapes)
+        self._constants = check_constants(inputs, options.constants)
+        self._input_dtype = ort_dtype(inputs[self.input_name][1], f"frame input {self.input_name!r}")
+        self._input_shape = frame_shape(
+            inputs[self.input_name][0], self.input_name, options.input_shape, options.input_dims,
+            self._modalities,
+        )  # fmt: skip
         self._feed: dict[str, np.ndarray] = {}
         self._state_outputs = list(options.state.values())
         self._fetch = [self.output_name, *self._state_outputs]
@@ -195,142 +171,7 @@ class OnnxAdapter(StreamingAdapter):
         if all(d >= 0 for d in self._input_shape):
             self._dry_run()
 
-    # ---- load-time checks -------------------------------------------------------------------------
-
-    def _dtype(self, ort_type: str, what: str) -> type[np.generic]:
-        if ort_type not in ORT_DTYPES:
-            raise OnnxLoadError(f"{what} has type {ort_type}, which this adapter cannot feed")
-        return ORT_DTYPES[ort_type]
-
-    def _check_names(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> tuple[str, str]:
-        opts = self.opts
-        for state_in, state_out in opts.state.items():
-            if state_in not in inputs:
-                raise OnnxLoadError(
-                    f"state input {state_in!r} is not an input of the model (inputs: {list(inputs)})"
-                )
-            if state_out not in outputs:
-                raise OnnxLoadError(
-                    f"state output {state_out!r} (for state input {state_in!r}) is not an output of the "
-                    f"model (outputs: {list(outputs)})"
-                )
-        repeated = {o for o in opts.state.values() if list(opts.state.values()).count(o) > 1}
-        if repeated:
-            raise OnnxLoadError(f"state outputs {sorted(repeated)} are mapped from more than one state input")
-        for name in opts.constants:
-            if name not in inputs:
-                raise OnnxLoadError(
-                    f"constant {name!r} is not an input of the model (inputs: {list(inputs)})"
-                )
-            if name in opts.state:
-                raise OnnxLoadError(f"input {name!r} is declared both a state and a constant")
-        free = [n for n in inputs if n not in opts.state and n not in opts.constants]
-        input_name = opts.input_name
-        if input_name is None:
-            if len(free) != 1:
-                raise OnnxLoadError(
-                    f"model inputs {free} have no declared role: name the frame's (input_name) and map "
-                    "the others as states or constants"
-                )
-            input_name = free[0]
-        elif input_name not in inputs:
-            raise OnnxLoadError(
-                f"input_name {input_name!r} is not an input of the model (inputs: {list(inputs)})"
-            )
-        elif input_name in opts.state or input_name in opts.constants:
-            raise OnnxLoadError(f"input_name {input_name!r} is also declared a state or a constant")
-        unfed = [n for n in free if n != input_name]
-        if unfed:
-            raise OnnxLoadError(
-                f"model inputs {unfed} get no value: declare each as the frame input, a state or a constant"
-            )
-        candidates = [n for n in outputs if n not in opts.state.values()]
-        output_name = opts.output_name
-        if output_name is None:
-            if len(candidates) != 1:
-                raise OnnxLoadError(
-                    f"give output_name: the model outputs that are not states are {candidates}"
-                )
-            output_name = candidates[0]
-        elif output_name not in outputs:
-            raise OnnxLoadError(
-                f"output_name {output_name!r} is not an output of the model (outputs: {list(outputs)})"
-            )
-        elif output_name in opts.state.values():
-            raise OnnxLoadError(f"output_name {output_name!r} is also declared a state output")
-        return input_name, output_name
-
-    def _check_state(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        zeros: dict[str, np.ndarray] = {}
-        for name in self.opts.state_shapes:
-            if name not in self.opts.state:
-                raise OnnxLoadError(f"state_shapes names {name!r}, which is not a state input")
-        for state_in, state_out in self.opts.state.items():
-            declared, in_type = inputs[state_in]
-            out_declared, out_type = outputs[state_out]
-            dtype = self._dtype(in_type, f"state input {state_in!r}")
-            if out_type != in_type:
-                raise OnnxLoadError(
-                    f"state {state_in!r} -> {state_out!r}: the input is {in_type}, the output {out_type}"
-                )
-            if state_in in self.opts.state_shapes:
-                shape = tuple(self.opts.state_shapes[state_in])
-                if not _compatible(declared, shape) or any(d < 1 for d in shape):
-                    raise OnnxLoadError(
-                        f"state_shapes[{state_in!r}] = {_fmt(list(shape))} does not fit the model's declared "
-                        f"shape {_fmt(declared)}"
-                    )
-            elif all(isinstance(d, int) for d in declared):
-                shape = tuple(int(d) for d in declared)
-            else:
-                raise OnnxLoadError(
-                    f"state input {state_in!r} has symbolic dimensions {_fmt(declared)}: give its shape in "
-                    f"state_shapes (e.g. state_shapes.{state_in}=[...])"
-                )
-            if not _compatible(out_declared, shape):
-                raise OnnxLoadError(
-                    f"state {state_in!r} -> {state_out!r}: the output's declared shape {_fmt(out_declared)} "
-                    f"differs from the state's shape {_fmt(list(shape))}"
-                )
-            zeros[state_in] = np.zeros(shape, dtype=dtype)
-            zeros[state_in].setflags(write=False)
-        return zeros
-
-    def _check_constants(self, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        constants = {}
-        for name, value in self.opts.constants.items():
-            declared, ort_type = inputs[name]
-            array = np.asarray(value, dtype=self._dtype(ort_type, f"constant input {name!r}"))
-            if not _compatible(declared, array.shape):
-                raise OnnxLoadError(
-                    f"constant {name!r} has shape {_fmt(list(array.shape))}, "
-                    f"the model declares {_fmt(declared)}"
-                )
-            constants[name] = array
-        return constants
-
-    def _frame_shape(self, declared: Shape) -> tuple[int, ...]:
-        """Shape the frame vector is reshaped to (-1: the payload size, known only per frame)."""
-        if self.opts.input_shape is not None:
-            given = tuple(self.opts.input_shape)
-            if not _compatible(declared, given) or any(d < 1 for d in given):
-                raise OnnxLoadError(
-                    f"input_shape {_fmt(list(given))} does not fit frame input {self.input_name!r}, "
-                    f"declared {_fmt(declared)}"
-                )
-            return given
-        shape = [d if isinstance(d, int) else (1 if i == 0 and len(declared) >= 2 else -1) for i, d in
-                 enumerate(declared)]  # fmt: skip
-        if shape.count(-1) > 1:
-            raise OnnxLoadError(
-                f"frame input {self.input_name!r} has several symbolic dimensions {_fmt(declared)}: "
-                "give input_shape"
-            )
-        if -1 in shape and self.opts.input_dims is not None:
-            size = sum(self.opts.input_dims.get(m, 0) for m in self._modalities)
-            known = math.prod(d for d in shape if d != -1)
-            shape[shape.index(-1)] = size // known if size % known == 0 else -1
-        return tuple(shape)
+    # ---- load-time checks that need the data or a run (the others: adapters/onnx_load_checks.py) ----
 
     def _data_frame_size(self) -> int | None:
         """Values in one frame of the data (the payloads of the fed modalities), when the data is known."""
@@ -346,8 +187,9 @@ class OnnxAdapter(StreamingAdapter):
         expected = math.prod(self._input_shape)
         if size != expected:
             sizes = ", ".join(f"{m} {n}" for m, n in (self.opts.input_dims or {}).items())
+            shape = format_shape(list(self._input_shape))
             raise OnnxLoadError(
-                f"{self._info.name}: frame input {self.input_name!r} takes {_fmt(list(self._input_shape))} "
+                f"{self._info.name}: frame input {self.input_name!r} takes {shape} "
                 f"= {expected} values, but a frame of modalities {','.join(self._modalities)} has {size} "
                 f"(the data's payloads: {sizes}); --option modalities=a,b picks and orders them"
             )
@@ -364,7 +206,7 @@ class OnnxAdapter(StreamingAdapter):
             raise OnnxLoadError(f"{self._info.name}: {exc}") from None
         except Exception as exc:
             raise OnnxLoadError(
-                f"{self._info.name}: a zero frame of shape {_fmt(list(self._input_shape))} fails: "
+                f"{self._info.name}: a zero frame of shape {format_shape(list(self._input_shape))} fails: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         finally:
@@ -396,8 +238,8 @@ class OnnxAdapter(StreamingAdapter):
             expected = self._zero_state[state_in].shape
             if value.shape != expected:
                 raise ValueError(
-                    f"state output {state_out!r} came back with shape {_fmt(list(value.shape))}, state input "
-                    f"{state_in!r} has {_fmt(list(expected))}: the state mapping is wrong"
+                    f"state output {state_out!r} came back with shape {format_shape(list(value.shape))}, "
+                    f"state input {state_in!r} has {format_shape(list(expected))}: the state mapping is wrong"
                 )
             feed[state_in] = value
         return np.asarray(result[0])
@@ -407,7 +249,7 @@ class OnnxAdapter(StreamingAdapter):
         flat: np.ndarray = np.asarray(output, dtype=np.float32).reshape(-1)
         if flat.size != self._info.num_classes:
             raise ValueError(
-                f"output {self.output_name!r} has shape {_fmt(list(np.shape(output)))}, expected "
+                f"output {self.output_name!r} has shape {format_shape(list(np.shape(output)))}, expected "
                 f"{self._info.num_classes} values (one per class)"
             )
         if self.opts.output == "logits_softmax":

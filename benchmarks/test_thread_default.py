@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from streambench.harness.execution.config import RunConfig
-from streambench.harness.instruments.manifest import read_cpu_model
+from streambench.harness.instruments.host_items import read_cpu_model
 from streambench.harness.io.config_file import load_config_file
 from streambench.harness.runs.session import execute_run
 from tests.data.speech_like import write_example

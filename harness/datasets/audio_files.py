@@ -3,9 +3,9 @@
 Input: pairs of an audio file (WAV, or any format libsndfile reads; mono or multi-channel, any sample
 rate) and a label file — Audacity labels (``.txt``, or ``.labels`` as Audacity's label export may name
 it) or ``onset,offset,label`` CSV (``.csv``), both as read by :mod:`streambench.harness.io.labels`
-(:data:`LABEL_SUFFIXES`). Either list the pairs (``files``) or name a ``directory``: every ``*.wav`` in it
-(sorted by name) with the one label file of the same stem, ``<stem>.txt``, ``<stem>.labels`` or
-``<stem>.csv``.
+(:data:`~streambench.harness.datasets.audio_labels.LABEL_SUFFIXES`). Either list the pairs (``files``) or
+name a ``directory``: every ``*.wav`` in it (sorted by name) with the one label file of the same stem,
+``<stem>.txt``, ``<stem>.labels`` or ``<stem>.csv``.
 
 One stream per recording, id = the audio file's stem:
 
@@ -25,7 +25,8 @@ One stream per recording, id = the audio file's stem:
   frame is its real part, ``[i*F/R, n/R]``. A frame with no event class gets ``background_class``; a span
   labelled ``background_class`` itself marks nothing. Zero-length (point) labels cover no frame.
   ``classes`` fixes the class list (it must contain ``background_class``; a label outside it is an
-  error); left unset, it is ``(background_class, *sorted labels found in all the files)``.
+  error); left unset, it is ``(background_class, *sorted labels found in all the files)``. The label
+  files and this rule live in :mod:`streambench.harness.datasets.audio_labels`.
 - **Laziness.** :func:`streams` reads the file headers and the label files; the samples are read when a
   stream's ``frame_source`` is called: block by block at the file's own rate, or the whole file at once
   when it must be resampled (``resample_poly`` filters the whole signal).
@@ -48,30 +49,25 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from streambench.adapters.contract import Frame, Stream
-from streambench.harness.io.labels import LabelFileError, LabelSpan, read_audacity_labels, read_label_csv
+from streambench.harness.datasets.audio_labels import (
+    LABEL_SUFFIXES,
+    check_spans_inside_audio,
+    frame_labels_from_file,
+    read_labels,
+)
+from streambench.harness.io.labels import LabelSpan
 
 __all__ = [
-    "AUDACITY_SUFFIXES",
-    "LABEL_SUFFIXES",
     "AudioFileError",
     "AudioFilesConfig",
     "AudioLabelPair",
     "classes",
-    "frame_labels",
     "streams",
     "warmup_stream",
 ]
 
 WARMUP_SEED = 2**31 - 1
 WARMUP_NOISE_STD = 0.01  # -40 dBFS: a quiet, non-silent input
-_TOLERANCE = 1e-9
-
-
-_SPAN_TOLERANCE_S = 0.01  # label tools round times; a span may end this much after the last sample
-AUDACITY_SUFFIXES = (".txt", ".labels")
-"""Label files read as Audacity label tracks (tab-separated ``onset offset label``)."""
-LABEL_SUFFIXES = (*AUDACITY_SUFFIXES, ".csv")
-"""Every label file suffix the loader reads; ``.csv`` is ``onset,offset,label``."""
 
 
 class AudioFileError(ValueError):
@@ -168,10 +164,6 @@ def _pairs(config: AudioFilesConfig) -> list[AudioLabelPair]:
     return pairs
 
 
-def _read_labels(path: Path) -> list[LabelSpan]:
-    return read_label_csv(path) if path.suffix.lower() == ".csv" else read_audacity_labels(path)
-
-
 def _soundfile() -> Any:
     """The ``soundfile`` module (an optional dependency: ``pip install 'streambench[data]'``)."""
     try:
@@ -196,52 +188,6 @@ def _info(path: Path) -> tuple[int, int, int]:
 def _ratio(source_hz: int, target_hz: int) -> tuple[int, int]:
     g = math.gcd(source_hz, target_hz)
     return target_hz // g, source_hz // g
-
-
-def frame_labels(
-    spans: Sequence[LabelSpan],
-    classes: Sequence[str],
-    background_class: str,
-    num_frames: int,
-    frame_s: float,
-    duration_s: float,
-    min_overlap: float,
-) -> np.ndarray:
-    """Multi-hot ``[num_frames, len(classes)]`` frame labels by overlap (see the module docstring).
-
-    Frame ``i`` covers ``[i * frame_s, min((i + 1) * frame_s, duration_s)]``; a label outside ``classes``
-    raises ``KeyError`` (callers turn it into their file's error).
-    """
-    index = {name: k for k, name in enumerate(classes)}
-    labels = np.zeros((num_frames, len(classes)), dtype=bool)
-    starts = np.arange(num_frames, dtype=np.float64) * frame_s
-    ends = np.minimum(starts + frame_s, duration_s)
-    lengths = np.maximum(ends - starts, 0.0)
-    by_label: dict[str, list[tuple[float, float]]] = {}
-    for span in spans:
-        if span.label not in index:
-            raise KeyError(span.label)
-        if span.label != background_class and span.offset_s > span.onset_s:
-            by_label.setdefault(span.label, []).append((span.onset_s, span.offset_s))
-    for label, intervals in by_label.items():
-        covered = np.zeros(num_frames, dtype=np.float64)
-        for onset, offset in _union(intervals):
-            covered += np.clip(np.minimum(ends, offset) - np.maximum(starts, onset), 0.0, None)
-        hit = (lengths > 0) & (covered >= min_overlap * lengths - _TOLERANCE)
-        labels[hit, index[label]] = True
-    if background_class in index:
-        labels[:, index[background_class]] = ~labels.any(axis=1)
-    return labels
-
-
-def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    merged: list[tuple[float, float]] = []
-    for onset, offset in sorted(intervals):
-        if merged and onset <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], offset))
-        else:
-            merged.append((onset, offset))
-    return merged
 
 
 def _select(data: np.ndarray, mode: str) -> np.ndarray:
@@ -305,29 +251,17 @@ def _make_stream(
     num_samples = -(-source_samples * up // down)  # resample_poly's output length
     num_frames = -(-num_samples // frame)
     duration_s = source_samples / source_hz
-    for span in spans:  # a label past the end of the recording: the wrong file, or the wrong unit
-        if span.offset_s > duration_s + _SPAN_TOLERANCE_S:
-            raise LabelFileError(
-                pair.labels,
-                span.line,
-                f"span {span.onset_s:g}-{span.offset_s:g} s ({span.label!r}) ends after the audio "
-                f"{os.fspath(pair.audio)} ({duration_s:.3f} s)",
-            )
-    try:
-        labels = frame_labels(
-            spans,
-            names,
-            config.background_class,
-            num_frames,
-            frame / target_hz,
-            num_samples / target_hz,
-            config.min_overlap,
-        )
-    except KeyError as missing:
-        line = next((s.line for s in spans if s.label == missing.args[0]), None)
-        raise LabelFileError(
-            pair.labels, line, f"label {missing.args[0]!r} is not one of the classes {names}"
-        ) from None
+    check_spans_inside_audio(spans, pair.labels, pair.audio, duration_s)
+    labels = frame_labels_from_file(
+        spans,
+        pair.labels,
+        names,
+        config.background_class,
+        num_frames,
+        frame / target_hz,
+        num_samples / target_hz,
+        config.min_overlap,
+    )
     frame_times = np.arange(1, num_frames + 1, dtype=np.float64) * (frame / target_hz)
     mode = config.channels
     audio_path = pair.audio
@@ -381,14 +315,14 @@ def _names(config: AudioFilesConfig, all_spans: Sequence[Sequence[LabelSpan]]) -
 def classes(config: AudioFilesConfig) -> tuple[str, ...]:
     """The class list of the data set (reads the label files when ``config.classes`` is unset)."""
     return _names(
-        config, [] if config.classes is not None else [_read_labels(p.labels) for p in _pairs(config)]
+        config, [] if config.classes is not None else [read_labels(p.labels) for p in _pairs(config)]
     )
 
 
 def streams(config: AudioFilesConfig) -> list[Stream]:
     """One stream per recording, in the order of ``files`` (or of the sorted ``*.wav`` names)."""
     pairs = _pairs(config)
-    all_spans = [_read_labels(pair.labels) for pair in pairs]
+    all_spans = [read_labels(pair.labels) for pair in pairs]
     names = _names(config, all_spans)
     headers = []
     for pair in pairs:

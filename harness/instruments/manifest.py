@@ -10,7 +10,9 @@ git commits and the data hash complete it (DESIGN.md "Instruments": manifest). I
 packages of the adapter's own process (``adapter_packages``: the distributions of the modules loaded
 there once the model was built, those its import and construction loaded marked;
 :mod:`streambench.harness.instruments.packages`) and the data's source
-files as read (``data_sources``: each file's own rate and channels and what was converted).
+files as read (``data_sources``: each file's own rate and channels and what was converted). :class:`Item`
+and the readers of the host's items (CPU, governor, clock source, OS, git state, decoder) live in
+:mod:`streambench.harness.instruments.host_items`; this module adds the torch, GPU and package items.
 
 GPU items come from what ``torch.cuda`` exposes. Driver version, power limit, persistence and clock mode
 are NVML-only: they stay ``None`` (reason :data:`NEEDS_NVML`) unless the caller passes them in ``nvml``
@@ -21,21 +23,29 @@ are NVML-only: they stay ``None`` (reason :data:`NEEDS_NVML`) unless the caller 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import platform
-import re
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from streambench.harness.instruments.host_items import (
+    Item,
+    git_state,
+    guarded,
+    missing_item,
+    read_adapter_git,
+    read_clocksource,
+    read_cpu_model,
+    read_decoder,
+    read_governor,
+    read_os,
+    value_item,
+)
 from streambench.harness.instruments.model_files import model_files
 from streambench.harness.instruments.packages import adapter_distributions, package_versions, version
 from streambench.harness.instruments.threads import AdapterThreads, ThreadConfig, read_thread_env
@@ -45,39 +55,13 @@ __all__ = [
     "NEEDS_NVML",
     "NVML_FIELDS",
     "EnvironmentManifest",
-    "Item",
     "collect_manifest",
     "fingerprint",
-    "git_state",
 ]
 
 NEEDS_NVML = "needs NVML: see harness/instruments/nvml.py"
 NVML_FIELDS = ("nvidia_driver", "gpu_power_limit", "gpu_persistence_mode", "gpu_clock_mode")
 _GPU_FIELDS = ("cuda_runtime", "cudnn", "gpu_count", "gpu_model", "gpu_devices")
-_TIMEOUT_S = 5.0
-
-
-class Item(BaseModel):
-    """One manifest entry: ``value``, or ``value=None`` and the ``reason`` it could not be read."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    value: str | int | float | bool | dict[str, JsonValue] | None = None
-    reason: str | None = None
-
-    @model_validator(mode="after")
-    def _reason_when_missing(self) -> Item:
-        if self.value is None and not self.reason:
-            raise ValueError("an item without a value must say why (reason)")
-        return self
-
-
-def _ok(value: str | int | float | bool | dict[str, JsonValue]) -> Item:
-    return Item(value=value)
-
-
-def _missing(reason: str) -> Item:
-    return Item(value=None, reason=reason)
 
 
 class EnvironmentManifest(BaseModel):
@@ -127,16 +111,16 @@ class EnvironmentManifest(BaseModel):
     adapter_git: Item
     data_hash: Item
     model_files: Item = Field(
-        default_factory=lambda: _missing("not recorded (a run made before model files were hashed)"),
+        default_factory=lambda: missing_item("not recorded (a run made before model files were hashed)"),
         description="each file an adapter option names (ONNX, TorchScript, weights): path, bytes, sha256",
     )
     adapter_packages: Item = Field(
-        default_factory=lambda: _missing("not recorded (a run made before issue 27)"),
+        default_factory=lambda: missing_item("not recorded (a run made before issue 27)"),
         description="distributions of the modules loaded in the adapter's process once the model was built "
         "(name: version), those its import and construction loaded, and modules of no distribution",
     )
     data_sources: Item = Field(
-        default_factory=lambda: _missing("not recorded (a run made before issue 27)"),
+        default_factory=lambda: missing_item("not recorded (a run made before issue 27)"),
         description="per stream read from a file: the file, its own sample rate and channels, and the "
         "conversions applied (resampled to, channels taken)",
     )
@@ -156,103 +140,6 @@ def fingerprint(manifest: EnvironmentManifest) -> str:
     payload = {name: getattr(manifest, name).value for name in FINGERPRINT_FIELDS}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(("streambench-fingerprint-v1" + text).encode()).hexdigest()[:16]
-
-
-def _guard(read: Callable[[], Item], what: str) -> Item:
-    try:
-        return read()
-    except Exception as exc:  # a manifest never fails a run: an unreadable item is None with the reason
-        return _missing(f"reading {what} failed: {type(exc).__name__}: {exc}")
-
-
-def _read_file(path: Path) -> Item:
-    try:
-        text = path.read_text().strip()
-    except FileNotFoundError:
-        return _missing(f"{path} does not exist")
-    except OSError as exc:
-        return _missing(f"{path}: {exc.strerror or exc}")
-    return _ok(text) if text else _missing(f"{path} is empty")
-
-
-def _run(args: list[str]) -> tuple[int, str, str]:
-    env = {**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
-    done = subprocess.run(args, capture_output=True, text=True, timeout=_TIMEOUT_S, env=env, check=False)
-    return done.returncode, done.stdout.strip(), done.stderr.strip()
-
-
-def read_cpu_model(root: Path = Path("/")) -> Item:
-    """``model name`` (x86) or its ARM / RISC-V equivalent from ``<root>/proc/cpuinfo``."""
-    cpuinfo = _read_file(root / "proc" / "cpuinfo")
-    if isinstance(cpuinfo.value, str):
-        for key in ("model name", "Hardware", "Processor", "cpu model", "uarch"):
-            match = re.search(rf"^{key}\s*:\s*(\S.*)$", cpuinfo.value, re.MULTILINE)
-            if match:
-                return _ok(match.group(1).strip())
-    processor = platform.processor()
-    return _ok(processor) if processor else _missing(f"no CPU model in {root / 'proc' / 'cpuinfo'}")
-
-
-def read_governor(root: Path = Path("/")) -> Item:
-    """CPU frequency governor of cpu0 (``performance``, ``powersave``, ...)."""
-    return _read_file(root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
-
-
-def read_clocksource(root: Path = Path("/")) -> Item:
-    """The kernel clock source behind ``perf_counter`` (``tsc``, ``hpet``, ``kvm-clock``, ...)."""
-    return _read_file(root / "sys/devices/system/clocksource/clocksource0/current_clocksource")
-
-
-def read_os(root: Path = Path("/")) -> Item:
-    release = _read_file(root / "etc" / "os-release")
-    if isinstance(release.value, str):
-        match = re.search(r'^PRETTY_NAME="?([^"\n]*)"?$', release.value, re.MULTILINE)
-        if match:
-            return _ok(match.group(1))
-    return _ok(platform.platform())
-
-
-def git_state(directory: Path) -> Item:
-    """``{"commit", "dirty"}`` of the checkout holding ``directory`` (dirty: tracked or untracked changes)."""
-    if shutil.which("git") is None:
-        return _missing("git not found on PATH")
-    git = ["git", "-C", str(directory), "--no-optional-locks"]
-    try:
-        code, commit, err = _run([*git, "rev-parse", "HEAD"])
-        if code != 0:
-            return _missing(f"{directory} is not in a git checkout ({err.splitlines()[0] if err else code})")
-        code, status, _ = _run([*git, "status", "--porcelain"])
-    except subprocess.TimeoutExpired:
-        return _missing(f"git timed out after {_TIMEOUT_S:g} s in {directory}")
-    return _ok({"commit": commit, "dirty": bool(status) if code == 0 else None})
-
-
-def _adapter_git(adapter_module: str | None) -> Item:
-    if not adapter_module:
-        return _missing("no adapter module given")
-    name = adapter_module.split(":", 1)[0]
-    origin = getattr(sys.modules.get(name), "__file__", None)
-    if origin is None:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError) as exc:
-            return _missing(f"module {name!r} cannot be located: {exc}")
-        origin = spec.origin if spec is not None else None
-    if not origin or not Path(origin).is_file():
-        return _missing(f"module {name!r} has no file on disk")
-    return git_state(Path(origin).resolve().parent)
-
-
-def _decoder() -> Item:
-    path = shutil.which("ffmpeg")
-    if path is None:
-        return _missing("ffmpeg not found on PATH")
-    try:
-        code, out, err = _run([path, "-hide_banner", "-version"])
-    except subprocess.TimeoutExpired:
-        return _missing(f"{path} -version timed out")
-    line = out.splitlines()[0] if code == 0 and out else ""
-    return _ok({"name": "ffmpeg", "path": path, "version": line}) if line else _missing(f"{path}: {err}")
 
 
 def _torch_flags(torch: Any) -> dict[str, JsonValue]:
@@ -299,27 +186,27 @@ def _gpu_items(torch: Any) -> dict[str, Item]:
     if cuda is None or not torch.cuda.is_available():
         cause = "torch is built without CUDA" if cuda is None else "torch.cuda.is_available() is False"
         why = f"no CUDA device ({cause})"
-        built = _ok(str(cuda)) if cuda else _missing(why)
-        return {"cuda_torch": built, **{name: _missing(why) for name in _GPU_FIELDS}}
+        built = value_item(str(cuda)) if cuda else missing_item(why)
+        return {"cuda_torch": built, **{name: missing_item(why) for name in _GPU_FIELDS}}
     try:
         devices = _gpu_devices(torch)
     except Exception as exc:  # e.g. a broken driver: the run goes on, the items say why
         why = f"reading the GPUs through torch.cuda failed: {type(exc).__name__}: {exc}"
-        return {"cuda_torch": _ok(str(cuda)), **{name: _missing(why) for name in _GPU_FIELDS}}
+        return {"cuda_torch": value_item(str(cuda)), **{name: missing_item(why) for name in _GPU_FIELDS}}
     names = [str(d["name"]) for d in devices.values() if isinstance(d, dict)]
     model = " + ".join(f"{names.count(n)}x {n}" for n in dict.fromkeys(names))
     runtime = getattr(torch.cuda.cudart(), "cudaRuntimeGetVersion", None)
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    no_device = _missing("torch.cuda.device_count() is 0")
+    no_device = missing_item("torch.cuda.device_count() is 0")
     return {
-        "cuda_torch": _ok(str(cuda)),
-        "cuda_runtime": _guard(lambda: _ok(int(runtime())), "cudaRuntimeGetVersion")
+        "cuda_torch": value_item(str(cuda)),
+        "cuda_runtime": guarded(lambda: value_item(int(runtime())), "cudaRuntimeGetVersion")
         if runtime is not None
-        else _missing("torch exposes no CUDA runtime version; it ships the runtime of cuda_torch"),
-        "cudnn": _ok(int(cudnn)) if cudnn else _missing("cuDNN is not available to torch"),
-        "gpu_count": _ok(len(devices)),
-        "gpu_model": _ok(model) if model else no_device,
-        "gpu_devices": _ok(devices) if devices else no_device,
+        else missing_item("torch exposes no CUDA runtime version; it ships the runtime of cuda_torch"),
+        "cudnn": value_item(int(cudnn)) if cudnn else missing_item("cuDNN is not available to torch"),
+        "gpu_count": value_item(len(devices)),
+        "gpu_model": value_item(model) if model else no_device,
+        "gpu_devices": value_item(devices) if devices else no_device,
     }
 
 
@@ -362,7 +249,7 @@ def collect_manifest(
         from streambench.harness.instruments.nvml import read_lock_items
 
         nvml = {name: Item(value=value, reason=reason) for name, (value, reason) in read_lock_items().items()}
-    gpu_nvml = {name: _missing(NEEDS_NVML) for name in NVML_FIELDS} | dict(nvml)
+    gpu_nvml = {name: missing_item(NEEDS_NVML) for name in NVML_FIELDS} | dict(nvml)
     affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     ort = version("onnxruntime") or version("onnxruntime-gpu")
     cpus = os.cpu_count()
@@ -378,45 +265,51 @@ def collect_manifest(
         collected_at=datetime.now(timezone.utc),
         **gpu_nvml,
         **_gpu_items(torch),
-        torch_version=_ok(str(torch.__version__)),
-        numpy_version=_ok(str(numpy.__version__)),
-        onnxruntime_version=_ok(ort) if ort else _missing("onnxruntime is not installed"),
-        packages=_guard(lambda: _ok(package_versions()), "package versions"),
-        thread_env=_ok(dict(read_thread_env())),
-        torch_intra_op_threads=_ok(int(intra)),  # the adapter's process's, where it imported torch
-        torch_inter_op_threads=_ok(int(inter)),
-        cpu_affinity=_ok(len(affinity)) if affinity else _missing("os.sched_getaffinity is not available"),
-        torch_flags=_guard(lambda: _ok(_torch_flags(torch)), "torch flags"),
-        decoder=_guard(_decoder, "ffmpeg"),
-        cpu_model=_guard(lambda: read_cpu_model(root), "CPU model"),
-        cpu_count=_ok(cpus) if cpus else _missing("os.cpu_count() is None"),
-        cpu_governor=_guard(lambda: read_governor(root), "CPU governor"),
-        clocksource=_guard(lambda: read_clocksource(root), "clock source"),
-        kernel=_ok(f"{platform.system()} {platform.release()}"),
-        os=_guard(lambda: read_os(root), "OS"),
-        machine=_ok(platform.machine()) if platform.machine() else _missing("platform.machine() is empty"),
-        python_version=_ok(platform.python_version()),
-        python_implementation=_ok(platform.python_implementation()),
-        seeds=_ok(dict(seeds)),
-        harness_git=_guard(
+        torch_version=value_item(str(torch.__version__)),
+        numpy_version=value_item(str(numpy.__version__)),
+        onnxruntime_version=value_item(ort) if ort else missing_item("onnxruntime is not installed"),
+        packages=guarded(lambda: value_item(package_versions()), "package versions"),
+        thread_env=value_item(dict(read_thread_env())),
+        torch_intra_op_threads=value_item(int(intra)),  # the adapter's process's, where it imported torch
+        torch_inter_op_threads=value_item(int(inter)),
+        cpu_affinity=value_item(len(affinity))
+        if affinity
+        else missing_item("os.sched_getaffinity is not available"),
+        torch_flags=guarded(lambda: value_item(_torch_flags(torch)), "torch flags"),
+        decoder=guarded(read_decoder, "ffmpeg"),
+        cpu_model=guarded(lambda: read_cpu_model(root), "CPU model"),
+        cpu_count=value_item(cpus) if cpus else missing_item("os.cpu_count() is None"),
+        cpu_governor=guarded(lambda: read_governor(root), "CPU governor"),
+        clocksource=guarded(lambda: read_clocksource(root), "clock source"),
+        kernel=value_item(f"{platform.system()} {platform.release()}"),
+        os=guarded(lambda: read_os(root), "OS"),
+        machine=value_item(platform.machine())
+        if platform.machine()
+        else missing_item("platform.machine() is empty"),
+        python_version=value_item(platform.python_version()),
+        python_implementation=value_item(platform.python_implementation()),
+        seeds=value_item(dict(seeds)),
+        harness_git=guarded(
             lambda: git_state(Path(streambench.harness.__file__).resolve().parent), "harness git"
         ),
-        adapter_git=_guard(lambda: _adapter_git(adapter_module), "adapter git"),
-        data_hash=_ok(data_hash) if data_hash else _missing("no data hash given"),
-        model_files=_guard(lambda: _model_files_item(adapter_options), "model files"),
-        adapter_packages=_guard(lambda: _ok(adapter_distributions(*adapter_modules)), "adapter packages")
+        adapter_git=guarded(lambda: read_adapter_git(adapter_module), "adapter git"),
+        data_hash=value_item(data_hash) if data_hash else missing_item("no data hash given"),
+        model_files=guarded(lambda: _model_files_item(adapter_options), "model files"),
+        adapter_packages=guarded(
+            lambda: value_item(adapter_distributions(*adapter_modules)), "adapter packages"
+        )
         if adapter_modules is not None
-        else _missing("the adapter's process did not report its modules"),
-        data_sources=_ok(dict(data_sources))
+        else missing_item("the adapter's process did not report its modules"),
+        data_sources=value_item(dict(data_sources))
         if data_sources
-        else _missing("no stream was read from an audio file"),
+        else missing_item("no stream was read from an audio file"),
     )
 
 
 def _model_files_item(adapter_options: Mapping[str, Any] | None) -> Item:
     if adapter_options is None:
-        return _missing("no adapter options given")
+        return missing_item("no adapter options given")
     files = model_files(adapter_options)
     if not files:
-        return _missing("the adapter's options name no file")
-    return _ok({option: dict(entry) for option, entry in files.items()})
+        return missing_item("the adapter's options name no file")
+    return value_item({option: dict(entry) for option, entry in files.items()})

@@ -22,9 +22,7 @@ from streambench.adapters.null import (
 )
 from streambench.adapters.registry import create_adapter
 from streambench.harness.execution.engine import Engine, EngineConfig
-from streambench.harness.execution.selftest import (
-    judge_busy_wait,
-)
+from streambench.harness.execution.selftest_checks import judge_busy_wait
 from tests.support import make_stream
 
 FRAME = Frame(index=0, t=0.04, inputs={})

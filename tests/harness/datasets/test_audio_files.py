@@ -1,4 +1,5 @@
-"""Audio files with label files → framed, labelled streams (harness/datasets/audio_files.py)."""
+"""Audio files with label files → framed, labelled streams (harness/datasets/audio_files.py; the label
+files and the frame labels by overlap: harness/datasets/audio_labels.py)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from streambench.harness.datasets.audio_files import (
     AudioFileError,
     AudioFilesConfig,
     AudioLabelPair,
-    frame_labels,
     streams,
     warmup_stream,
 )
+from streambench.harness.datasets.audio_labels import frame_labels
 from streambench.harness.io.labels import LabelFileError, LabelSpan
 
 

@@ -1,5 +1,5 @@
-"""The selftest (harness/execution/selftest.py; its adapters of known cost:
-tests/adapters/test_null_known_cost.py).
+"""The selftest (harness/execution/selftest.py; its checks of the timer:
+harness/execution/selftest_checks.py; its adapters of known cost: tests/adapters/test_null_known_cost.py).
 
 DESIGN.md "The engine": the null adapter run publishes the harness's overhead and the clock's
 resolution. Timing figures are never asserted tightly here (DESIGN.md "Conventions": speed is measured
@@ -20,13 +20,15 @@ from rich.console import Console
 from streambench.harness.execution.engine import clock_info
 from streambench.harness.execution.selftest import (
     OverheadFigures,
-    ResolutionFigures,
     SelfTestConfig,
     SelfTestReport,
-    judge_busy_wait,
-    measure_resolution,
     print_selftest,
     run_selftest,
+)
+from streambench.harness.execution.selftest_checks import (
+    ResolutionFigures,
+    judge_busy_wait,
+    measure_resolution,
 )
 
 # --- the pass/fail logic on injected measurements -------------------------------------------------

@@ -1,4 +1,5 @@
-"""Tests of the environment manifest (harness/instruments/manifest.py; seed 004 §6.2.2 环境锁定清单)."""
+"""Tests of the environment manifest (harness/instruments/manifest.py, and its host items:
+harness/instruments/host_items.py; seed 004 §6.2.2 环境锁定清单)."""
 
 from __future__ import annotations
 
@@ -16,16 +17,14 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from streambench.harness.instruments import manifest as manifest_module
+from streambench.harness.instruments import host_items
+from streambench.harness.instruments.host_items import Item, git_state, read_cpu_model
 from streambench.harness.instruments.manifest import (
     FINGERPRINT_FIELDS,
     NVML_FIELDS,
     EnvironmentManifest,
-    Item,
     collect_manifest,
     fingerprint,
-    git_state,
-    read_cpu_model,
 )
 from streambench.harness.instruments.threads import THREAD_ENV_VARS, AdapterThreads
 
@@ -219,9 +218,9 @@ def test_git_outside_a_checkout_missing_or_slow(tmp_path: Path, monkeypatch: pyt
     def timeout(args: list[str]) -> tuple[int, str, str]:
         raise subprocess.TimeoutExpired(args, 5.0)
 
-    monkeypatch.setattr(manifest_module, "_run", timeout)
+    monkeypatch.setattr(host_items, "_run", timeout)
     assert "timed out" in str(git_state(ROOT).reason)
-    monkeypatch.setattr(manifest_module.shutil, "which", lambda name: None)
+    monkeypatch.setattr(host_items.shutil, "which", lambda name: None)
     assert git_state(ROOT).reason == "git not found on PATH"
     assert collect_manifest(SEEDS).decoder.reason == "ffmpeg not found on PATH"
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from streambench.harness.cli import app
 from streambench.harness.execution.config import RunConfig
-from streambench.harness.instruments.manifest import Item
+from streambench.harness.instruments.host_items import Item
 from streambench.harness.report import build_report
 from streambench.harness.report.analysis import (
     pareto_front,
