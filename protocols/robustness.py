@@ -10,6 +10,12 @@ the next stream, and the failed stream counts in the point's F1 and accuracy as 
 every frame, as in the online protocol (protocols/online_units.py, issue 24 item 5): failing on a hard
 perturbation never scores better than answering it. A point at which every stream failed has F1 = 0
 and accuracy = 0 (the complement of every reference has no true positive) and no online score.
+
+The F1 of every point is the online protocol's F1@Δt (Strict, frame units) of that point's recordings, so
+it counts the classes the online F1 counts (protocols/online.py, issue 27; :func:`score` passes the data's
+``background``): every class not in ``online.exclude_classes``, except in a binary task, two classes one
+of them the background (e.g. speech / non-speech), where it is the positive class's F1; micro over both
+would be the frame accuracy. :attr:`RobustnessReport.f1_counts` says which, in words.
 """
 
 from __future__ import annotations
@@ -40,7 +46,9 @@ class RobustnessConfig(BaseModel):
     audio_delays_ms: tuple[float, ...] = (0, 50, 100, 200, 500)
     jitters_ms: tuple[float, ...] = (0, 10, 20, 50)
     seed: int = Field(0, ge=0, description="seed of every injector (each stream draws its own)")
-    report_delta_ms: float = Field(0, description="the Δt of the F1@Δt (Strict, frame, micro) in the table")
+    report_delta_ms: float = Field(
+        0, description="the Δt of the F1@Δt (Strict, frame; the online F1's classes) in the table"
+    )
 
     @model_validator(mode="after")
     def _reported_delta_is_scored(self) -> RobustnessConfig:
@@ -84,9 +92,21 @@ class PointResult(BaseModel):
     score: OnlineScore | None = Field(description="None when every stream failed (nothing measured)")
 
 
+F1_NOT_RECORDED = (
+    "not recorded (a file written before the robustness F1 named its classes; each point's "
+    "score.scored_rule, where present, says what it counted)"
+)
+"""``RobustnessReport.f1_counts`` of a file written before the field."""
+
+
 class RobustnessReport(BaseModel):
     protocol: Literal["robustness"] = "robustness"
     report_delta_ms: float
+    f1_counts: str = Field(
+        F1_NOT_RECORDED,
+        description="the classes every point's F1 counts, in words: the online protocol's rule "
+        "(OnlineScore.scored_rule; a binary task's positive class)",
+    )
     clean: PointResult
     points: list[PointResult]
 
@@ -117,10 +137,13 @@ def score(
     variants: Sequence[Variant],
     config: RobustnessConfig,
     classes: Sequence[str],
+    background: str | None = None,
 ) -> RobustnessReport:
     """Score each variant's recordings and failed streams (as answered wrongly) and the drop from the
-    clean run."""
+    clean run. ``background``: the data set's "no event" class (``audio_files``' ``background_class``;
+    None: a class named "background", if any), which makes a two-class task binary (module docstring)."""
     results = []
+    rule = "no point was scored: every stream failed at every point (F1 = 0 whatever the classes counted)"
     for variant in variants:
         recordings, failed = outcomes[variant.name]
         failures = [
@@ -129,7 +152,8 @@ def score(
         ]
         scored, f1, accuracy = None, 0.0, 0.0  # every stream failed: nothing right (module docstring)
         if any(r.role == "test" for r in recordings):
-            scored = score_online(recordings, config.online, classes, failed)
+            scored = score_online(recordings, config.online, classes, failed, background)
+            rule = scored.scored_rule or rule  # the same classes at every point
             point = next(
                 p
                 for p in scored.overall.accuracy.curves["frame"]["strict"]
@@ -154,4 +178,6 @@ def score(
             if result.f1 is not None:
                 result.abs_drop = clean.f1 - result.f1
                 result.rel_drop = result.abs_drop / clean.f1 if clean.f1 > 0 else None
-    return RobustnessReport(report_delta_ms=config.report_delta_ms, clean=clean, points=points)
+    return RobustnessReport(
+        report_delta_ms=config.report_delta_ms, f1_counts=rule, clean=clean, points=points
+    )

@@ -123,5 +123,5 @@ def robustness_figure(report: RobustnessReport) -> str:
             ax.set_ylim(0, 1)
             ax.grid(True, alpha=0.3)
             ax.legend(loc="lower left", fontsize=7)
-        axes[0].set_ylabel(f"F1@{report.report_delta_ms:g} ms (Strict, frame, micro)")
+        axes[0].set_ylabel(f"F1@{report.report_delta_ms:g} ms (Strict, frame)")  # classes: the caption
         return to_svg(fig)

@@ -5,7 +5,8 @@ each variant's streams are the clean streams wrapped by
 harness/datasets/perturb.py. An adapter error on a stream of a variant is recorded as that point's failure
 (stream, frame, error), the point goes on with its next stream and the sweep with its next point (seed 004
 §6.2.2 (3): "模型需处理缺失，不应崩溃"); the failed stream counts in the point's F1 as answered wrongly
-(protocols/robustness.py; issue 24 item 5), never left out.
+(protocols/robustness.py; issue 24 item 5), never left out. The F1 counts the classes the online F1
+counts, the data's ``background_class`` bound as in an online run (a binary task's positive class).
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def execute_robustness(
             outcomes[variant.name] = _run_variant(runner.run_stream, streams, variant)
             if progress is not None:
                 progress(done, len(variants), variant.name)
-    report = robustness.score(outcomes, variants, sweep, streams[0].classes)
+    background = getattr(config.data, "background_class", None)  # audio_files names its own (issue 27)
+    report = robustness.score(outcomes, variants, sweep, streams[0].classes, background)
     environment, fingerprint = environment_for(config, streams, runner.module)
     run_id = config.run_id or run_id_for(config.adapter, "robustness")
     result = RobustnessResult(
@@ -153,6 +155,10 @@ class RobustnessProtocol(Printed, Reported, Swept, RunProtocol):
     result_model = RobustnessResult
     config_model = robustness.RobustnessConfig
     run_options = frozenset({"isolate", "sealed"})
+    caption = (
+        "robustness: f1[<point>] is F1@report_delta_ms (Strict, frame) at that point, counting the classes "
+        "the online F1 counts (a binary task's positive class: robustness.json report.f1_counts)"
+    )
 
     def load_config(self, path: Path | None) -> BaseModel | None:
         return None  # the sweep follows the run's online configuration: built in execute()
@@ -242,8 +248,9 @@ def robustness_section(bundle: RunBundle) -> str:
         )
     report = rob.report
     caption = (
-        f"F1@{report.report_delta_ms:g} ms (Strict, frame, micro) under each perturbation of the sweep, "
-        f"adapter {esc(rob.adapter)}; dashed: the clean run. A stream the adapter failed on (it raised) "
+        f"F1@{report.report_delta_ms:g} ms (Strict, frame) under each perturbation of the sweep, "
+        f"adapter {esc(rob.adapter)}; F1 counts {esc(report.f1_counts)}, as the online F1@Δt; "
+        "dashed: the clean run. A stream the adapter failed on (it raised) "
         "counts in its point's F1 as answered wrongly on every frame, never left out; such points are "
         "marked with a red x and their first failure is listed."
     )

@@ -3,9 +3,11 @@
 The engine records every ``Prediction.features`` (``EngineConfig.record=("features",)``, an unpaced run);
 the recordings are scored twice, by the stability protocol (Jaccard, lifetime in both conventions,
 transient ratio, turnover, flips, and flips against 2K(1 − J), per stream and overall) and by the online
-protocol (F1@Δt, seed 004 §6.2.2), so a more stable code is judged side by side with what it cost in
-accuracy (seed 000 "关键洞察": stability against EER). Writes ``results/<run_id>/stability.json`` and the
-recordings (features included) as ``stability_arrays.npz`` for re-scoring.
+protocol (F1@Δt, seed 004 §6.2.2; the classes the online F1 counts, a binary task's positive class, the
+data's ``background_class`` bound as in an online run), so a more stable code is judged side by side with
+what it cost in accuracy (seed 000 "关键洞察": stability against EER). Writes
+``results/<run_id>/stability.json`` and the recordings (features included) as ``stability_arrays.npz``
+for re-scoring.
 
 ``streambench run --protocol stability`` runs the TopK encoder (``topk-encoder``) unless another
 adapter is named: the comparison of seed 000 is one command per variant,
@@ -14,6 +16,7 @@ adapter is named: the comparison of seed 000 is one command per variant,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -37,7 +40,7 @@ from streambench.harness.runs.interface import Outcome, RunProtocol
 from streambench.harness.runs.parts import Printed
 from streambench.protocols import online
 from streambench.protocols.online import CurvePoint
-from streambench.protocols.recording import to_arrays
+from streambench.protocols.recording import StreamRecording, to_arrays
 from streambench.protocols.stability import StabilityConfig, StabilityFigures, StabilityReport
 from streambench.protocols.stability import score as score_stability
 
@@ -49,6 +52,7 @@ __all__ = [
     "StabilityProtocol",
     "StabilityResult",
     "cli_run",
+    "event_summary",
     "execute_stability",
     "print_result",
 ]
@@ -60,13 +64,44 @@ DEFAULT_ADAPTER = "topk-encoder"
 emits no features)."""
 
 
+F1_NOT_RECORDED = "not recorded (a file written before the stability run named the classes its F1 counts)"
+"""``EventSummary.f1_counts`` of a file written before the field."""
+
+
 class EventSummary(BaseModel):
-    """The online protocol's event figures of the same recordings (frame units, Strict, micro)."""
+    """The online protocol's figures of the same recordings (frame units, Strict): every F1 counts the
+    classes the online F1 counts (``f1_counts``; protocols/online.py, issue 27)."""
 
     curve: list[CurvePoint] = Field(description="F1@Δt / Acc@Δt over all test streams")
-    segment_f1_micro: float
+    segment_f1_micro: float = Field(description="offline segment F1 over the classes of f1_counts")
     frame_accuracy: float
-    stream_f1: dict[str, list[float]] = Field(description="per stream: micro F1 at each Δt of the curve")
+    stream_f1: dict[str, list[float]] = Field(
+        description="per stream: F1 at each Δt of the curve, over the classes of f1_counts"
+    )
+    f1_counts: str = Field(
+        F1_NOT_RECORDED, description="the classes every F1 counts, in words (OnlineScore.scored_rule)"
+    )
+
+
+def event_summary(
+    recordings: Sequence[StreamRecording],
+    protocol: online.OnlineConfig,
+    classes: Sequence[str],
+    data: BaseModel,
+) -> EventSummary:
+    """The online protocol's score of the stability run's recordings, the data's ``background_class``
+    (``audio_files``; None: a class named "background") bound as an online run binds it."""
+    background = getattr(data, "background_class", None)
+    scored = online.score(recordings, protocol, classes, background=background)
+    return EventSummary(
+        curve=scored.overall.accuracy.curves["frame"]["strict"],
+        segment_f1_micro=scored.overall.accuracy.segment_f1_micro,
+        frame_accuracy=scored.overall.accuracy.frame_accuracy,
+        stream_f1={
+            s.stream_id: [p.f1_micro for p in s.accuracy.curves["frame"]["strict"]] for s in scored.streams
+        },
+        f1_counts=scored.scored_rule or F1_NOT_RECORDED,
+    )
 
 
 class StabilityResult(EnvironmentRecord):
@@ -109,16 +144,7 @@ def execute_stability(
             if progress is not None:
                 progress(done, len(planned), item.stream_id)
     report = score_stability(recordings, stability)
-    scored = online.score(recordings, config.protocol, streams[0].classes)
-    curve = scored.overall.accuracy.curves["frame"]["strict"]
-    events = EventSummary(
-        curve=curve,
-        segment_f1_micro=scored.overall.accuracy.segment_f1_micro,
-        frame_accuracy=scored.overall.accuracy.frame_accuracy,
-        stream_f1={
-            s.stream_id: [p.f1_micro for p in s.accuracy.curves["frame"]["strict"]] for s in scored.streams
-        },
-    )
+    events = event_summary(recordings, config.protocol, streams[0].classes, config.data)
     run_id = config.run_id or run_id_for(config.adapter, "stability")
     environment, fingerprint = environment_for(config, streams, runner.module)
     result = StabilityResult(
@@ -191,7 +217,8 @@ def print_result(console: Console, result: StabilityResult) -> int:
         f"Temporal stability (seed 000) · {safe(result.adapter_name)} · {report.feature_kind}, "
         f"K = {report.k} of {report.num_features} · {overall.num_frames} frames, {overall.num_steps} steps"
     )
-    table = Table(title=title, title_justify="left")
+    caption = f"F1 counts {safe(events.f1_counts)}, as the online F1@Δt"
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for name in ("figure", "value", "definition"):
         table.add_column(name, justify="right" if name == "value" else "left")
     rows = [
@@ -204,7 +231,7 @@ def print_result(console: Console, result: StabilityResult) -> int:
         ("2K(1 − Jaccard)", _num(rel.bound, 2), "数学关系 1: an upper bound"),
         ("flips / 2K(1 − J)", _num(rel.ratio, 2), "the seed's relation, measured"),
         ("2K(1 − J)/(1 + J)", _num(rel.exact_k, 2), "exactly K per frame: exact per step"),
-        (f"F1@{first.delta_ms:g} ms %", _pct(first.f1_micro), "seed 004 Strict, frame, micro"),
+        (f"F1@{first.delta_ms:g} ms %", _pct(first.f1_micro), "seed 004 Strict, frame (classes: below)"),
         (f"F1@{last.delta_ms:g} ms %", _pct(last.f1_micro), "the same, same run"),
         ("segment F1 %", _pct(events.segment_f1_micro), "offline view, seed 004"),
         ("frame accuracy %", _pct(events.frame_accuracy), "offline view, seed 004"),
@@ -272,6 +299,10 @@ class StabilityProtocol(Printed, RunProtocol):
     result_model = StabilityResult
     config_model = StabilityConfig
     config_file = True
+    caption = (
+        "stability: f1@<Δt>ms is the online F1@Δt (Strict, frame) of the same run, counting the classes the "
+        "online F1 counts (a binary task's positive class: stability.json events.f1_counts)"
+    )
 
     def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
         assert isinstance(config, StabilityConfig)

@@ -28,7 +28,8 @@ instance is warmed up like a scored run's.
   (:func:`~streambench.protocols.causality.judge_caching`).
 * **timed_untimed** (audit): the streams through the timed loop on one instance and through the same
   loop reading no clock (``Engine.run_stream(untimed=True)``: the same call path) on another: identical
-  predictions (the detail names both F1@0 ms).
+  predictions (the detail names both F1@Δt at the run's smallest Δt, 0 ms by default, counting the
+  classes the online F1 counts: :func:`timed_untimed_f1`).
 * **scored_replay** (when the run directory holds an online run of the same adapter and data): the
   online run's *own recorded outputs* (``arrays.npz``) are evidence. A random subset of its streams is
   replayed on fresh instances, clean and occluded at hidden cuts, and must reproduce the saved
@@ -78,6 +79,7 @@ from streambench.protocols.causality import (
     plan_occlusion,
     summarize,
 )
+from streambench.protocols.recording import StreamRecording
 
 __all__ = [
     "RESULT_FILE",
@@ -86,6 +88,7 @@ __all__ = [
     "execute_causality",
     "nudge",
     "occlude",
+    "timed_untimed_f1",
 ]
 
 RESULT_FILE = "causality.json"
@@ -352,12 +355,27 @@ def _timed_untimed(runner: AuditRunner, streams: Sequence[Stream], causality: Ca
         for a, b in zip(timed, untimed, strict=True)
     ]
     check = next((c for c in checks if not c.passed), checks[0])
-    config = runner.config.protocol
-    f1 = [online.score(recs, config, streams[0].classes).f1_at(0) for recs in (timed, untimed)]
+    f1 = timed_untimed_f1(timed, untimed, runner.config, streams[0].classes)
     verdict = "every prediction identical" if check.passed else f"{check.first_stream} differs"
     return check.model_copy(
-        update={
-            "detail": f"{len(streams)} streams timed vs untimed: {verdict}; F1@0ms {100 * f1[0]:.2f} % "
-            f"timed, {100 * f1[1]:.2f} % untimed; {check.detail}"
-        }
+        update={"detail": f"{len(streams)} streams timed vs untimed: {verdict}; {f1}; {check.detail}"}
+    )
+
+
+def timed_untimed_f1(
+    timed: Sequence[StreamRecording],
+    untimed: Sequence[StreamRecording],
+    run: RunConfig,
+    classes: Sequence[str],
+) -> str:
+    """The ``timed_untimed`` detail's F1@Δt of both runs at the smallest Δt of the run's online
+    configuration (0 ms by default; Strict, frame): the online protocol's, the data's ``background_class``
+    bound as in an online run, so it counts the classes the online F1 counts (a binary task's positive
+    class; protocols/online.py, issue 27), and says which."""
+    background = getattr(run.data, "background_class", None)  # audio_files names its own
+    delta = run.protocol.deltas_ms[0]
+    scores = [online.score(recs, run.protocol, classes, background=background) for recs in (timed, untimed)]
+    return (
+        f"F1@{delta:g}ms {100 * scores[0].f1_at(delta):.2f} % timed, {100 * scores[1].f1_at(delta):.2f} % "
+        f"untimed (F1 counts {scores[0].scored_rule}, as the online F1@Δt)"
     )
