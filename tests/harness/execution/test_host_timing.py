@@ -67,6 +67,29 @@ def test_honest_worker_agrees_and_a_stopped_clock_or_late_work_disagrees() -> No
     assert judge_host_timing([_recording(work, work + pipe)], None).reason == "no calibrated floor"
 
 
+def test_late_wake_ups_of_the_parent_are_not_hidden_work_unless_the_cpu_shows_it() -> None:
+    """Seen under two CPU hogs: an honest 3 ms busy-wait whose parent woke ~5 ms late on most frames, with
+    0.03-0.2 ms per frame of the worker's own overhead (pipe, loop, context switches) beside predict() in
+    its CPU time, was called a cheat once (the bar was 0.2 ms of CPU). Hidden work must show as CPU of at
+    least a quarter of what the worker reports (and 0.2 ms); a stopped clock reports ~0, so its bar stays
+    at 0.2 ms."""
+    n = 100
+    worker = np.full(n, 3_000_000)
+    late = worker + FLOOR.median_ns + 5_000_000  # the parent's round trip: the worker's work + late wake-up
+    overhead = 300_000  # per frame, CPU the worker's clock does not count
+    honest = judge_host_timing([_recording(worker, late, cpu_ns=int(worker.sum()) + n * overhead)], FLOOR)
+    assert honest.verdict == "agree"  # was "disagree": 0.3 ms > 0.2 ms
+    stopped = judge_host_timing(
+        [_recording(np.full(n, 1_000), late, cpu_ns=n * (3_000_000 + overhead))], FLOOR
+    )
+    assert stopped.verdict == "disagree"
+    # hiding half of the work: 1.5 ms reported, 1.5 ms more of CPU, above a quarter of 1.5 ms
+    half = judge_host_timing(
+        [_recording(np.full(n, 1_500_000), late, cpu_ns=n * (3_000_000 + overhead))], FLOOR
+    )
+    assert half.verdict == "disagree"
+
+
 def test_a_costly_reset_is_noted() -> None:
     work = np.full(100, 100_000)
     judged = judge_host_timing([_recording(work, work + FLOOR.median_ns, reset_ns=20_000_000)], FLOOR)

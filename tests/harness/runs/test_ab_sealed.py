@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[3]
 DATA = {"kind": "synthetic", "num_streams": 2, "duration_s": 3.0, "seed": 3}
 ENGINE = {"warmup_frames": 5}
 ROUNDS = RoundsConfig(rounds=6, streams_per_round=1, mode="interleaved", restart_every=None)
-CHEAT = {"work_us": 300}  # real work per frame; its own clock says ~0
+CHEAT = {"work_us": 2000}  # real work per frame; its own clock says ~0 (300 µs: under two CPU hogs its
+# busy-wait got ~half a core, under the check's 0.2 ms of CPU, and was called in 2 of 6 rounds)
 
 
 def _side(label: str, adapter: str, options: dict[str, object] | None = None, **command: object) -> Side:

@@ -97,7 +97,14 @@ def test_run_directory_with_several_result_files(online: tuple[RunResult, Path],
     assert points[1].value == robust.report.points[0].f1 and points[1].label.startswith(
         "F1@0ms Missing-Rate@50%"
     )
-    assert head.warnings == result.metrics.headline.warnings  # "only 3 test streams" among them
+    # the online run's warnings ("only 3 test streams" among them), and at most the robustness run's own
+    # timing notes beside them (a loaded machine: "reset_state() takes 2.76 ms per stream ..., 22x a frame")
+    online_warnings = result.metrics.headline.warnings
+    assert head.warnings[: len(online_warnings)] == online_warnings
+    assert all(
+        w.startswith(("reset_state() takes", "the worker used"))
+        for w in head.warnings[len(online_warnings) :]
+    )
     assert any("only 3 test streams" in w for w in head.warnings)
 
     # a failed point is null with the adapter's error, not a number
