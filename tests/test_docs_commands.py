@@ -449,6 +449,12 @@ def tiny(argv: list[str]) -> list[str]:
             extra += ["--duration", "1"]
             if _given(argv, "--streams") > 4:  # a command's own few streams stay (a fault at stream 2 of 4)
                 extra += ["--streams", "2"]
+        protocol = argv[argv.index("--protocol") + 1] if "--protocol" in argv[:-1] else None
+        if protocol == "capacity":
+            # a search runs for minutes: N = 1 and 2 only, under examples/capacity.toml's loose bound
+            for setting in ("streams=2", "min_point_s=0.5", "confidence=0.8", "target_miss_rate=0.05"):
+                extra += ["-p", setting]
+            extra += ["-p", "slack_misses=0", "--budget-s", "20"]
         return [*argv, *extra]
     if argv[:2] == ["streambench", "ab"]:
         extra = ["--streams", "2", "--duration", "1", "--warmup-frames", "10", "--rounds", "2"]
