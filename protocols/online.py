@@ -56,6 +56,7 @@ from streambench.protocols.online_events import (
     background_class,
     event_figures,
     failed_stream_events,
+    kept_classes,
     no_events_reason,
     scored_classes,
     stream_events,
@@ -234,16 +235,10 @@ def score(
     the planned streams the adapter failed on (their labels and clock, no output), each test one scored
     as answered wrongly on every unit (module docstring); a failed validation stream fits no threshold.
     ``background``: the data set's "no event" class (None: a class named "background", if any)."""
-    unknown = sorted(set(config.exclude_classes) - set(classes))
-    if unknown:
-        raise ValueError(f"exclude_classes: unknown class(es) {unknown}; the classes are {list(classes)}")
-    keep = np.array([c not in config.exclude_classes for c in classes])
-    if not keep.any():
-        raise ValueError("exclude_classes leaves no class to score")
+    keep, names = kept_classes(classes, config.exclude_classes)
     test = [r for r in recordings if r.role == "test"]
     if not test:
         raise ValueError("nothing to score: no test stream was recorded")
-    names = [c for c, k in zip(classes, keep, strict=True) if k]
     bg = background_class(classes, background)
     scored, scored_rule = scored_classes(names, len(classes), bg, config.exclude_classes, config.binary_f1)
     events = [i for i, name in enumerate(names) if name != bg] if bg is not None else []

@@ -53,6 +53,7 @@ __all__ = [
     "background_class",
     "event_figures",
     "failed_stream_events",
+    "kept_classes",
     "no_events_reason",
     "scored_classes",
     "stream_events",
@@ -128,6 +129,18 @@ def background_class(classes: Sequence[str], named: str | None) -> str | None:
     if named is not None and named in classes:
         return named
     return BACKGROUND if BACKGROUND in classes else None
+
+
+def kept_classes(classes: Sequence[str], excluded: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """The classes every figure of the online protocol keeps (``exclude_classes`` left out): a bool mask over
+    ``classes`` and the kept names in order. ValueError: an unknown excluded name, or nothing left."""
+    unknown = sorted(set(excluded) - set(classes))
+    if unknown:
+        raise ValueError(f"exclude_classes: unknown class(es) {unknown}; the classes are {list(classes)}")
+    keep = np.array([c not in excluded for c in classes])
+    if not keep.any():
+        raise ValueError("exclude_classes leaves no class to score")
+    return keep, [c for c, k in zip(classes, keep, strict=True) if k]
 
 
 def scored_classes(
