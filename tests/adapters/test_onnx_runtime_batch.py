@@ -27,26 +27,14 @@ from streambench.adapters.registry import create_adapter
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-DIM, HIDDEN, CLASSES = 4, 8, ("a", "b", "c")
+from tests.adapters.test_onnx_runtime import CLASSES, DIM, HIDDEN, StepGru  # every row its own stream
+
 X0, H0 = torch.zeros(1, DIM), torch.zeros(1, 1, HIDDEN)
+
 BATCH_AXES = {"x": {0: "b"}, "h": {1: "b"}, "logits": {0: "b"}, "h_out": {1: "b"}}
 
 
-class BatchGru(nn.Module):
-    """``forward(x [B, D], h [1, B, H]) -> (logits [B, C], h')``: every row its own stream."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.gru = nn.GRU(DIM, HIDDEN, batch_first=True)
-        self.head = nn.Linear(HIDDEN, len(CLASSES))
-
-    def forward(self, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        out, h = self.gru(x.unsqueeze(1), h)
-        return self.head(out[:, 0]), h
-
-
-class ClassesFirst(BatchGru):
+class ClassesFirst(StepGru):
     """The scores laid out ``[C, B]`` (the reviewer's model, /tmp/rev/transp.py): row b of the output is
     class b's score of every stream, not stream b's scores; ``classes`` sizes its head."""
 
@@ -68,7 +56,7 @@ class ClassesFirstUnknown(ClassesFirst):
         return logits.reshape(-1, x.shape[0]), h
 
 
-class MixedGru(BatchGru):
+class MixedGru(StepGru):
     """Each row's scores take in the mean state of the batch: right shapes, streams that are not apart."""
 
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -80,7 +68,7 @@ def _export(path: Path, module: nn.Module | None = None, **kwargs: Any) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the TorchScript-based exporter is deprecated in torch 2.13
         torch.onnx.export(
-            (module or BatchGru()).eval(), (X0, H0), str(path), input_names=["x", "h"],
+            (module or StepGru()).eval(), (X0, H0), str(path), input_names=["x", "h"],
             output_names=["logits", "h_out"], dynamo=False, **kwargs,
         )  # fmt: skip
     return str(path)
