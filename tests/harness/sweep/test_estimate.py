@@ -15,9 +15,6 @@ from streambench.harness.sweep.executors import SWEEP_FILE, SweepRecord
 from streambench.harness.sweep.spec import SweepFile, expand
 from tests.harness.sweep.sweep_helpers import SMALL_RUN, small_sweep
 
-pytestmark = pytest.mark.slow  # in the sweep's tier (tests/harness/sweep/test_driver.py): pytest -m slow
-
-
 # --- the time estimate of --dry-run ---------------------------------------------------------------------
 
 

@@ -8,8 +8,6 @@ import pytest
 
 from streambench.harness.sweep.executors import pinned_cores
 
-pytestmark = pytest.mark.slow  # in the sweep's tier (tests/harness/sweep/test_driver.py): pytest -m slow
-
 
 def test_pinned_cores_hands_out_distinct_cores_and_restores_the_affinity() -> None:
     before = os.sched_getaffinity(0)

@@ -6,12 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from streambench.harness.sweep.report import sweep_markdown
 from streambench.harness.sweep.report_html import write_sweep_html
-
-pytestmark = pytest.mark.slow  # in the sweep's tier (tests/harness/sweep/test_driver.py): pytest -m slow
 
 
 def _run_row(label: str, repeat: int, mean_ms: float | None, f1: float, status: str = "done") -> Any:

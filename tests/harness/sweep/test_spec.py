@@ -13,8 +13,6 @@ from streambench.harness.sweep.spec import SweepError, SweepFile, expand, load_s
 from streambench.protocols.robustness import RobustnessConfig
 from tests.harness.sweep.sweep_helpers import SMALL_RUN, small_sweep
 
-pytestmark = pytest.mark.slow  # in the sweep's tier (tests/harness/sweep/test_driver.py): pytest -m slow
-
 
 def _write_toml(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")

@@ -6,9 +6,6 @@ import pytest
 
 from streambench.harness.sweep.state import SweepProgress
 
-pytestmark = pytest.mark.slow  # in the sweep's tier (tests/harness/sweep/test_driver.py): pytest -m slow
-
-
 # --- progress -------------------------------------------------------------------------------------------
 
 
