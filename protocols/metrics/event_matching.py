@@ -230,6 +230,7 @@ def _maximum_matching(
     from scipy.optimize import linear_sum_assignment
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
+
     graph = coo_matrix((np.ones(r.size), (r, n_ref + d)), shape=(n_ref + n_det, n_ref + n_det))
     _, component = connected_components(graph, directed=False)
     edge_component = component[r]
