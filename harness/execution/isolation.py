@@ -276,18 +276,21 @@ class IsolatedEngine:
             self._raise_reply(header)
         return header["flops"], header["reason"]
 
-    def close(self) -> None:
+    def close(self, at_once: bool = False) -> None:
         """Ask the worker to stop; terminate it if it does not within a few seconds; then end what the
-        model started in it (:attr:`leftover_processes` names each)."""
+        model started in it (:attr:`leftover_processes` names each). ``at_once``: terminate it without
+        asking (the run is ending on an exception, e.g. Ctrl-C in a stream, where a worker inside a
+        stream would not read the request before the stream's end, and a sealed one not at all)."""
         process, conn, tree = self._process, self._conn, self._tree
         self._process, self._conn, self._tree = None, None, None
         if tree is not None and process is not None and process.is_alive():
             tree.note()
-        if conn is not None:
+        if conn is not None and not at_once:
             with contextlib.suppress(OSError):  # a dead worker's pipe is broken
                 conn.send_bytes(json.dumps({"kind": "close"}).encode())
         if process is not None:
-            _join(process, 5.0)
+            if not at_once:
+                _join(process, 5.0)
             if process.is_alive():
                 _end(process)
         if tree is not None:
@@ -309,7 +312,7 @@ class IsolatedEngine:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        self.close(at_once=exc_type is not None)
 
     # -- worker management ------------------------------------------------------------------------------
 
