@@ -51,6 +51,7 @@ def sealed_pool(
     record = PoolRecord()
     lanes: list[SealedLane] = []
     policies = []
+    interrupted = False  # by an exception (Ctrl-C, a failed point): the lanes end without the 5 s wait
     try:
         for _ in range(config.lanes()):
             policy = sandbox_policy(run)
@@ -64,9 +65,12 @@ def sealed_pool(
             lanes, lambda k, message: lanes[k].request(message), [lane.process.pid for lane in lanes]
         )
         yield pool, record
+    except BaseException:
+        interrupted = True
+        raise
     finally:
         for lane in lanes:
-            record.leftover.extend(lane.close())
+            record.leftover.extend(lane.close(at_once=interrupted))
         for policy in policies:
             discard(policy)
 
