@@ -44,7 +44,7 @@ from streambench.protocols.metrics import (
     window_bound_ns,
 )
 from streambench.protocols.metrics.checks import IntArray
-from streambench.protocols.online_events import background_class, kept_classes, scored_classes
+from streambench.protocols.online_events import f1_classes
 
 __all__ = ["NOT_SERVED", "CapacityPoint", "CapacityScore", "ServedFrames", "f1_columns", "score_point"]
 
@@ -146,12 +146,8 @@ def f1_columns(config: CapacityConfig, num_classes: int) -> tuple[np.ndarray, st
         return np.ones(num_classes, dtype=bool), "every class (the class names are unknown)"
     if len(classes) != num_classes:
         raise ValueError(f"classes: {len(classes)} names {list(classes)} for labels of {num_classes} classes")
-    keep, names = kept_classes(classes, config.exclude_classes)
-    background = background_class(classes, config.background_class)
-    scored, rule = scored_classes(names, len(classes), background, config.exclude_classes, config.binary_f1)
-    columns = keep.copy()
-    columns[keep] = scored
-    return columns, rule
+    counted = f1_classes(classes, config.exclude_classes, config.background_class, config.binary_f1)
+    return counted.columns, counted.rule
 
 
 def _f1(

@@ -53,12 +53,10 @@ from streambench.protocols.online_events import (
     EventFigures,
     EventsConfig,
     StreamEvents,
-    background_class,
     event_figures,
+    f1_classes,
     failed_stream_events,
-    kept_classes,
     no_events_reason,
-    scored_classes,
     stream_events,
 )
 from streambench.protocols.online_headline import Headline, failure_warnings, make_headline
@@ -235,12 +233,11 @@ def score(
     the planned streams the adapter failed on (their labels and clock, no output), each test one scored
     as answered wrongly on every unit (module docstring); a failed validation stream fits no threshold.
     ``background``: the data set's "no event" class (None: a class named "background", if any)."""
-    keep, names = kept_classes(classes, config.exclude_classes)
+    counted = f1_classes(classes, config.exclude_classes, background, config.binary_f1)
     test = [r for r in recordings if r.role == "test"]
     if not test:
         raise ValueError("nothing to score: no test stream was recorded")
-    bg = background_class(classes, background)
-    scored, scored_rule = scored_classes(names, len(classes), bg, config.exclude_classes, config.binary_f1)
+    keep, names, bg, scored = counted.keep, counted.names, counted.background, counted.scored
     events = [i for i, name in enumerate(names) if name != bg] if bg is not None else []
     validation = [r for r in recordings if r.role == "validation"]
     failed_validation = any(f.role == "validation" for f in failed)
@@ -281,7 +278,7 @@ def score(
     return OnlineScore(
         classes=names,
         scored_classes=[n for n, k in zip(names, scored, strict=True) if k],
-        scored_rule=scored_rule,
+        scored_rule=counted.rule,
         decision=decision,
         headline=headline,
         overall=StreamScore(

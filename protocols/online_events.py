@@ -49,9 +49,11 @@ __all__ = [
     "DelayFigures",
     "EventFigures",
     "EventsConfig",
+    "F1Classes",
     "StreamEvents",
     "background_class",
     "event_figures",
+    "f1_classes",
     "failed_stream_events",
     "kept_classes",
     "no_events_reason",
@@ -162,6 +164,41 @@ def scored_classes(
     else:
         rule = "every class" + (" (binary_f1 = 'all_classes')" if binary else "")
     return np.ones(len(names), dtype=bool), rule
+
+
+@dataclass(frozen=True)
+class F1Classes:
+    """The classes every F1 of the online protocol counts, worked out once (:func:`f1_classes`)."""
+
+    keep: np.ndarray
+    """bool over the data's classes: those ``exclude_classes`` leaves."""
+    names: list[str]
+    """the kept classes' names, in order."""
+    background: str | None
+    """the background among the data's classes (None: there is none)."""
+    scored: np.ndarray
+    """bool over ``names``: those F1 counts (a binary task's positive class only)."""
+    rule: str
+    """why those classes, in words (``OnlineScore.scored_rule``)."""
+
+    @property
+    def columns(self) -> np.ndarray:
+        """bool over the data's classes: the label columns F1 counts."""
+        columns = self.keep.copy()
+        columns[self.keep] = self.scored
+        return columns
+
+
+def f1_classes(
+    classes: Sequence[str], excluded: Sequence[str], named_background: str | None, binary_f1: str
+) -> F1Classes:
+    """:func:`kept_classes`, :func:`background_class` and :func:`scored_classes` in the order every
+    protocol scoring the online F1 applies them (online, capacity): one rule, one place. ValueError as
+    :func:`kept_classes`."""
+    keep, names = kept_classes(classes, excluded)
+    background = background_class(classes, named_background)
+    scored, rule = scored_classes(names, len(classes), background, excluded, binary_f1)
+    return F1Classes(keep=keep, names=names, background=background, scored=scored, rule=rule)
 
 
 def no_events_reason(

@@ -38,6 +38,7 @@ __all__ = [
     "SECRET_SEED_BITS",
     "DataConfig",
     "SeedKind",
+    "background_class_of",
     "check_sample_streams",
     "given_seed_kind",
     "make_streams",
@@ -72,6 +73,13 @@ _LOADERS: dict[str, tuple[Callable[[Any], list[Stream]], Callable[[Any, int], St
 }
 KINDS: tuple[str, ...] = tuple(_LOADERS)
 """Every data set kind ``RunConfig.data.kind`` accepts, the default (``"synthetic"``) first."""
+
+
+def background_class_of(config: DataConfig) -> str | None:
+    """The "no event" class the data set names (``audio_files``' ``background_class``, e.g. non-speech);
+    None for a kind that names none, where the online protocol looks for a class called "background"
+    (protocols/online_events.py ``background_class``). Every protocol's F1 binds it the same way."""
+    return config.background_class if isinstance(config, AudioFilesConfig) else None
 
 
 SeedKind = Literal["secret", "public"]

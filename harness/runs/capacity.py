@@ -24,7 +24,7 @@ from rich.table import Table
 
 from streambench.adapters.contract import AdapterInfo
 from streambench.adapters.registry import create_adapter, resolve
-from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+from streambench.harness.datasets.catalog import background_class_of, make_streams, make_warmup_stream
 from streambench.harness.execution.capacity_search import SourceStreams, run_search
 from streambench.harness.execution.config import RunConfig, run_id_for
 from streambench.harness.execution.executor import ProgressHook
@@ -70,7 +70,7 @@ def execute_capacity(
     """Search the capacity of ``run.adapter`` on ``run.data``'s streams; write ``capacity.json``."""
     run, seed_kind = fix_data_seed(run)  # once per run, in this (the harness's) process
     streams = make_streams(run.data)
-    config, f1_rule = _bind_classes(config, streams[0].classes, getattr(run.data, "background_class", None))
+    config, f1_rule = _bind_classes(config, streams[0].classes, background_class_of(run.data))
     n = max(run.engine.warmup_frames, 1)
     warmup = [encode_frame(f) for f in make_warmup_stream(run.data, n).frames()][:n]
     bound = data_bound_of(streams[0])

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 
 from streambench.adapters.contract import Stream
-from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+from streambench.harness.datasets.catalog import background_class_of, make_streams, make_warmup_stream
 from streambench.harness.datasets.perturb import perturb
 from streambench.harness.execution.adapter_errors import AdapterError
 from streambench.harness.execution.config import RunConfig, run_id_for
@@ -80,8 +80,7 @@ def execute_robustness(
             outcomes[variant.name] = _run_variant(runner.run_stream, streams, variant)
             if progress is not None:
                 progress(done, len(variants), variant.name)
-    background = getattr(config.data, "background_class", None)  # audio_files names its own (issue 27)
-    report = robustness.score(outcomes, variants, sweep, streams[0].classes, background)
+    report = robustness.score(outcomes, variants, sweep, streams[0].classes, background_class_of(config.data))
     environment, fingerprint = environment_for(config, streams, runner.module)
     run_id = config.run_id or run_id_for(config.adapter, "robustness")
     result = RobustnessResult(

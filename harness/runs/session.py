@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from streambench.adapters.contract import Stream
 from streambench.harness.datasets.catalog import (
+    background_class_of,
     given_seed_kind,
     make_streams,
     make_warmup_stream,
@@ -284,7 +285,7 @@ def _session(
                 raise RunInterrupted(f"{stopped} before the first test stream finished; {second}")
             raise NothingScoredError(run_dir, executor.failures, stopped)
         wrong = failed_streams(executor.failures, streams)  # scored as answered wrongly, never dropped
-        background = getattr(config.data, "background_class", None)  # audio_files names it (issue 27)
+        background = background_class_of(config.data)  # issue 27
         metrics = online.score(recordings, config.protocol, subject.info.classes, wrong, background)
         quality = measurement_quality(recordings, subject.info.device)
         host_timing = subject.host_timing(recordings)

@@ -25,7 +25,12 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
+from streambench.harness.datasets.catalog import (
+    DataConfig,
+    background_class_of,
+    make_streams,
+    make_warmup_stream,
+)
 from streambench.harness.execution.config import RunConfig, run_id_for
 from streambench.harness.execution.executor import ProgressHook
 from streambench.harness.execution.model_runner import open_runner
@@ -87,12 +92,11 @@ def event_summary(
     recordings: Sequence[StreamRecording],
     protocol: online.OnlineConfig,
     classes: Sequence[str],
-    data: BaseModel,
+    data: DataConfig,
 ) -> EventSummary:
     """The online protocol's score of the stability run's recordings, the data's ``background_class``
     (``audio_files``; None: a class named "background") bound as an online run binds it."""
-    background = getattr(data, "background_class", None)
-    scored = online.score(recordings, protocol, classes, background=background)
+    scored = online.score(recordings, protocol, classes, background=background_class_of(data))
     return EventSummary(
         curve=scored.overall.accuracy.curves["frame"]["strict"],
         segment_f1_micro=scored.overall.accuracy.segment_f1_micro,

@@ -52,7 +52,7 @@ from pathlib import Path
 from pydantic import Field
 
 from streambench.adapters.contract import Stream
-from streambench.harness.datasets.catalog import make_streams
+from streambench.harness.datasets.catalog import background_class_of, make_streams
 from streambench.harness.execution.adapter_errors import AdapterError
 from streambench.harness.execution.config import RunConfig, run_id_for
 from streambench.harness.execution.executor import ProgressHook
@@ -372,7 +372,7 @@ def timed_untimed_f1(
     configuration (0 ms by default; Strict, frame): the online protocol's, the data's ``background_class``
     bound as in an online run, so it counts the classes the online F1 counts (a binary task's positive
     class; protocols/online.py, issue 27), and says which."""
-    background = getattr(run.data, "background_class", None)  # audio_files names its own
+    background = background_class_of(run.data)
     delta = run.protocol.deltas_ms[0]
     scores = [online.score(recs, run.protocol, classes, background=background) for recs in (timed, untimed)]
     return (
