@@ -206,11 +206,10 @@ class SealedLane:
         if not at_once:
             with contextlib.suppress(OSError):
                 self.conn.send_bytes(b"C")
-            deadline = time.monotonic() + 5.0
-            while self.process.is_alive() and time.monotonic() < deadline:
-                time.sleep(0.01)
+            self.process.join(5.0)
         if self.process.is_alive():
             self.process.kill()
+            self.process.join(5.0)  # reaped before the lane is called closed (a kill is not yet an exit)
         left = self.tree.end()
         self.conn.close()
         return left
