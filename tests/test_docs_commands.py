@@ -46,11 +46,16 @@ SKIPPED: dict[str, str] = {
     "ruff check": "part of the test command, which .ci/run runs",
     "mypy": "part of the test command, which .ci/run runs",
     "python -m pytest -m docs_commands": "this module's own slow tier",
+    "python -m pytest tests/test_latency_gate.py": "the latency-gate recipe of docs/ci.md, run verbatim on a "
+    "throwaway repository with an origin by tests/harness/integrations/test_pytest_ab_recipe.py",
+    "git fetch origin": "the latency-gate recipe (run verbatim by tests/harness/integrations/"
+    "test_pytest_ab_recipe.py)",
     "python -m pytest benchmarks": "an opt-in benchmark: minutes of measurement, meant for an otherwise idle "
     "machine (docs/performance.md)",
     "python -m pytest": "the test command itself, which .ci/run runs",
     "mkdocs build --strict": "a step of its own in .ci/run",
-    "git worktree add": "needs a clone with a remote branch (origin/main)",
+    "git worktree add": "the latency-gate recipe: needs a clone with a remote branch (origin/main); run "
+    "verbatim by tests/harness/integrations/test_pytest_ab_recipe.py",
     "pytest tests/test_latency_gate.py": "the reader's own test file and base checkout; the streambench_ab "
     "fixture it calls is run by tests/harness/integrations/test_pytest_ab.py",
 }

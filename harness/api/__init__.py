@@ -9,7 +9,6 @@ calls :func:`run`; ``streambench ab`` calls :func:`ab`). Exposed as ``streambenc
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
 from pydantic import BaseModel
 
@@ -18,7 +17,7 @@ from streambench.harness.execution.executor import ProgressHook
 from streambench.harness.execution.rounds import Rounds, RoundsConfig, Side
 from streambench.harness.execution.worker_process import WorkerCommand
 from streambench.harness.runs import registry
-from streambench.harness.runs.ab import ABReport, run_ab
+from streambench.harness.runs.ab import ABReport, On, run_ab
 from streambench.harness.runs.interface import Outcome
 
 __all__ = ["ab", "run"]
@@ -61,7 +60,7 @@ def ab(
     rounds: RoundsConfig | None = None,
     fail_on: str = DEFAULT_GATE,
     *,
-    on: Literal["wall", "cpu"] = "wall",
+    on: On = "both",
     confidence: float = 0.95,
     pass_confidence: float = 0.995,
     force: bool = False,
@@ -80,9 +79,6 @@ def ab(
     each pair of rounds with the job so far."""
     from streambench.harness.results.compare import FailOnSpec
 
-    if on == "cpu":  # the figure judged is the thread CPU time of predict(), recorded by the engine
-        base, head = (c.model_copy(update={"engine": c.engine.model_copy(update={"cpu_time": "thread"})})
-                      for c in (base, head))  # fmt: skip
     sides = [
         Side(label=label, run=config, command=command or WorkerCommand())
         for label, config, command in (("base", base, base_command), ("head", head, head_command))

@@ -8,7 +8,7 @@ asked, or a side's measurement is INVALID; the output says how many more rounds 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the job's machinery is imported by the command that runs (C
     from streambench.harness.execution.config import RunConfig
     from streambench.harness.execution.rounds import Rounds
     from streambench.harness.execution.worker_process import WorkerCommand
-    from streambench.harness.runs.ab import ABReport
+    from streambench.harness.runs.ab import ABReport, On
 
 __all__ = ["ab", "register"]
 
@@ -52,12 +52,10 @@ def _side(
     """One side: ``common`` (data, engine, threads, torch seed) with this side's adapter and options, and
     the worker command of its interpreter and checkout."""
     from streambench.harness.execution.config import RunConfig
-    from streambench.harness.execution.worker_process import WorkerCommand, default_pythonpath
+    from streambench.harness.execution.worker_process import WorkerCommand
 
     run = RunConfig.model_validate({**common, "adapter": adapter, "adapter_options": options})
-    command: dict[str, Any] = {
-        "pythonpath": [str(p.resolve()) for p in paths] if paths else default_pythonpath()
-    }
+    command: dict[str, Any] = {"pythonpath": [str(p.resolve()) for p in paths or ()]}
     if python is not None:
         command["python"] = python
     return run, WorkerCommand.model_validate(command)
@@ -85,7 +83,15 @@ def _data(
 def _print(report: ABReport) -> None:
     from rich.table import Table
 
-    from streambench.harness.runs.ab import interval_levels, side_titles
+    from streambench.harness.runs.ab_text import (
+        code_lines,
+        effects_shown,
+        interval_levels,
+        judged_on,
+        looks_line,
+        side_titles,
+        undecided,
+    )
 
     base, head = report.sides
     base_title, head_title = side_titles(report)
@@ -94,29 +100,36 @@ def _print(report: ABReport) -> None:
         f"{safe(head_title)} · {report.mode} mode ({safe(report.mode_reason)}) · "
         f"{report.execution} workers · "
         f"{report.pairs} pairs · "
-        f"on {'CPU time (' + str(report.cpu_clock) + ')' if report.on == 'cpu' else 'wall time'} · "
-        f"{report.seconds:.0f} s",
+        f"on {judged_on(report)} · {safe(looks_line(report))}",
         highlight=False,
     )
     table = Table(caption=f"Hodges–Lehmann ratio over pairs of rounds; {interval_levels(report)}")
     for column in ("figure", "base ms", "head ms", "head / base", "interval", "noise"):
         table.add_column(column, justify="left" if column == "figure" else "right")
-    for e in report.gate.effects:
+    for key, e in effects_shown(report):
         pct = "null" if e.ratio is None else f"{(e.ratio - 1) * 100:+.1f} %"
         low, high = (("–" if v is None else f"{(v - 1) * 100:+.1f}") for v in (e.low, e.high))
         interval = "–" if e.low is None and e.high is None else f"[{low}, {high}] %"
         table.add_row(
-            e.key,
+            key,
             f"{e.base_median / 1e6:.4g}",
             f"{e.head_median / 1e6:.4g}",
             pct,
             interval,
             f"±{e.pair_spread:.1%}",
         )
+    for line in code_lines(report):
+        out.print(safe(line), highlight=False)
+    if report.differs_from_run:
+        shown = "; ".join(report.differs_from_run)
+        out.print(f"[dim]measured as streambench run measures, except: {safe(shown)}[/]", highlight=False)
     out.print(table)
     for v in report.gate.rules:
         colour = {"regression": "bold red", "inconclusive": "yellow"}.get(v.verdict, "green")
-        out.print(f"[{colour}]{safe(v.rule.describe())}: {v.verdict}[/] — {safe(v.reason)}", highlight=False)
+        on_cpu = " on CPU time" if v.clock == "cpu" else ""
+        out.print(
+            f"[{colour}]{safe(v.rule.describe())}: {v.verdict}{on_cpu}[/] — {safe(v.reason)}", highlight=False
+        )
     for side in report.sides:
         q = side.quality
         colour = "green" if q.verdict == "VALID" else "bold red"
@@ -127,6 +140,8 @@ def _print(report: ABReport) -> None:
         )
     if report.refusal:
         out.print(f"[yellow]not called:[/] {safe(report.refusal)}", highlight=False)
+    if report.verdict == "inconclusive" and not report.refusal:
+        out.print(f"[yellow]undecided:[/] {safe(undecided(report))}", highlight=False)
     colour = {"regression": "bold red", "inconclusive": "yellow"}.get(report.verdict, "bold green")
     out.print(f"[{colour}]{report.verdict}[/] (exit {report.exit_code})", highlight=False)
 
@@ -154,9 +169,15 @@ def ab(
     ] = None,
     base_path: Annotated[
         list[Path] | None,
-        typer.Option(help="base's PYTHONPATH, e.g. a checkout of the base commit (repeatable)"),
+        typer.Option(
+            help="base's own code, first for every import its adapter makes: a checkout of the base commit "
+            "(repeatable; default: the working directory)"
+        ),
     ] = None,
-    head_path: Annotated[list[Path] | None, typer.Option(help="head's PYTHONPATH (repeatable)")] = None,
+    head_path: Annotated[
+        list[Path] | None,
+        typer.Option(help="head's own code, as --base-path (default: the working directory)"),
+    ] = None,
     base_python: Annotated[str | None, typer.Option(help="base's interpreter (default: this one)")] = None,
     head_python: Annotated[str | None, typer.Option(help="head's interpreter (default: this one)")] = None,
     config_file: Annotated[
@@ -180,13 +201,29 @@ def ab(
     max_rounds: Annotated[
         int | None,
         typer.Option(
-            help="sequential: add pairs until decided or this many (error rate spent over the looks)"
+            help="sequential: add pairs until decided or this many (error rates spent over the looks; "
+            "default: as many as --budget-s allows)"
         ),
     ] = None,
-    step: Annotated[int, typer.Option(help="sequential: pairs added between looks")] = 4,
+    step: Annotated[
+        int | None,
+        typer.Option(help="sequential: pairs added between looks (default: half as many again each look)"),
+    ] = None,
+    budget_s: Annotated[
+        float | None,
+        typer.Option(
+            help="the job's wall-time budget in seconds: pairs are added until decided or the next look "
+            "would not fit; undecided then: exit 3 with the figure, its interval and the pairs it needs "
+            "(0: no budget: one look after --rounds pairs, or up to --max-rounds)"
+        ),
+    ] = 300.0,
     streams_per_round: Annotated[int, typer.Option(help="streams per side per round")] = 2,
     mode: Annotated[
-        str, typer.Option(help="auto | interleaved | duet (both sides at once, one core each)")
+        str,
+        typer.Option(
+            help="auto | alternate (the sides' frames in turn, one by one) | interleaved (rounds in turn) | "
+            "duet (both rounds at once, one core each)"
+        ),
     ] = "auto",
     restart_every: Annotated[
         int, typer.Option(help="fresh worker processes every this many pairs (0: one per side for the job)")
@@ -196,8 +233,12 @@ def ab(
         str, typer.Option("--fail-on", help='rules on p50, p95, p99, mean, e.g. "p50:+5%,p99:+20%"')
     ] = "p50:+5%",
     on: Annotated[
-        str, typer.Option(help="wall (default; latency's truth) | cpu (thread CPU time of predict())")
-    ] = "wall",
+        str,
+        typer.Option(
+            help="both (default: a regression on wall or CPU time, a pass on wall time) | wall | cpu (the "
+            "thread CPU time of predict())"
+        ),
+    ] = "both",
     confidence: Annotated[
         float,
         typer.Option(help="two-sided level (whole job): a false alarm at most half of 1 - this"),
@@ -232,10 +273,10 @@ def ab(
     from streambench.harness.execution.engine import AdapterError
     from streambench.harness.execution.isolation import WorkerError
     from streambench.harness.execution.rounds import RoundsConfig
-    from streambench.harness.runs.ab import ab_markdown
+    from streambench.harness.runs.ab_text import ab_markdown
 
-    if on not in ("wall", "cpu"):
-        raise fail(f"--on {on!r}: expected wall or cpu")
+    if on not in ("wall", "cpu", "both"):
+        raise fail(f"--on {on!r}: expected both, wall or cpu")
     try:
         typed = {
             name
@@ -269,6 +310,7 @@ def ab(
                 "rounds": rounds,
                 "max_rounds": max_rounds,
                 "step": step,
+                "budget_s": budget_s or None,
                 "streams_per_round": streams_per_round,
                 "mode": mode,
                 "seed": order_seed,
@@ -286,7 +328,7 @@ def ab(
                 f"pair {job.pairs}: {job.orders[-1]} · mean {base_ms:.3f} / {head_ms:.3f} ms", highlight=False
             )
 
-    on_clock: Literal["wall", "cpu"] = "cpu" if on == "cpu" else "wall"
+    on_clock: On = "cpu" if on == "cpu" else "wall" if on == "wall" else "both"
     try:  # the Python entry point; a bad --fail-on or confidence is refused there before any round
         report = api.ab(
             base, head, config, fail_on, on=on_clock, confidence=confidence, pass_confidence=pass_confidence,

@@ -14,6 +14,7 @@ from typing import Any
 
 from streambench.adapters.contract import Stream
 from streambench.harness.execution.host_timing import FeedStamps, PipeFloor, StartTimes, floor_of, now_ns
+from streambench.harness.execution.lockstep import Turn
 from streambench.harness.execution.sealed_feed import calibration_stream, encode_frame, stream_header
 
 __all__ = ["FrameServer", "PastTheEnd"]
@@ -32,6 +33,8 @@ class FrameServer:
         self._tokens: dict[str, str] = {}
         self._calibration: FeedStamps | None = None
         self._warmup: FeedStamps | None = None
+        self.turn: Turn | None = None
+        """Fed in turn with another worker's frames (harness/execution/lockstep.py); None: at once."""
 
     def queue(self, stream: Stream, then: bool = False) -> FeedStamps:
         """Encode ``stream``'s frames now (before its first frame is fed); ``then``: after the streams
@@ -79,6 +82,9 @@ class FrameServer:
         frames, stamps = self._feeds[0]
         stamps.acks.append(asked)
         stamps.commits.append(commit)
+        if self.turn is not None:  # the frame before has ended: the other side's turn, then ours
+            self.turn.ended()
+            self.turn.wait()
         stamps.sends.append(now_ns())
         self._served += 1
         return frames[self._served - 1]
@@ -91,6 +97,8 @@ class FrameServer:
             stamps.done_ns = now_ns()
             stamps.commits.append(commit)
         self._served = 0
+        if self.turn is not None:
+            self.turn.ended()
 
     def start_figures(self, started: int, ready: int) -> tuple[PipeFloor | None, StartTimes]:
         """The floor (from the calibration stream's round trips) and the start's phases on this clock:

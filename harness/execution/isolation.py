@@ -58,7 +58,7 @@ import io
 import json
 import multiprocessing
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import TracebackType
@@ -73,17 +73,20 @@ from streambench.harness.execution.adapter_errors import (
     AdapterOutputError,
     AdapterTimeoutError,
 )
+from streambench.harness.execution.code_identity import CodeFile, identify
 from streambench.harness.execution.config import IsolationConfig, RunConfig
 from streambench.harness.execution.engine import PROGRESS_INTERVAL_S, FrameProgress
 from streambench.harness.execution.frame_server import FrameServer, PastTheEnd
 from streambench.harness.execution.host_timing import PipeFloor, StartTimes, now_ns, process_cpu_ns
 from streambench.harness.execution.isolation_worker import IDLE, worker_main
+from streambench.harness.execution.lockstep import Turn
 from streambench.harness.execution.output_commits import check_commits
 from streambench.harness.execution.process_tree import LeftoverProcess, WorkerTree
 from streambench.harness.execution.sandbox import SandboxPolicy, SandboxRecord, discard, sandbox_policy
 from streambench.harness.execution.sealed_feed import DONE, NEXT, Extra, StreamsToFeed
 from streambench.harness.execution.sealed_worker import WorkerSpec
 from streambench.harness.execution.worker_errors import WorkerError, crash_error, reply_error, timeout_error
+from streambench.harness.execution.worker_paths import start_hooks, worker_paths
 from streambench.harness.execution.worker_process import (
     ChildProcess,
     SharedSlot,
@@ -155,6 +158,8 @@ class IsolatedEngine:
         self._following: tuple[FrameProgress, int | None] | None = None  # the progress of a request
         self._tree: WorkerTree | None = None  # the worker's process group, and its guard (issue 25)
         self.leftover_processes: list[LeftoverProcess] = []  # what the model left, ended with its workers
+        self.code: list[CodeFile] | None = None  # the files the adapter's code came from, hashed here
+        self.start_hooks: list[str] = []  # sealed: start-up hooks on its path (none ran before the sandbox)
 
     # -- public interface -------------------------------------------------------------------------------
 
@@ -250,6 +255,20 @@ class IsolatedEngine:
             host_wall_ns=wall,
             worker_cpu_ns=None if cpu_before is None or cpu_after is None else max(cpu_after - cpu_before, 0),
         )
+
+    @contextlib.contextmanager
+    def taking_turns(self, turn: Turn) -> Iterator[None]:
+        """Sealed mode: feed this worker's frames in turn with another worker's (the A/B gate's
+        ``alternate`` mode, harness/execution/lockstep.py) until the block ends; then this side leaves the
+        turn, so the other no longer waits for it."""
+        if not self.sealed:
+            raise ValueError("frames fed in turn need a sealed worker (sealed=True)")
+        self._frames.turn = turn
+        try:
+            yield
+        finally:
+            self._frames.turn = None
+            turn.leave()
 
     def rebuild(self) -> None:
         """Sealed mode: a fresh adapter instance in the same worker process, warmed up as the first was
@@ -373,10 +392,12 @@ class IsolatedEngine:
                     "a sealed worker runs this harness (its interpreter and import path); this command "
                     f"starts another ({self.command.python}, PYTHONPATH {self.command.pythonpath})"
                 )
-            self._policy = sandbox_policy(self.run_config)
+            paths = worker_paths(self.command.pythonpath if self.command is not None else ())
+            self.start_hooks = start_hooks(paths)
+            self._policy = sandbox_policy(self.run_config, [*paths.adapter, *paths.site])
             sandbox = json.dumps({"policy": self._policy.model_dump(), "mode": self.isolation.sandbox})
             extra_env = self.command.env if self.command is not None else None
-            process, parent = start_sealed_worker(sealed_json, self._progress, sandbox, extra_env)
+            process, parent = start_sealed_worker(sealed_json, self._progress, sandbox, extra_env, paths)
         elif self.command is not None:
             process, parent = start_worker(
                 self.command, self._config_json, self.isolation.memory_limit_mb, self._progress
@@ -420,6 +441,7 @@ class IsolatedEngine:
         self.warmup_stream_id = header["warmup_stream_id"]
         self.memory_limit_note = header["memory_limit_note"]
         self.adapter_process = header.get("process")  # None from a worker that does not say
+        self.code = identify(header.get("code"))
 
     def _note_start(self, started: int, ready: int) -> None:
         """Sealed mode: the floor from the calibration stream, the start's phases on this clock."""

@@ -28,6 +28,7 @@ import numpy as np
 
 from streambench.adapters.contract import Adapter, Frame, PredictOutput, Stream
 from streambench.harness.execution.adapter_errors import AdapterError
+from streambench.harness.execution.code_identity import code_files
 from streambench.harness.execution.output_commits import Outbox
 from streambench.harness.execution.sealed_feed import ParentFeed
 from streambench.protocols.recording import to_arrays
@@ -300,8 +301,10 @@ def serve(
         send(conn, {"kind": "failed", **describe(exc)})
         return
     info = server.adapter.info.model_dump(mode="json")
-    ready = {"kind": "ready", "peak_rss_bytes": peak_rss_bytes(), "info": info, "warmup_frames": frames}
+    ready: dict[str, Any] = {"kind": "ready", "peak_rss_bytes": peak_rss_bytes(), "info": info}
+    ready["warmup_frames"] = frames
     ready["process"] = process.model_dump(mode="json") if process is not None else None  # issue 27
+    ready["code"] = code_files(server.adapter)  # the files its code came from (the parent hashes them)
     send(conn, {**ready, "stream_ids": [], "warmup_stream_id": None, **listed, "memory_limit_note": note})
     server.serve(stream_for)
 

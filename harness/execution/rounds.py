@@ -29,9 +29,9 @@ Sequential stopping: the first look after ``rounds`` pairs, then one every ``ste
 
 from __future__ import annotations
 
-import math
 import os
 import random
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,9 +40,12 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from streambench.harness.execution.code_identity import CodeFile, same_code
 from streambench.harness.execution.config import IsolationConfig, RunConfig
 from streambench.harness.execution.host_timing import judge_host_timing
 from streambench.harness.execution.isolation import IsolatedEngine
+from streambench.harness.execution.lockstep import Lockstep
+from streambench.harness.execution.rounds_plan import LookPlan, Stop, fits, plan_looks
 from streambench.harness.execution.worker_process import WorkerCommand, pin, runs_this_harness
 from streambench.protocols.recording import StreamRecording
 
@@ -59,7 +62,7 @@ __all__ = [
 ]
 
 DUET_MIN_CORES = 3
-Mode = Literal["interleaved", "duet"]
+Mode = Literal["alternate", "interleaved", "duet"]
 Execution = Literal["sealed", "isolated"]
 
 
@@ -91,15 +94,32 @@ class Side(BaseModel):
 
 
 class RoundsConfig(BaseModel):
-    """How many rounds, how large, in which mode."""
+    """How many rounds, how large, in which mode, for how long."""
 
     model_config = ConfigDict(extra="forbid")
 
     rounds: int = Field(12, ge=1, description="pairs of rounds before the first look")
-    max_rounds: int | None = Field(None, ge=1, description="sequential: add pairs up to this many")
-    step: int = Field(4, ge=1, description="sequential: pairs added between looks")
+    max_rounds: int | None = Field(
+        None, ge=1, description="sequential: add pairs up to this many (default: as many as budget_s allows)"
+    )
+    step: int | None = Field(
+        None,
+        ge=1,
+        description="sequential: pairs added between looks (default: half as many again as at the last look)",
+    )
+    budget_s: float | None = Field(
+        300.0,
+        gt=0,
+        description="sequential: the job's wall-time budget; pairs are added until the verdict is decided or "
+        "the next look would not fit (None, with no max_rounds: one look after rounds pairs)",
+    )
     streams_per_round: int = Field(2, ge=1, description="streams each side runs per round")
-    mode: Literal["auto", "interleaved", "duet"] = "auto"
+    mode: Literal["auto", "alternate", "interleaved", "duet"] = Field(
+        "auto",
+        description="alternate: the sides' frames one by one in turn (sealed workers); interleaved: rounds "
+        "one after the other; duet: both rounds at once, one core each; auto: duet on 3 cores or more, "
+        "else alternate where the workers are sealed, else interleaved",
+    )
     seed: int = Field(0, description="seed of the order within pairs and of the cores in duet mode")
     restart_every: int | None = Field(
         1,
@@ -116,11 +136,10 @@ class RoundsConfig(BaseModel):
         return self
 
 
-def planned_looks(config: RoundsConfig) -> int:
-    """How many times the sequential gate may look (1 without ``max_rounds``)."""
-    if config.max_rounds is None:
-        return 1
-    return 1 + math.ceil((config.max_rounds - config.rounds) / config.step)
+def planned_looks(config: RoundsConfig, seconds_per_pair: float | None = None) -> LookPlan:
+    """The looks of a job of ``config`` whose first pair took ``seconds_per_pair``
+    (harness/execution/rounds_plan.py)."""
+    return plan_looks(config.rounds, config.max_rounds, config.step, config.budget_s, seconds_per_pair)
 
 
 @dataclass
@@ -137,6 +156,9 @@ class SideRounds:
     clocks: list[str] = field(default_factory=list)
     """Per round of a sealed job: the parent's clock against the worker's (``agree``, ``disagree``,
     ``not-checked``; harness/execution/host_timing.py); empty for isolated workers (no parent clock)."""
+    code: list[CodeFile] | None = None
+    """The files the side's adapter code came from (its first worker's report, hashed here); None: an
+    older checkout's worker does not say."""
 
     def clock_verdict(self) -> Literal["agree", "disagree"] | None:
         """``disagree`` when the parent's clock disagreed with the worker's in most checked rounds (a
@@ -173,17 +195,36 @@ class Rounds:
     workers: int = 0
     execution: Execution = "sealed"
     execution_reason: str = ""
+    plan: LookPlan | None = None
+    """The looks planned after the first pair (its speed and the budget)."""
+    stop: Stop = "one look"
+    """Why the job ended: decided, the budget or max_rounds reached, or its only look made."""
+    seconds: float = 0.0
+    """Wall time of the pairs (worker starts included)."""
+    resized: list[str] = field(default_factory=list)
+    """Each growth of the rounds after a look (from the noise measured in the pairs so far)."""
+
+    @property
+    def planned_looks(self) -> int:
+        return self.plan.looks if self.plan is not None else 1
 
     @property
     def pairs(self) -> int:
         return len(self.orders)
 
 
-def choose_mode(requested: Literal["auto", "interleaved", "duet"]) -> tuple[Mode, str]:
-    """The mode to run and why (duet needs a core per side; ``auto`` also leaves one for the rest)."""
+def choose_mode(
+    requested: Literal["auto", "alternate", "interleaved", "duet"], execution: Execution = "sealed"
+) -> tuple[Mode, str]:
+    """The mode to run and why (duet needs a core per side, ``auto`` also leaves one for the rest;
+    alternate needs sealed workers, whose frames this process feeds)."""
     cores = len(os.sched_getaffinity(0))
     if requested == "interleaved":
         return "interleaved", "asked for"
+    if requested == "alternate":
+        if execution != "sealed":
+            raise ValueError("alternate mode feeds both sides' frames in turn: it needs sealed workers")
+        return "alternate", "asked for"
     if requested == "duet":
         if cores < 2:
             raise ValueError(f"duet mode needs 2 cores (one per side); this process may use {cores}")
@@ -193,9 +234,14 @@ def choose_mode(requested: Literal["auto", "interleaved", "duet"]) -> tuple[Mode
             "duet",
             f"auto: {cores} usable cores (duet needs {DUET_MIN_CORES}: one per side, one for the rest)",
         )
+    if execution == "sealed":
+        return "alternate", (
+            f"auto: {cores} usable cores, sealed workers: the sides' frames in turn, one by one (duet needs "
+            f"{DUET_MIN_CORES} cores)"
+        )
     return "interleaved", (
-        f"auto: {cores} usable cores; duet needs {DUET_MIN_CORES} (one per side, one for the harness and the "
-        "rest of the machine)"
+        f"auto: {cores} usable cores and isolated workers (frames in turn need sealed ones; duet needs "
+        f"{DUET_MIN_CORES} cores)"
     )
 
 
@@ -206,68 +252,85 @@ def run_rounds(
     decide: Callable[[Rounds], bool] | None = None,
     progress: Callable[[Rounds], None] | None = None,
     isolation: IsolationConfig | None = None,
+    size: Callable[[Rounds, int], tuple[int, str] | None] | None = None,
 ) -> Rounds:
-    """Start both workers, warm them up, run pairs until ``rounds`` (then, sequentially, until ``decide``
-    says the verdict is reached or ``max_rounds``); adapter failures propagate (the job has no verdict)."""
-    mode, why = choose_mode(config.mode)
+    """Start both workers, warm them up, run pairs until the first look (``rounds`` pairs), then,
+    sequentially, until ``decide`` says the verdict is reached, the planned looks are spent or the next
+    look would not fit in the budget (harness/execution/rounds_plan.py); adapter failures propagate (the
+    job has no verdict). ``size``: after an undecided look, given the job and the streams per round so far,
+    more streams per round for the pairs to come and why (None: as they are)."""
     execution, execution_why = choose_execution(base, head, isolation)
+    mode, why = choose_mode(config.mode, execution)
     chosen_isolation = (isolation or IsolationConfig()).model_copy(update={"sealed": execution == "sealed"})
     rng = random.Random(config.seed)
-    cores = sorted(os.sched_getaffinity(0))
     labels = (base.label, head.label)
     specs = {base.label: base, head.label: head}
     engines: dict[str, IsolatedEngine] = {}
     job: Rounds | None = None
+    started = time.monotonic()
+    per, fed = config.streams_per_round, 0  # streams per round now; streams fed so far (cycled)
     with ThreadPoolExecutor(2) as pool:
         try:
             while True:
-                target = (
-                    config.rounds if job is None else min(job.pairs + config.step, config.max_rounds or 0)
-                )
+                target = config.rounds if job is None or job.plan is None else job.plan.at[job.looks]
                 while job is None or job.pairs < target:
                     k = job.pairs if job is not None else 0
                     if not engines or (config.restart_every and k % config.restart_every == 0):
                         _restart(engines, specs, chosen_isolation, pool)
                     if job is None:
+                        refuse_same_code(base, head, engines[base.label].code, engines[head.label].code)
                         job = Rounds(
                             mode=mode,
                             mode_reason=why,
-                            base=SideRounds(base.label, engines[base.label].info.name),
-                            head=SideRounds(head.label, engines[head.label].info.name),
+                            base=SideRounds(
+                                base.label, engines[base.label].info.name, code=engines[base.label].code
+                            ),
+                            head=SideRounds(
+                                head.label, engines[head.label].info.name, code=engines[head.label].code
+                            ),
                             execution=execution,
                             execution_reason=execution_why,
                         )
                     ids = engines[base.label].stream_ids
-                    per = config.streams_per_round
-                    chosen = [ids[(k * per + j) % len(ids)] for j in range(per)]
+                    chosen = [ids[(fed + j) % len(ids)] for j in range(per)]
+                    fed += per
                     order = list(labels)
                     rng.shuffle(order)
-                    if mode == "interleaved":
-                        done = {label: _run(engines[label], chosen) for label in order}
-                        job.orders.append(" then ".join(order))
-                    else:
-                        placed = rng.sample(cores, 2)
-                        for label, core in zip(order, placed, strict=True):
-                            pid = engines[label].worker_pid
-                            if pid is not None:
-                                pin(pid, (core,))
-                        futures = {label: pool.submit(_run, engines[label], chosen) for label in order}
-                        done = {label: f.result() for label, f in futures.items()}
-                        job.orders.append(
-                            ", ".join(f"{label}@cpu{core}" for label, core in zip(order, placed, strict=True))
-                        )
+                    done, placed = _pair(mode, engines, order, chosen, rng, pool)
+                    job.orders.append(placed)
                     job.base.add(done[base.label])
                     job.head.add(done[head.label])
                     if execution == "sealed":
                         for label, side in ((base.label, job.base), (head.label, job.head)):
                             side.clocks.append(_clock_verdict(engines[label], done[label]))
                     job.stream_ids.append(chosen)
+                    job.seconds = time.monotonic() - started
+                    if job.plan is None:  # after the first pair: its speed and the budget fix the looks
+                        job.plan = planned_looks(config, job.seconds)
+                        target = job.plan.at[0]
                     if progress is not None:
                         progress(job)
                 job.looks += 1
-                if decide is None or config.max_rounds is None or job.pairs >= config.max_rounds:
+                assert job.plan is not None  # fixed after the first pair
+                if job.looks >= job.plan.looks:
+                    job.stop = "one look" if job.plan.looks == 1 else "max_rounds"
+                    if job.plan.looks > 1 and config.max_rounds is None:
+                        job.stop = "budget"
+                    break
+                if decide is None:
                     break
                 if decide(job):
+                    job.stop = "decided"
+                    break
+                grown = size(job, per) if size is not None else None
+                if grown is not None and grown[0] > per:
+                    job.resized.append(
+                        f"{per} -> {grown[0]} streams per round after {job.pairs} pairs: {grown[1]}"
+                    )
+                    per = grown[0]
+                more = job.plan.at[job.looks] - job.pairs
+                if not fits(config.budget_s, job.seconds, job.pairs, more):
+                    job.stop = "budget"
                     break
         finally:
             for engine in engines.values():
@@ -279,6 +342,67 @@ def run_rounds(
         else 1
     )
     return job
+
+
+def _pair(
+    mode: Mode,
+    engines: dict[str, IsolatedEngine],
+    order: list[str],
+    chosen: list[str],
+    rng: random.Random,
+    pool: ThreadPoolExecutor,
+) -> tuple[dict[str, list[StreamRecording]], str]:
+    """One pair of rounds in ``mode``: each side's recordings, and how the pair ran (the order, the side
+    that went first, or the cores)."""
+    if mode == "interleaved":
+        return {label: _run(engines[label], chosen) for label in order}, " then ".join(order)
+    if mode == "alternate":  # both on one core drawn per pair: the same neighbours for both sides' frames
+        core = rng.choice(sorted(os.sched_getaffinity(0)))
+        for label in order:
+            pid = engines[label].worker_pid
+            if pid is not None:
+                pin(pid, (core,))
+        lockstep = Lockstep(order, first=order[0])
+
+        def in_turn(label: str) -> list[StreamRecording]:
+            with engines[label].taking_turns(lockstep.turn(label)):
+                return _run(engines[label], chosen)
+
+        futures = {label: pool.submit(in_turn, label) for label in order}
+        return {
+            label: f.result() for label, f in futures.items()
+        }, f"{order[0]} first, frames in turn, cpu{core}"
+    placed = rng.sample(sorted(os.sched_getaffinity(0)), 2)
+    for label, core in zip(order, placed, strict=True):
+        pid = engines[label].worker_pid
+        if pid is not None:
+            pin(pid, (core,))
+    futures = {label: pool.submit(_run, engines[label], chosen) for label in order}
+    shown = ", ".join(f"{label}@cpu{core}" for label, core in zip(order, placed, strict=True))
+    return {label: f.result() for label, f in futures.items()}, shown
+
+
+def refuse_same_code(
+    base: Side, head: Side, base_code: list[CodeFile] | None, head_code: list[CodeFile] | None
+) -> None:
+    """Refuse a comparison of two checkouts whose sides imported the very same files: the user named
+    each side's own code (``--base-path``, ``--head-path``), yet both would measure one and the same
+    model, and any verdict would compare the code with itself. (Sides that differ in their adapter or
+    its options may share files: that is what they compare.)"""
+    named = base.command.pythonpath != head.command.pythonpath
+    same_model = (base.run.adapter, base.run.adapter_options) == (head.run.adapter, head.run.adapter_options)
+    if named and same_model and same_code(base_code, head_code):
+        files = ", ".join(f"{c.name} from {c.file}" for c in base_code or [])
+        raise ValueError(
+            f"{base.label} and {head.label} import the same files ({files}) although each names its own "
+            f"code ({base.label}: {_shown(base.command.pythonpath)}, {head.label}: "
+            f"{_shown(head.command.pythonpath)}): give each side the directory its own package is imported "
+            "from (a src/ layout: the checkout's src)"
+        )
+
+
+def _shown(paths: Sequence[str]) -> str:
+    return os.pathsep.join(paths) if paths else "the working directory"
 
 
 def _restart(

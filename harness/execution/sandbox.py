@@ -90,10 +90,10 @@ class SandboxPolicy(BaseModel):
     """A private throw-away directory (mode 0700), readable and writable; TMPDIR, HOME, XDG_* point at it."""
     device_paths: list[str] = []
     """Device files (and /dev/shm, for multiprocessing's semaphores) the worker may read, write, ioctl."""
-    import_paths: list[str] = []
-    """Directories appended to the worker's ``sys.path`` before it is confined: the current directory when
-    the adapter's module is found only there (the registry's fallback, as ``python -m`` looks), so the
-    directory is listed while it still can be; of its contents only the module is in ``read_paths``."""
+    listed_paths: list[str] = []
+    """Directories whose listing the worker's import system caches before it is confined: where the
+    adapter's code is found (harness/execution/worker_paths.py). One that holds a denied path (a checkout
+    holding ``results/``) is carved in ``read_paths`` and cannot be listed once confined."""
 
 
 class SandboxRecord(BaseModel):
@@ -172,16 +172,17 @@ def policy_for(
     *,
     write_dir: str | None = None,
     packages: Sequence[str] = _OWN_PACKAGES,
-    import_paths: Sequence[str] = (),
+    adapter_paths: Sequence[str] = (),
 ) -> SandboxPolicy:
     """The worker's policy, computed in the parent. ``denied``: the data set's files and directories, the
     results store, any output directory (they need not exist yet). ``extra_read``: the adapter's code and
-    model files. ``write_dir``: a fresh private directory is made when None (remove it with
-    :func:`discard`). Raises ValueError when an allowed path lies inside a denied one (a sys.path entry
-    there is dropped instead)."""
+    model files. ``adapter_paths``: where the adapter's imports are found (readable but for the denied
+    paths inside them, and listed before confinement). ``write_dir``: a fresh private directory is made
+    when None (remove it with :func:`discard`). Raises ValueError when an allowed path lies inside a
+    denied one (a sys.path entry there is dropped instead)."""
     refused = sorted({os.path.realpath(os.fspath(p)) for p in denied})
     strict = _python_roots() + _package_dirs(packages) + [os.fspath(p) for p in extra_read]
-    loose = [entry or os.getcwd() for entry in sys.path] + list(_SYSTEM)
+    loose = [entry or os.getcwd() for entry in [*adapter_paths, *sys.path]] + list(_SYSTEM)
     loose += [site.getusersitepackages()] if site.ENABLE_USER_SITE else []
     loose += [f"/etc/{name}" for name in _ETC] + [f"/proc/{name}" for name in _PROC]
     roots: dict[str, bool] = {}
@@ -204,9 +205,8 @@ def policy_for(
         if made:
             os.rmdir(writable)
         raise ValueError(f"sandbox: the writable {writable} overlaps a denied path")
-    return SandboxPolicy(
-        read_paths=read_paths, write_dir=writable, device_paths=devices, import_paths=list(import_paths)
-    )
+    listed = [p for p in dict.fromkeys(adapter_paths) if os.path.isdir(p)]
+    return SandboxPolicy(read_paths=read_paths, write_dir=writable, device_paths=devices, listed_paths=listed)
 
 
 def discard(policy: SandboxPolicy) -> None:
@@ -221,9 +221,9 @@ def _thread_count() -> int:
         return threading.active_count()
 
 
-def _prefill_import_caches() -> None:
-    """Fill each sys.path entry's import cache now: a split entry cannot be listed inside the sandbox."""
-    for entry in list(sys.path):
+def _prefill_import_caches(entries: Iterable[str]) -> None:
+    """Fill each entry's import cache now: a split entry cannot be listed inside the sandbox."""
+    for entry in entries:
         finder = pkgutil.get_importer(entry or os.getcwd())
         find_spec = getattr(finder, "find_spec", None)
         if find_spec is not None:
@@ -281,8 +281,7 @@ def enter_sandbox(policy: SandboxPolicy, mode: SandboxMode = "auto") -> SandboxR
             f"enter_sandbox: this process already runs {threads} threads and Landlock ABI {abi} confines "
             "only the calling one (ABI 8 confines all); enter the sandbox before starting any thread"
         )
-    sys.path.extend(p for p in policy.import_paths if p not in sys.path)
-    _prefill_import_caches()
+    _prefill_import_caches(dict.fromkeys([*sys.path, *policy.listed_paths]))
     try:
         mechanism = _restrict(policy, abi, all_threads=threads > 1)
     except OSError as exc:
@@ -296,48 +295,53 @@ def enter_sandbox(policy: SandboxPolicy, mode: SandboxMode = "auto") -> SandboxR
     return SandboxRecord(status="sandboxed", mechanism=mechanism)
 
 
-def sandbox_policy(config: Any) -> SandboxPolicy:
+def sandbox_policy(config: Any, adapter_paths: Sequence[str] | None = None) -> SandboxPolicy:
     """The sealed worker's policy for a run (``config``: a
-    :class:`streambench.harness.execution.config.RunConfig`). Denied: every path the data set's configuration
-    names (its roots, label and manifest files), the results store (``output_dir``, and the default
-    ``results/`` here too) and a baseline run. Readable besides the defaults: the adapter's own module
-    (:func:`adapter_code`) and every adapter option that names an existing file or directory (weights,
-    TorchScript / ONNX files)."""
+    :class:`streambench.harness.execution.config.RunConfig`; ``adapter_paths``: where the worker finds the
+    adapter's code, :class:`~streambench.harness.execution.worker_paths.WorkerPaths` ``adapter``, by
+    default the working directory's and this process's path). Denied:
+    every path the data set's configuration names (its roots, label and manifest files), the results
+    store (``output_dir``, and the default ``results/`` here too) and a baseline run. Readable besides
+    the defaults: the adapter's own module (:func:`adapter_code`), what lies in ``adapter_paths`` and
+    every adapter option that names an existing file or directory (weights, TorchScript / ONNX files)."""
     # the run's store, and the default one wherever this run writes (earlier runs' recordings and labels)
     denied = [config.output_dir, Path("results"), *_paths_in(config.data.model_dump(mode="json"))]
     if config.baseline is not None:
         denied.append(config.baseline)
-    code, import_paths = adapter_code(config.adapter)
+    if adapter_paths is None:
+        from streambench.harness.execution.worker_paths import worker_paths
+
+        adapter_paths = worker_paths().adapter
+    code = adapter_code(config.adapter, adapter_paths)
     extra = [*code, *(value for value in _paths_in(config.adapter_options) if os.path.exists(value))]
-    return policy_for(denied=denied, extra_read=extra, import_paths=import_paths)
+    return policy_for(denied=denied, extra_read=extra, adapter_paths=adapter_paths)
 
 
-def adapter_code(adapter: str) -> tuple[list[str], list[str]]:
+def adapter_code(adapter: str, search: Sequence[str] = ()) -> list[str]:
     """Where the worker will import an adapter's top-level module from, found without running any of it
-    (no package ``__init__`` is executed here): ``(paths to read, directories to add to sys.path)``. As
-    :func:`streambench.adapters.registry.resolve` looks: ``sys.path`` first, then the current directory (which
-    a console script's ``sys.path`` lacks; it is then the one directory to add). A registry name is its
-    ``module:Class``."""
+    (no package ``__init__`` is executed here): the paths to read. Searched as the worker searches:
+    ``search`` (the worker's adapter directories) first, then this process's ``sys.path``. A registry
+    name is its ``module:Class``."""
     from streambench.adapters.registry import known
 
     target = known().get(adapter, adapter)
     if ":" not in target:
-        return [], []
+        return []
     module = target.partition(":")[0]
     top = module.split(".")[0]
     if not top:
-        return [], []
+        return []
     if top == "streambench":  # one of our floors: its own directory (the floors are mapped one by one)
         floor = ".".join(module.split(".")[:2])
-        return [os.path.realpath(p) for p in _package_dirs([floor])], []
+        return [os.path.realpath(p) for p in _package_dirs([floor])]
     here = os.getcwd()
-    for search, added in ((sys.path, []), ([here], [here])):
-        with contextlib.suppress(Exception):  # a broken path hook: the worker's import will say so
-            spec = importlib.machinery.PathFinder.find_spec(top, [entry or here for entry in search])
-            if spec is not None:
-                found = list(spec.submodule_search_locations or ([spec.origin] if spec.origin else []))
-                return [p for p in found if os.path.exists(p)], added
-    return [], []
+    with contextlib.suppress(Exception):  # a broken path hook: the worker's import will say so
+        entries = [entry or here for entry in [*search, *sys.path]]
+        spec = importlib.machinery.PathFinder.find_spec(top, entries)
+        if spec is not None:
+            found = list(spec.submodule_search_locations or ([spec.origin] if spec.origin else []))
+            return [p for p in found if os.path.exists(p)]
+    return []
 
 
 def _paths_in(tree: Any) -> list[str]:

@@ -11,8 +11,10 @@ the parent one at a time (:mod:`streambench.harness.execution.sealed_feed`).
 Start-up, in order, each step timed by the parent (:mod:`streambench.harness.execution.host_timing`):
 
 1. imports of the harness's engine, then the pipe's floor: ``calibration`` frames of the data set's
-   shapes (noise, not data) fed to the null adapter, before the model is imported;
-2. the model's import and construction, then its warm-up on the frames the parent serves;
+   shapes (noise, not data) fed to the null adapter, before anything of the model's can run (the worker
+   started with no start-up hook: harness/execution/worker_paths.py);
+2. the adapter's directories put first on the path and the site directories' ``.pth`` files run, then
+   the model's import and construction, then its warm-up on the frames the parent serves;
 3. ``ready``, then requests (:class:`streambench.harness.execution.isolation_worker.RequestServer`).
 """
 
@@ -36,6 +38,7 @@ from streambench.harness.execution.isolation_worker import (
     serve,
 )
 from streambench.harness.execution.output_commits import Outbox
+from streambench.harness.execution.worker_paths import WorkerPaths, open_adapter_paths
 from streambench.harness.instruments.threads import ThreadConfig
 
 __all__ = ["WorkerSpec", "sealed_main"]
@@ -59,13 +62,16 @@ class WorkerSpec(BaseModel):
     warmup: dict[str, Any] | None = Field(None, description="the warm-up stream's header (a token)")
 
 
-def sealed_main(spec_json: str, conn: Connection, slot: Any) -> None:
+def sealed_main(spec_json: str, conn: Connection, slot: Any, paths: WorkerPaths | None = None) -> None:
     """Entry point of a sealed worker (a plain child: harness/execution/worker_process.py
-    ``start_sealed_worker``, after its bootstrap entered the sandbox)."""
+    ``start_sealed_worker``, after its bootstrap entered the sandbox). ``paths``: where the adapter's code
+    is found, opened once the floor is calibrated (None: the path as it stands)."""
     bind_to_parent()
     if spec_json.startswith("serving:"):  # the capacity protocol's serving worker (issue 28)
         from streambench.harness.execution.serving_worker import serving_main
 
+        if paths is not None:
+            open_adapter_paths(paths)
         return serving_main(spec_json.removeprefix("serving:"), conn, slot)
     try:
         from streambench.adapters.registry import create_adapter
@@ -82,6 +88,8 @@ def sealed_main(spec_json: str, conn: Connection, slot: Any) -> None:
             null = WorkerAdapter(create_adapter("null", data_bound={"classes": classes}), slot, outbox)
             Engine(null, plain).run_stream(sealed_stream(conn, spec.calibration, classes, outbox))
             slot[0] = IDLE
+        if paths is not None:  # only now: the adapter's directories, and the site directories' .pth files
+            open_adapter_paths(paths)
         warmup = sealed_stream(conn, spec.warmup, classes, outbox) if spec.warmup is not None else None
 
         def build() -> Adapter:

@@ -1,27 +1,33 @@
-"""An isolation worker in its own interpreter, with its own ``PYTHONPATH`` (issue 16, ``streambench ab``).
+"""Worker processes as plain children with a command line of their own.
 
-``--isolate`` starts its worker with ``multiprocessing``'s "spawn", which runs the parent's interpreter and
-hands the child the parent's ``sys.path``: both sides of an A/B comparison would then import the same
-checkout. In CI the two sides are two commits, so a side here is a plain child process::
+Two kinds:
+
+- a *sealed* worker (:func:`start_sealed_worker`) runs this harness as ``python -I -S -c BOOTSTRAP``: no
+  start-up hook runs, the path is built step by step (harness/execution/worker_paths.py), the sandbox is
+  entered before anything of the adapter's is imported, and the adapter's code is found in its side's
+  own directories first (``WorkerCommand.pythonpath``: a checkout of the base commit for ``ab``), else
+  from the working directory, as ``python -m`` looks;
+- an *isolated* worker of another checkout or interpreter (:func:`start_worker`, ``streambench ab``
+  ``--base-path`` at a checkout of streambench itself, ``--base-python``)::
 
     PYTHON -c BOOTSTRAP CONN_FD SLOT_FD MEMORY_LIMIT CPUS HARNESS   (env PYTHONPATH = the side's paths)
 
-The bootstrap (below; small, and using only what ``harness/execution/isolation_worker.py`` has offered
-since ``--isolate`` exists, so an older checkout can be a side) drops the current directory that ``-c``
-puts first on ``sys.path`` (so the working directory's checkout does not shadow the side's),
-pins itself to ``CPUS``
-when given (duet mode), imports ``HARNESS`` (:func:`harness_package`: ``harness`` in a checkout from
-before streambench 0.2), wraps its inherited socket in a ``multiprocessing`` :class:`Connection`, maps the
-progress slot (8 bytes of a shared temporary file: the frame being run, as the ``RawArray`` does for
-``--isolate``), reads the run configuration and calls that checkout's ``worker_main``. The parent
-(:class:`~streambench.harness.execution.isolation.IsolatedEngine`) then speaks the same protocol as with
-spawn: JSON headers and ``numpy.savez`` bytes, nothing pickled.
+  Its bootstrap (below; small, and using only what ``harness/execution/isolation_worker.py`` has offered
+  since ``--isolate`` exists, so an older checkout can be a side) drops the current directory that ``-c``
+  puts first on ``sys.path`` (so the working directory's checkout does not shadow the side's), pins
+  itself to ``CPUS`` when given (duet mode), imports ``HARNESS`` (:func:`harness_package`: ``harness`` in
+  a checkout from before streambench 0.2), wraps its inherited socket in a ``multiprocessing``
+  :class:`Connection`, maps the progress slot (8 bytes of a shared temporary file: the frame being run),
+  reads the run configuration and calls that checkout's ``worker_main``. The parent
+  (:class:`~streambench.harness.execution.isolation.IsolatedEngine`) then speaks the same protocol as with
+  a ``multiprocessing`` spawn child: JSON headers and ``numpy.savez`` bytes, nothing pickled.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import mmap
 import os
 import socket
@@ -30,9 +36,12 @@ import sys
 import tempfile
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from streambench.harness.execution.worker_paths import WorkerPaths
 
 __all__ = [
     "WORKER_ENVIRONMENT",
@@ -64,15 +73,14 @@ worker_main(config, int(sys.argv[3]) if sys.argv[3] else None, conn, slot)
 
 _SEALED_BOOTSTRAP = """\
 import ctypes, json, mmap, sys, traceback
-if sys.path and sys.path[0] == "":
-    del sys.path[0]
 from multiprocessing.connection import Connection
 conn = Connection(int(sys.argv[1]))
 slot = (ctypes.c_longlong * 1).from_buffer(mmap.mmap(int(sys.argv[2]), 8))
-sandbox = json.loads(conn.recv_bytes())
+first = json.loads(conn.recv_bytes())
+sys.path.extend(p for p in first["paths"]["harness"] if p not in sys.path)
 try:
     from streambench.harness.execution.sandbox import SandboxPolicy, enter_sandbox
-    record = enter_sandbox(SandboxPolicy.model_validate(sandbox["policy"]), sandbox["mode"])
+    record = enter_sandbox(SandboxPolicy.model_validate(first["policy"]), first["mode"])
 except Exception as exc:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     failed = {"kind": "failed", "type": type(exc).__name__, "message": str(exc), "traceback": text}
@@ -81,12 +89,17 @@ except Exception as exc:
 conn.send_bytes(json.dumps({"kind": "sandbox", **record.model_dump(mode="json")}).encode())
 spec = conn.recv_bytes().decode()
 from streambench.harness.execution.sealed_worker import sealed_main
-sealed_main(spec, conn, slot)
+from streambench.harness.execution.worker_paths import WorkerPaths
+sealed_main(spec, conn, slot, WorkerPaths.model_validate(first["paths"]))
 import os
 sys.stdout.flush()
 sys.stderr.flush()
 os._exit(0)  # nothing left to keep (results went through the pipe): skip the interpreter's teardown
 """
+"""A sealed worker's first instructions, run as ``python -I -S -c``: no start-up hook of the environment
+or of the model's directories runs (harness/execution/worker_paths.py); the path to the harness, then the
+sandbox, then the worker."""
+
 
 _DETACHED: dict[str, Any] = {
     "close_fds": True,
@@ -112,27 +125,33 @@ protocol, the test or the data (``PYTEST_CURRENT_TEST``, ``STREAMBENCH_*``, ``CI
 
 
 def start_sealed_worker(
-    spec_json: str, slot: SharedSlot, sandbox_json: str, extra_env: dict[str, str] | None = None
+    spec_json: str,
+    slot: SharedSlot,
+    sandbox_json: str,
+    extra_env: dict[str, str] | None = None,
+    paths: WorkerPaths | None = None,
 ) -> tuple[ChildProcess, Connection]:
     """Start a sealed worker (:func:`streambench.harness.execution.sealed_worker.sealed_main`) as a plain
-    child whose command line is the same for every run and protocol (``PYTHON -c BOOTSTRAP CONN_FD SLOT_FD``;
-    a ``multiprocessing`` spawn child would get the parent's ``sys.argv`` and main module), whose
-    environment is :data:`WORKER_ENVIRONMENT`'s part of this one, and whose import path is this
-    process's (``PYTHONPATH``: an adapter named ``module:Class`` imports as it does here). Its first act
-    is to enter the sandbox of ``sandbox_json`` (``{"policy": SandboxPolicy, "mode": ...}``,
-    harness/execution/sandbox.py), before any thread starts and before anything of the model's is
-    imported; it answers ``{"kind": "sandbox", ...SandboxRecord}`` (or ``failed``), then reads the spec.
-    ``extra_env``: variables the user set for this worker (an ``ab`` side's ``WorkerCommand.env``)."""
+    child whose command line is the same for every run and protocol (``PYTHON -I -S -c BOOTSTRAP CONN_FD
+    SLOT_FD``; a ``multiprocessing`` spawn child would get the parent's ``sys.argv`` and main module),
+    whose environment is :data:`WORKER_ENVIRONMENT`'s part of this one, and whose import path is
+    ``paths`` (default: the adapter's code found from the working directory, then this process's
+    ``sys.path``; harness/execution/worker_paths.py). Its first act is to enter the sandbox of
+    ``sandbox_json`` (``{"policy": SandboxPolicy, "mode": ...}``, harness/execution/sandbox.py), before any
+    thread starts, before any start-up hook and before anything of the model's is imported; it answers
+    ``{"kind": "sandbox", ...SandboxRecord}`` (or ``failed``), then reads the spec. ``extra_env``:
+    variables the user set for this worker (an ``ab`` side's ``WorkerCommand.env``)."""
+    from streambench.harness.execution.worker_paths import worker_paths
+
     parent, child = socket.socketpair()
     env = {key: value for key, value in os.environ.items() if key in WORKER_ENVIRONMENT}
     env.update(extra_env or {})
-    paths = [os.path.abspath(p or os.curdir) for p in sys.path]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in paths if os.path.isdir(p)))
-    argv = [sys.executable, "-c", _SEALED_BOOTSTRAP, str(child.fileno()), str(slot.file.fileno())]
+    first = {**json.loads(sandbox_json), "paths": (paths or worker_paths()).model_dump(mode="json")}
+    argv = [sys.executable, "-I", "-S", "-c", _SEALED_BOOTSTRAP, str(child.fileno()), str(slot.file.fileno())]
     popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), **_DETACHED)
     child.close()
     conn = Connection(parent.detach())
-    conn.send_bytes(sandbox_json.encode())
+    conn.send_bytes(json.dumps(first).encode())
     conn.send_bytes(spec_json.encode())
     return ChildProcess(popen), conn
 
@@ -160,30 +179,35 @@ def harness_package(command: WorkerCommand) -> str:
 
 
 def runs_this_harness(command: WorkerCommand) -> bool:
-    """Whether a worker started with ``command`` would run this very harness: this interpreter, and a
-    ``PYTHONPATH`` whose ``streambench`` is the one imported here (the only case a sealed worker, which
-    speaks this process's protocol, can stand in for it)."""
+    """Whether a worker started with ``command`` would run this very harness: this interpreter, and no
+    other ``streambench`` first on its own directories (a side's checkout of a project that uses
+    streambench runs this one; a checkout of streambench itself runs its own). Only then can a sealed
+    worker, which speaks this process's protocol, stand in for it."""
     import importlib.machinery
 
     import streambench
 
     if os.path.realpath(command.python) != os.path.realpath(sys.executable):
         return False
+    if harness_package(command) == "harness":  # a checkout of streambench from before 0.2
+        return False
     entries = [os.path.abspath(p) for p in command.pythonpath if os.path.isdir(p)]
     spec = importlib.machinery.PathFinder.find_spec("streambench", entries) if entries else None
     if spec is None or spec.origin is None:
-        return not entries  # nothing of its own first on its path: it imports what this process does
+        return True  # nothing of its own: it imports the streambench this process does
     return os.path.realpath(spec.origin) == os.path.realpath(streambench.__file__)
 
 
 class WorkerCommand(BaseModel):
-    """How one side's worker is started: interpreter, import path, extra environment, cores."""
+    """How one side's worker is started: interpreter, the side's own directories, extra environment, cores."""
 
     model_config = ConfigDict(extra="forbid")
 
     python: str = Field(default_factory=lambda: sys.executable, description="the side's interpreter")
     pythonpath: list[str] = Field(
-        default_factory=default_pythonpath, description="put first on PYTHONPATH: the side's checkout"
+        default_factory=list,
+        description="the side's own directories, first for every import its adapter makes (a checkout of "
+        "the base commit); empty: the working directory, then this process's sys.path",
     )
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
     cpus: tuple[int, ...] | None = Field(None, description="pin the worker to these cores (duet mode)")
@@ -242,7 +266,8 @@ def start_worker(
     """Start a worker as a child process; returns it and the parent's end of its connection."""
     parent, child = socket.socketpair()
     env = {**os.environ, **command.env}
-    env["PYTHONPATH"] = os.pathsep.join([*command.pythonpath, *filter(None, [env.get("PYTHONPATH")])])
+    own = command.pythonpath or default_pythonpath()
+    env["PYTHONPATH"] = os.pathsep.join([*own, *filter(None, [env.get("PYTHONPATH")])])
     cpus = ",".join(str(c) for c in command.cpus) if command.cpus else ""
     argv = [
         command.python,

@@ -53,10 +53,11 @@ from pydantic import ValidationError
 
 from streambench.harness.execution.config import RunConfig, user_field_path
 from streambench.harness.execution.rounds import RoundsConfig, Side
-from streambench.harness.execution.worker_process import WorkerCommand, default_pythonpath
+from streambench.harness.execution.worker_process import WorkerCommand
 from streambench.harness.io.config_file import ConfigError, load_config_file
 from streambench.harness.results.compare import FailOnSpec
-from streambench.harness.runs.ab import ABReport, ab_markdown, run_ab
+from streambench.harness.runs.ab import ABReport, On, run_ab
+from streambench.harness.runs.ab_text import ab_markdown
 
 __all__ = ["AB_CONFIG_FIELDS", "ab_sides", "load_ab_config", "make_gate"]
 
@@ -64,8 +65,11 @@ AB_CONFIG_FIELDS = ("adapter", "adapter_options", "data", "engine", "threads", "
 """What the fixture takes from a run configuration: what ``streambench ab --config`` takes (a side's
 worker runs these; protocol, output and isolation have no part in a latency comparison)."""
 
-DEFAULT_STREAMS, DEFAULT_DURATION_S, DEFAULT_WARMUP_FRAMES = 6, 5.0, 50
-"""The synthetic data set used without one, and each worker's warm-up without one configured."""
+DEFAULT_STREAMS, DEFAULT_DURATION_S = 6, 5.0
+"""The synthetic data set used without one."""
+
+DEFAULT_GATE = "p50:+5%"
+"""The rule the fixture gates on unless told otherwise (``streambench ab --fail-on``'s default)."""
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
 
@@ -138,8 +142,9 @@ def ab_sides(
     duration_s: float | None = None,
     data_seed: int | None = None,
     warmup_frames: int | None = None,
-    on: Literal["wall", "cpu"] = "wall",
+    on: On = "both",
     base_paths: list[str] | None = None,
+    head_paths: list[str] | None = None,
 ) -> tuple[Side, Side]:
     """Base and head as ``streambench ab --config`` builds them (see the module docstring); raises
     :class:`ConfigError` for a configuration that cannot be used."""
@@ -148,12 +153,10 @@ def ab_sides(
     filed_options = common.pop("adapter_options", {})
     common["data"] = _data(data if data is not None else common.get("data"), streams, duration_s, data_seed)
     common["engine"] = {**common.get("engine", {}), **(engine or {})}
-    if warmup_frames is not None or "warmup_frames" not in common["engine"]:
-        common["engine"]["warmup_frames"] = (
-            warmup_frames if warmup_frames is not None else DEFAULT_WARMUP_FRAMES
-        )
-    if on == "cpu":
-        common["engine"]["cpu_time"] = "thread"
+    if warmup_frames is not None:  # else the configuration's, else the engine's own default
+        common["engine"]["warmup_frames"] = warmup_frames
+    if on != "wall":
+        common["engine"].setdefault("cpu_time", "thread")
     if threads is not None:
         common["threads"] = {**common.get("threads", {}), **threads}
     if torch_seed is not None:
@@ -171,11 +174,10 @@ def ab_sides(
         chosen = {**filed_for(base_name), **base_options}
     else:  # the head's options for the same adapter (an A/A or a checkout against checkout)
         chosen = head_options if base_name == head_name else filed_for(base_name)
-    here = default_pythonpath()
     sides = []
     for label, name, chosen_options, paths in (
-        ("base", base_name, chosen, base_paths or here),
-        ("head", head_name, head_options, here),
+        ("base", base_name, chosen, base_paths or []),
+        ("head", head_name, head_options, head_paths or []),
     ):
         tree = {**common, "adapter": name, "adapter_options": chosen_options}
         try:
@@ -186,28 +188,37 @@ def ab_sides(
     return sides[0], sides[1]
 
 
+def _default(field: str) -> Any:
+    """The default of a :class:`RoundsConfig` field: the one place it is declared."""
+    return RoundsConfig.model_fields[field].default
+
+
 def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
     """Call with the head's adapter (and options) or a configuration; the base is the same adapter in the
-    base checkout (``--streambench-base-path``) unless ``base_adapter`` / ``base_options`` say otherwise."""
+    base checkout (``--streambench-base-path``) unless ``base_adapter`` / ``base_options`` say otherwise.
+    An undecided gate fails the test unless ``fail_inconclusive=False`` or
+    ``--streambench-allow-inconclusive``."""
     base_path = request.config.getoption("--streambench-base-path", None)
-    strict = bool(request.config.getoption("--streambench-strict", False))
+    head_path = request.config.getoption("--streambench-head-path", None)
+    allow = bool(request.config.getoption("--streambench-allow-inconclusive", False))
 
     def gate(
         adapter: str | None = None,
         options: dict[str, Any] | None = None,
         base_adapter: str | None = None,
         base_options: dict[str, Any] | None = None,
-        fail_on: str = "p50:+5%",
-        rounds: int = 12,
-        max_rounds: int | None = 24,
-        step: int = 4,
+        fail_on: str = DEFAULT_GATE,
+        rounds: int = _default("rounds"),
+        max_rounds: int | None = _default("max_rounds"),
+        step: int | None = _default("step"),
+        budget_s: float | None = _default("budget_s"),
         streams: int | None = None,
         duration_s: float | None = None,
-        streams_per_round: int = 2,
-        on: Literal["wall", "cpu"] = "wall",
-        mode: Literal["auto", "interleaved", "duet"] = "auto",
-        restart_every: int | None = 1,
-        seed: int = 0,
+        streams_per_round: int = _default("streams_per_round"),
+        on: On = "both",
+        mode: Literal["auto", "alternate", "interleaved", "duet"] = _default("mode"),
+        restart_every: int | None = _default("restart_every"),
+        seed: int = _default("seed"),
         fail_inconclusive: bool | None = None,
         confidence: float = 0.95,
         pass_confidence: float = 0.995,
@@ -219,27 +230,34 @@ def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
         data_seed: int | None = None,
         warmup_frames: int | None = None,
     ) -> ABReport:
-        paths = [str(Path(base_path).resolve()), *default_pythonpath()] if base_path else None
+        base_paths = [str(Path(base_path).resolve())] if base_path else None
+        head_paths = [str(Path(head_path).resolve())] if head_path else None
         try:
             base, head = ab_sides(
                 adapter, options, base_adapter, base_options, config=config, data=data, engine=engine,
                 threads=threads, torch_seed=torch_seed, streams=streams, duration_s=duration_s,
-                data_seed=data_seed, warmup_frames=warmup_frames, on=on, base_paths=paths,
+                data_seed=data_seed, warmup_frames=warmup_frames, on=on, base_paths=base_paths,
+                head_paths=head_paths,
             )  # fmt: skip
             rounds_config = RoundsConfig(
-                rounds=rounds, max_rounds=max_rounds, step=step, streams_per_round=streams_per_round,
-                mode=mode, restart_every=restart_every, seed=seed,
+                rounds=rounds, max_rounds=max_rounds, step=step, budget_s=budget_s,
+                streams_per_round=streams_per_round, mode=mode, restart_every=restart_every, seed=seed,
             )  # fmt: skip
-        except (ConfigError, ValidationError) as exc:
+            rules = FailOnSpec.parse(fail_on).rules
+            report = run_ab(base, head, rounds_config, rules, on, confidence, pass_confidence=pass_confidence)
+        except (ConfigError, ValidationError, ValueError) as exc:  # a FailOnSpecError, refused sides too
             pytest.fail(f"streambench_ab: {exc}", pytrace=False)
-        rules = FailOnSpec.parse(fail_on).rules
-        report = run_ab(base, head, rounds_config, rules, on, confidence, pass_confidence=pass_confidence)
         request.node.user_properties.append(("streambench_ab", report.model_dump_json()))
         if report.verdict == "regression":
             pytest.fail("streambench ab: latency regression\n" + ab_markdown(report), pytrace=False)
         if report.verdict == "inconclusive":
-            if fail_inconclusive if fail_inconclusive is not None else strict:
-                pytest.fail("streambench ab: inconclusive\n" + ab_markdown(report), pytrace=False)
+            if fail_inconclusive if fail_inconclusive is not None else not allow:
+                pytest.fail(
+                    "streambench ab: inconclusive (the gate does not pass what it could not decide; "
+                    "fail_inconclusive=False or --streambench-allow-inconclusive lets it pass with a "
+                    "warning)\n" + ab_markdown(report),
+                    pytrace=False,
+                )
             warnings.warn("streambench ab: inconclusive: " + "; ".join(report.gate.reasons), stacklevel=2)
         return report
 

@@ -306,12 +306,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--streambench-base-path",
         default=None,
-        help="streambench_ab: the base checkout (first on the base worker's PYTHONPATH); default: this one",
+        help="streambench_ab: the base's own code, first for every import its adapter makes (a checkout of "
+        "the base commit at its import root); default: the working directory, as the head",
+    )
+    group.addoption(
+        "--streambench-head-path",
+        default=None,
+        help="streambench_ab: the head's own code, as --streambench-base-path (default: the working "
+        "directory)",
+    )
+    group.addoption(
+        "--streambench-allow-inconclusive",
+        action="store_true",
+        help="streambench_ab: let a gate that could not decide within its budget pass with a warning "
+        "(default: the test fails)",
     )
     group.addoption(
         "--streambench-strict",
         action="store_true",
-        help="streambench_ab: fail the test when the gate is inconclusive, not only on a regression",
+        help="streambench_ab: fail the test when the gate is inconclusive (now the default; kept for old "
+        "commands)",
     )
 
 

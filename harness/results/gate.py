@@ -190,6 +190,7 @@ class RuleVerdict(BaseModel):
     improvement: bool = Field(description="the whole interval lies below 1")
     more_rounds: int | None = Field(description="inconclusive: about how many more pairs would decide it")
     reason: str
+    clock: Literal["wall", "cpu"] = Field("wall", description="the clock whose pairs decided the verdict")
 
 
 class GateResult(BaseModel):
@@ -201,7 +202,7 @@ class GateResult(BaseModel):
     pairs: int
     confidence: float = Field(description="two-sided level whose lower half gives the interval's low end")
     pass_confidence: float = Field(description="one-sided level of the interval's high end (a pass needs it)")
-    clock: Literal["wall", "cpu"]
+    clock: Literal["wall", "cpu", "both"]
     effects: list[Effect]
     rules: list[RuleVerdict]
     reasons: list[str] = Field(default_factory=list, description="why the verdict is what it is")

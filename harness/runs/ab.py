@@ -15,7 +15,6 @@ the seed and whether it was secret (``data_seed``, ``data_seed_kind``).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -24,13 +23,13 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from streambench.harness.datasets.catalog import SeedKind, seeded
-from streambench.harness.execution.config import IsolationConfig
+from streambench.harness.execution.code_identity import CodeFile
+from streambench.harness.execution.config import IsolationConfig, RunConfig
 from streambench.harness.execution.rounds import (
     Rounds,
     RoundsConfig,
     Side,
     SideRounds,
-    planned_looks,
     run_rounds,
 )
 from streambench.harness.instruments.interference import cpu_frequency_khz
@@ -44,9 +43,18 @@ from streambench.harness.results.gate import (
     judge,
     per_look_confidence,
 )
+from streambench.harness.results.gate_clocks import both_clocks, split_confidence
+from streambench.harness.results.gate_noise import streams_for
 from streambench.harness.results.quality import MeasurementQuality, judge_quality, refusal
 
-__all__ = ["ABReport", "SideReport", "ab_markdown", "interval_levels", "run_ab", "side_titles"]
+MOST_GROWTH = 4
+"""Rounds grow from the noise measured (harness/results/gate_noise.py) to at most this many times the
+streams per round asked for."""
+
+On = Literal["wall", "cpu", "both"]
+"""The clock the gate judges (``both``: wall time and the thread CPU time of predict())."""
+
+__all__ = ["ABReport", "On", "SideReport", "run_ab"]
 
 
 class SideReport(BaseModel):
@@ -64,6 +72,12 @@ class SideReport(BaseModel):
         "(disagree: most rounds disagreed, its latencies are not the model's); null: isolated workers",
     )
     clock_rounds: list[str] = Field(default_factory=list, description="the verdict of each round")
+    code: list[CodeFile] | None = Field(
+        None,
+        description="the files this side's adapter code was imported from (its class, and every option "
+        "naming module:callable, e.g. a torch-module factory), each hashed by the harness; null: the "
+        "side's worker does not say (an older checkout)",
+    )
 
 
 class ABReport(BaseModel):
@@ -71,7 +85,7 @@ class ABReport(BaseModel):
 
     verdict: Verdict
     exit_code: int
-    mode: Literal["interleaved", "duet"]
+    mode: Literal["alternate", "interleaved", "duet"]
     mode_reason: str
     execution: Literal["sealed", "isolated"] = Field(
         "isolated",
@@ -79,14 +93,28 @@ class ABReport(BaseModel):
         "side's worker builds its own streams (another checkout or interpreter, or --no-sealed)",
     )
     execution_reason: str = ""
-    on: Literal["wall", "cpu"]
-    cpu_clock: str | None = Field(description="on cpu: which CPU clock (thread / process)")
+    on: On = Field(
+        description="the clock judged: wall, cpu, or both (a regression on either, a pass on wall)"
+    )
+    cpu_clock: str | None = Field(description="on cpu and both: which CPU clock (thread / process)")
     pairs: int
     workers: int = Field(
         description="worker processes started per side (fresh ones every restart_every pairs)"
     )
     looks: int
     planned_looks: int
+    look_at: list[int] = Field(default_factory=list, description="pairs at each planned look")
+    look_bound: str = Field("", description="what set the last planned look (max_rounds, the budget)")
+    stop: str = Field("", description="why the job ended: decided, budget, max_rounds, one look")
+    budget_s: float | None = Field(None, description="the job's wall-time budget")
+    resized: list[str] = Field(
+        default_factory=list, description="each growth of the rounds after a look, from the noise measured"
+    )
+    differs_from_run: list[str] = Field(
+        default_factory=list,
+        description="what this job measures differently from streambench run with its defaults (the mode, "
+        "fresh workers, the CPU clock, the data...)",
+    )
     confidence: float = Field(description="two-sided level for the whole job (its lower half: false alarms)")
     confidence_per_look: float
     pass_confidence: float = Field(description="one-sided level of the upper bound a pass needs (whole job)")
@@ -95,6 +123,10 @@ class ABReport(BaseModel):
     streams_per_round: int
     sides: list[SideReport]
     gate: GateResult
+    gate_cpu: GateResult | None = Field(
+        None,
+        description="on both: the CPU-time gate of the same pairs (its regressions count; a pass does not)",
+    )
     refusal: str | None = Field(description="why a regression the gate saw was not called (INVALID side)")
     forced: bool
     seconds: float
@@ -141,44 +173,122 @@ def _same_streams(base: Side, head: Side) -> tuple[Side, Side, SeedKind | None]:
     return fixed(base, base_data), fixed(head, head_data), kind
 
 
+_MODES = {
+    "alternate": "the sides' frames in turn, both workers on one core (run: frames back to back, the worker "
+    "on any core)",
+    "interleaved": "rounds of the two sides in turn (run: one stream after another in one worker)",
+    "duet": "both sides' rounds at once, one core each (run: one worker on any core)",
+}
+
+
+def differs_from_run(job: Rounds, side: Side, restart_every: int | None) -> list[str]:
+    """What this job measures differently from ``streambench run`` with its defaults (the same model, the
+    same frames otherwise: the sealed worker, its threads, its warm-up, the timed window)."""
+    run, default = side.run, RunConfig()
+    found = [_MODES[job.mode]]
+    if restart_every:
+        found.append(f"fresh worker processes every {restart_every} pair(s) (run: one worker for the run)")
+    if job.execution != "sealed":
+        found.append(f"{job.execution} workers: {job.execution_reason} (run: sealed)")
+    if run.engine.cpu_time != default.engine.cpu_time:
+        clock = run.engine.cpu_time
+        found.append(
+            f"the CPU clock ({clock}) read beside the wall clock, outside the timed window (run: not read)"
+        )
+    for name in ("warmup_frames", "pacing", "device_timing"):
+        mine, theirs = getattr(run.engine, name), getattr(default.engine, name)
+        if mine != theirs:
+            found.append(f"engine.{name} = {mine} (run: {theirs})")
+    if run.threads != default.threads:
+        found.append(f"threads {run.threads.model_dump(exclude_defaults=True)} (run: streambench's default)")
+    if run.data != default.data:
+        found.append(f"data: {describe_data(run.data)} (run: {describe_data(default.data)})")
+    return found
+
+
+def describe_data(data: Any) -> str:
+    """A data set in a few words (its kind, and the size of a synthetic one)."""
+    if getattr(data, "kind", None) == "synthetic":
+        return f"{data.num_streams} synthetic streams of {data.duration_s:g} s"
+    return f"the {getattr(data, 'kind', 'configured')} data set"
+
+
+def _with_cpu_time(side: Side) -> Side:
+    """The side with its engine recording each ``predict()``'s thread CPU time (outside the timed window)."""
+    engine = side.run.engine
+    if engine.cpu_time != "off":
+        return side
+    run = side.run.model_copy(update={"engine": engine.model_copy(update={"cpu_time": "thread"})})
+    return side.model_copy(update={"run": run})
+
+
+def _judge_job(
+    job: Rounds, rules: tuple[FailRule, ...], on: On, confidence: float, pass_confidence: float
+) -> tuple[GateResult, GateResult | None, float, float]:
+    """The gate at this look: the verdict, the CPU-time gate beside it (``on="both"``), and the two
+    per-look levels used (the lower one per clock)."""
+    looks = job.planned_looks
+    pass_level = per_look_confidence(pass_confidence, looks)
+    level = per_look_confidence(confidence, looks)
+    cpu_rounds = (job.base.cpu_ns, job.head.cpu_ns)
+    if on == "both" and None not in cpu_rounds:
+        level = split_confidence(level)
+        wall = judge(job.base.latency_ns, job.head.latency_ns, rules, level, "wall", pass_level)
+        cpu = judge(job.base.cpu_ns or [], job.head.cpu_ns or [], rules, level, "cpu", pass_level)
+        return both_clocks(wall, cpu), cpu, level, pass_level
+    clock: Literal["wall", "cpu"] = "cpu" if on == "cpu" else "wall"
+    gate = judge(_rounds_of(job.base, clock), _rounds_of(job.head, clock), rules, level, clock, pass_level)
+    return gate, None, level, pass_level
+
+
 def run_ab(
     base: Side,
     head: Side,
     rounds: RoundsConfig,
     rules: tuple[FailRule, ...],
-    on: Literal["wall", "cpu"] = "wall",
+    on: On = "both",
     confidence: float = 0.95,
     force: bool = False,
     progress: Callable[[Rounds], None] | None = None,
     isolation: IsolationConfig | None = None,
     pass_confidence: float = 0.995,
 ) -> ABReport:
-    """Run and judge; ``on="cpu"`` needs both sides' engines to record CPU time (``engine.cpu_time``).
-    Both error rates (``confidence``'s lower half, ``1 - pass_confidence``) are spread over the planned
-    looks (:func:`~streambench.harness.results.gate.per_look_confidence`)."""
+    """Run and judge. ``on``: ``wall``, ``cpu`` (the thread CPU time of ``predict()``) or ``both`` (a
+    regression on either, a pass on wall time: harness/results/gate_clocks.py); CPU time is recorded for
+    ``cpu`` and ``both``. Both error rates (``confidence``'s lower half, ``1 - pass_confidence``) are
+    spread over the planned looks (:func:`~streambench.harness.results.gate.per_look_confidence`)."""
     check_gate(rules, confidence, pass_confidence)  # before any round: a bad rule costs no measuring
     differ = side_differences(base.run, head.run, (base.label, head.label))
-    if differ is not None:  # issue 27 item 5: a per-frame latency compares only over the same frames
+    if differ is not None:  # a per-frame latency compares only over the same frames
         raise ValueError(f"{differ}; ab sets two models against each other on the same data")
+    if on != "wall":
+        base, head = _with_cpu_time(base), _with_cpu_time(head)
     base, head, seed_kind = _same_streams(base, head)
     started = time.monotonic()
-    looks = planned_looks(rounds)
-    level = per_look_confidence(confidence, looks)
-    pass_level = per_look_confidence(pass_confidence, looks)
+    keys = sorted({rule.key for rule in rules})
 
-    def judged(job: Rounds) -> GateResult:
-        base_rounds, head_rounds = _rounds_of(job.base, on), _rounds_of(job.head, on)
-        return judge(base_rounds, head_rounds, rules, level, on, pass_level)
+    def size(job: Rounds, streams: int) -> tuple[int, str] | None:
+        """Rounds sized from the wall-time noise of the pairs so far (CPU time's, on cpu)."""
+        sides: list[list[list[np.ndarray]]] = []
+        for side in (job.base, job.head):
+            pairs = [[r.cpu_ns if on == "cpu" else r.latency_ns for r in pair] for pair in side.recordings]
+            if any(v is None for pair in pairs for v in pair):
+                return None
+            sides.append([[v for v in pair if v is not None] for pair in pairs])
+        return streams_for(sides[0], sides[1], keys, streams, MOST_GROWTH * rounds.streams_per_round)
 
     job = run_rounds(
         base,
         head,
         rounds,
-        decide=lambda job: judged(job).verdict != "inconclusive",
+        size=size,
+        decide=lambda job: (
+            _judge_job(job, rules, on, confidence, pass_confidence)[0].verdict != "inconclusive"
+        ),
         progress=progress,
         isolation=isolation,
     )
-    gate = judged(job)
+    gate, gate_cpu, level, pass_level = _judge_job(job, rules, on, confidence, pass_confidence)
     qualities = {job.base.label: _quality(job.base), job.head.label: _quality(job.head)}
     refused = refusal(qualities) if gate.verdict == "regression" and not force else None
     stopped = [s.label for s in (job.base, job.head) if s.clock_verdict() == "disagree"]
@@ -201,9 +311,11 @@ def run_ab(
             quality=qualities[spec.label],
             clock=measured.clock_verdict(),
             clock_rounds=measured.clocks,
+            code=measured.code,
         )
         for spec, measured in ((base, job.base), (head, job.head))
     ]
+    assert job.plan is not None
     return ABReport(
         verdict=verdict,
         exit_code=EXIT_CODES[verdict],
@@ -212,89 +324,29 @@ def run_ab(
         execution=job.execution,
         execution_reason=job.execution_reason,
         on=on,
-        cpu_clock=job.base.cpu_clock if on == "cpu" else None,
+        cpu_clock=job.base.cpu_clock if on != "wall" else None,
         pairs=job.pairs,
         workers=job.workers,
         looks=job.looks,
-        planned_looks=looks,
+        planned_looks=job.planned_looks,
+        look_at=job.plan.at,
+        look_bound=job.plan.bound,
+        stop=job.stop,
+        budget_s=rounds.budget_s,
         confidence=confidence,
         confidence_per_look=level,
         pass_confidence=pass_confidence,
         pass_confidence_per_look=pass_level,
         orders=job.orders,
         streams_per_round=rounds.streams_per_round,
+        resized=job.resized,
+        differs_from_run=differs_from_run(job, base, rounds.restart_every),
         sides=sides,
         gate=gate,
+        gate_cpu=gate_cpu,
         refusal=refused,
         forced=force,
         seconds=time.monotonic() - started,
         data_seed=getattr(base.run.data, "seed", None),
         data_seed_kind=seed_kind,
     )
-
-
-def interval_levels(report: ABReport) -> str:
-    """What the intervals are: their two one-sided levels per look, and the looks."""
-    return (
-        f"intervals: lower bound {1 - (1 - report.confidence_per_look) / 2:.4g}, upper bound "
-        f"{report.pass_confidence_per_look:.4g} (one-sided; {report.looks} of {report.planned_looks} planned "
-        "looks)"
-    )
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{(value - 1) * 100:+.1f} %"
-
-
-def side_titles(report: ABReport) -> tuple[str, str]:
-    """What tells the two sides apart, for a header (issue 27, item 8: not "X vs X" when only options,
-    the checkout or the interpreter differ): the adapter, plus whatever differs of its options, its
-    ``PYTHONPATH`` and its interpreter."""
-    base, head = report.sides
-    titles = [[side.adapter] for side in (base, head)]
-    keys = sorted(set(base.adapter_options) | set(head.adapter_options))
-    differing = [k for k in keys if base.adapter_options.get(k) != head.adapter_options.get(k)]
-    for title, side in zip(titles, (base, head), strict=True):
-        if differing:
-            shown = ", ".join(f"{k}={side.adapter_options.get(k, '(default)')}" for k in differing)
-            title.append(f"({shown})")
-        if base.pythonpath != head.pythonpath:
-            title.append(f"[PYTHONPATH {os.pathsep.join(side.pythonpath)}]")
-        if base.python != head.python:
-            title.append(f"[{side.python}]")
-    return " ".join(titles[0]), " ".join(titles[1])
-
-
-def ab_markdown(report: ABReport) -> str:
-    """The report as Markdown (a CI job summary)."""
-    base, head = report.sides
-    base_title, head_title = side_titles(report)
-    lines = [
-        f"### streambench ab: **{report.verdict}** (exit {report.exit_code})",
-        "",
-        f"{base.label} `{base_title}` vs {head.label} `{head_title}` · {report.mode} mode "
-        f"({report.mode_reason}) · {report.execution} workers ({report.execution_reason}) · "
-        f"{report.pairs} pairs of rounds, {report.streams_per_round} streams each, "
-        f"{report.workers} worker processes per side · "
-        f"judged on {'CPU time (' + str(report.cpu_clock) + ')' if report.on == 'cpu' else 'wall time'} · "
-        f"{interval_levels(report)}",
-        "",
-        "| figure | base (median of rounds) | head | head / base | interval | noise between pairs |",
-        "|---|---:|---:|---:|---|---:|",
-    ]
-    for e in report.gate.effects:
-        lines.append(
-            f"| {e.key} | {e.base_median / 1e6:.4g} ms | {e.head_median / 1e6:.4g} ms | {_pct(e.ratio)} | "
-            f"[{_pct(e.low)}, {_pct(e.high)}] | ±{e.pair_spread:.1%} |"
-        )
-    lines += ["", "| rule | verdict | why |", "|---|---|---|"]
-    for v in report.gate.rules:
-        label = v.verdict + (" (improvement)" if v.improvement else "")
-        lines.append(f"| `{v.rule.describe()}` | {label} | {v.reason} |")
-    lines += ["", "| side | measurement | reasons / notes |", "|---|---|---|"]
-    for side in report.sides:
-        why = "; ".join(side.quality.reasons + side.quality.notes) or "–"
-        lines.append(f"| {side.label} | {side.quality.verdict} | {why} |")
-    if report.refusal:
-        lines += ["", f"**Not called:** {report.refusal}"]
-    return "\n".join(lines) + "\n"

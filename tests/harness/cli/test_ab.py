@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from streambench.harness.cli import app
 
 SMALL = ["--base-adapter", "null", "--streams", "2", "--duration", "5", "--warmup-frames", "10",
-         "--streams-per-round", "1", "--no-progress"]  # fmt: skip
+         "--streams-per-round", "1", "--budget-s", "0", "--no-progress"]  # fmt: skip
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -32,7 +32,9 @@ def test_interleaved_job_in_one_pair_of_workers() -> None:
     assert [s["label"] for s in report["sides"]] == ["base", "head"]
     assert all(s["quality"]["verdict"] in ("VALID", "INVALID") for s in report["sides"])
     assert {e["key"] for e in report["gate"]["effects"]} == {"p50", "p95", "p99", "mean"}
-    assert report["on"] == "wall" and report["cpu_clock"] is None
+    assert report["on"] == "both" and report["cpu_clock"] == "thread"
+    assert report["gate"]["clock"] == "both" and report["gate_cpu"]["clock"] == "cpu"
+    assert report["stop"] == "one look" and report["look_at"] == [6] and report["budget_s"] is None
     assert report["data_seed_kind"] == "secret" and isinstance(report["data_seed"], int)  # no --seed
 
 
@@ -56,7 +58,7 @@ def test_markdown_and_bad_input() -> None:
     assert code == 3, output  # two pairs are too few for any interval
     assert "streambench ab: **inconclusive**" in output and "too few rounds" in output
     code, output = invoke("--on", "gpu")
-    assert code == 2 and "expected wall or cpu" in output
+    assert code == 2 and "expected both, wall or cpu" in output
     code, output = invoke("--fail-on", "f1@100ms:-0.01")
     assert code == 2 and "ab judges p50" in output
     code, output = invoke("--rounds", "8", "--max-rounds", "4")
@@ -68,7 +70,8 @@ def test_markdown_and_bad_input() -> None:
     assert code == 2 and "pass_confidence must be in (0, 1)" in output
 
 
-CONFIGURED = ["--rounds", "2", "--streams-per-round", "1", "--restart-every", "0", "--no-progress", "--json"]
+CONFIGURED = ["--rounds", "2", "--streams-per-round", "1", "--restart-every", "0", "--budget-s", "0",
+              "--no-progress", "--json"]  # fmt: skip
 
 
 def run_ab_cli(*args: str) -> tuple[int, str]:

@@ -342,22 +342,30 @@ def test_an_adapter_module_found_only_in_the_current_directory_is_readable_and_i
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The README's my_adapter.py run from its directory by the console script, whose sys.path lacks the
-    current directory (the registry looks there too): the module is the one file of that directory the
-    worker may read, and the directory is put on its sys.path before it is confined. Located, not run."""
+    current directory: the worker's adapter directories start with it (as ``python -m`` looks), the module
+    is readable and the directory, which holds the denied store, is listed before the worker is confined.
+    Located, not run."""
+    from streambench.harness.execution.worker_paths import worker_paths
+
     (tmp_path / "cwd_only_adapter.py").write_text("raise SystemExit('executed')\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
-    found = adapter_code("cwd_only_adapter:Model")
-    assert found == ([str(tmp_path / "cwd_only_adapter.py")], [str(tmp_path)])
-    assert adapter_code("reference") == ([str(ROOT / "adapters")], [])  # a registry name: its package
+    paths = worker_paths()
+    assert paths.adapter[0] == str(tmp_path)
+    assert adapter_code("cwd_only_adapter:Model") == []  # not on this process's path
+    found = adapter_code("cwd_only_adapter:Model", paths.adapter)
+    assert found == [str(tmp_path / "cwd_only_adapter.py")]
+    assert adapter_code("reference") == [str(ROOT / "adapters")]  # a registry name: its package
     policy = policy_for(
         denied=[tmp_path / "results"],
-        extra_read=found[0],
+        extra_read=found,
         write_dir=str(tmp_path / "w"),
+        adapter_paths=paths.adapter,
     )
     assert str(tmp_path / "cwd_only_adapter.py") in policy.read_paths
+    assert policy.listed_paths[0] == str(tmp_path)
     with pytest.raises(ValueError, match="must be readable but lies inside the denied"):  # in the store
-        policy_for(denied=[tmp_path], extra_read=found[0])
+        policy_for(denied=[tmp_path], extra_read=found)
 
 
 def _event_score(model: FileReaderAdapter, frame: Frame) -> float:

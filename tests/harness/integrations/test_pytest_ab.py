@@ -16,8 +16,8 @@ pytest_plugins = ["pytester"]
 
 AB_TEST = """
 def test_gate(streambench_ab):
-    report = streambench_ab(adapter="null", rounds=2, max_rounds=None, streams=2, streams_per_round=1,
-                            restart_every=None, mode="interleaved")
+    report = streambench_ab(adapter="null", rounds=2, max_rounds=None, budget_s=None, streams=2,
+                            streams_per_round=1, restart_every=None, mode="interleaved")
     assert report.pairs == 2 and report.mode == "interleaved"
 """
 
@@ -28,7 +28,8 @@ import random
 
 def test_gate(streambench_ab):
     report = streambench_ab(adapter="null", rounds=2, max_rounds=4, step=1, seed=1, streams=2,
-                            streams_per_round=1, restart_every=None, mode="interleaved")
+                            streams_per_round=1, restart_every=None, mode="interleaved",
+                            fail_inconclusive=False)
     assert report.planned_looks == 3  # 2 pairs, then one look per pair up to 4 (step 4: 2 looks)
     rng, expected = random.Random(1), []
     for _ in range(report.pairs):
@@ -40,20 +41,23 @@ def test_gate(streambench_ab):
 
 
 def test_ab_fixture_passes_step_and_seed(pytester: pytest.Pytester) -> None:
-    # the pytest route of benchmarks/test_ab_pytest_under_load.py runs seeds 0..19 as the CLI route does
+    # benchmarks/test_ab_gate_under_hogs.py gives every job its own seed
     pytester.makepyfile(test_ab=AB_SEEDED_TEST)
     result = _run(pytester)
     result.assert_outcomes(passed=1, warnings=1)
 
 
 def test_ab_fixture_runs_the_interleaved_gate(pytester: pytest.Pytester) -> None:
-    # two pairs are too few for an interval: inconclusive, a warning by default, a failure when strict
+    # two pairs are too few for an interval: inconclusive, which fails the test (an undecided gate does not
+    # pass), unless the run opts in to a warning
     pytester.makepyfile(test_ab=AB_TEST)
     result = _run(pytester)
-    result.assert_outcomes(passed=1, warnings=1)
-    result = _run(pytester, "--streambench-strict")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*streambench ab: inconclusive*", "*too few rounds*"])
+    result.stdout.fnmatch_lines(["*streambench ab: inconclusive*", "*too few rounds*", "*Undecided:*"])
+    result = _run(pytester, "--streambench-strict")  # the old flag: the default now
+    result.assert_outcomes(failed=1)
+    result = _run(pytester, "--streambench-allow-inconclusive")
+    result.assert_outcomes(passed=1, warnings=1)
 
 
 # --- the A/B fixture takes the configuration `ab --config` takes (issue 27 item 6) ---------------------
@@ -101,7 +105,10 @@ def test_without_a_configuration_the_synthetic_defaults_stand(tmp_path: Path) ->
     base, head = ab_sides("work", {"blocks": 110}, base_options={"blocks": 100}, streams=3, data_seed=5)
     assert base.run.data.kind == "synthetic" and base.run.data.num_streams == 3
     assert base.run.data.duration_s == 5.0 and base.run.data.seed == 5
-    assert base.run.engine.warmup_frames == 50
+    from streambench.harness.execution.engine import EngineConfig
+
+    # the engine's own warm-up, as run and ab use it (one default, declared once)
+    assert base.run.engine.warmup_frames == EngineConfig.model_fields["warmup_frames"].default == 100
     assert (base.run.adapter_options, head.run.adapter_options) == ({"blocks": 100}, {"blocks": 110})
     assert base.command.pythonpath == head.command.pythonpath
 
