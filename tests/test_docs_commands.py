@@ -10,7 +10,7 @@ The commands are read from the pages' fenced ``bash`` / ``sh`` blocks (a line, o
 - ``-m docs_commands`` (a step of its own in ``.ci/run``; skipped otherwise): each command is run for real,
   as a reader would, from a scratch project directory that holds what the pages assume (the README's
   ``my_adapter.py``, a ``my_pkg`` package with a torch model factory and an adapter, ``model.pt``,
-  ``model.onnx``, score files, a base checkout, two finished runs), with placeholders such as ``<run_id>``
+  ``model.onnx``, score files, a base checkout (../base), two finished runs), with placeholders such as ``<run_id>``
   filled in and overrides that keep each run tiny (2 streams of 1 s, 10 warm-up frames, no report, 2 A/B
   pairs). Each must end with its expected exit code (0, or the code the page promises: 1 for a planted
   cheat or fault) and without a traceback.
@@ -412,7 +412,7 @@ def project(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     (adapter_source,) = re.findall(r"```python\n(# my_adapter\.py\n.*?)```", readme, flags=re.S)
     (project / "my_adapter.py").write_text(adapter_source)
-    for root in (project, top / "base-checkout"):  # ab --base-path ../base-checkout --head-path .
+    for root in (project, top / "base"):  # ab --base-path ../base --head-path .
         (root / "my_pkg").mkdir(parents=True)
         (root / "my_pkg" / "__init__.py").write_text(f"{adapter_source}\n\nModel = LoudnessAdapter\n")
         (root / "my_pkg" / "models.py").write_text(TORCH_MODELS)
@@ -464,6 +464,7 @@ def tiny(argv: list[str]) -> list[str]:
     if argv[:2] == ["streambench", "ab"]:
         extra = ["--streams", "2", "--duration", "1", "--warmup-frames", "10", "--rounds", "2"]
         extra += ["--streams-per-round", "1", "--restart-every", "0", "--no-progress"]
+        extra += ["--budget-s", "0"]  # one look at 2 pairs, not the default budget's sequence of looks
         if "--max-rounds" in argv:
             extra += ["--max-rounds", "3"]
         return [*argv, *extra]
