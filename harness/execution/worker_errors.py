@@ -1,7 +1,8 @@
 """What the parent says when a worker fails (harness/execution/isolation.py): a hang past a timeout, a
 crash (with the exit status or the signal's name and where in the stream it happened), or an error the
-worker reported, re-raised as the parent's own exception types with the worker's traceback as cause: a
-failure while it runs a stream as that stream's :class:`AdapterWorkerError`. A report that is no report (its
+worker reported, re-raised as the parent's own exception types with the worker's traceback as cause: an
+adapter that cannot be built as :class:`WorkerLoadError` (a ``ValueError``, as in process), a failure
+while it runs a stream as that stream's :class:`AdapterWorkerError`. A report that is no report (its
 fields missing or of the wrong type) is a :class:`~streambench.harness.execution.worker_replies.BadReply`."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import signal
 from collections.abc import Callable
 from typing import Any, Literal
 
+from streambench.adapters.registry import AdapterLoadError
 from streambench.harness.execution.adapter_errors import (
     AdapterCallError,
     AdapterCrashError,
@@ -24,6 +26,7 @@ from streambench.harness.execution.worker_replies import BadReply
 __all__ = [
     "RemoteTraceback",
     "WorkerError",
+    "WorkerLoadError",
     "crash_error",
     "reply_error",
     "timeout_error",
@@ -38,6 +41,12 @@ class WorkerError(RuntimeError):
         super().__init__(message)
         self.kind = kind
         self.remote_traceback = remote_traceback
+
+
+class WorkerLoadError(WorkerError, AdapterLoadError):
+    """The worker could not build the adapter (a module that does not import, an unknown option): the
+    configuration cannot be run. An :class:`AdapterLoadError` (a ``ValueError``), as in process, with the
+    worker's traceback."""
 
 
 _EXITS = {
@@ -125,6 +134,8 @@ def reply_error(
     elif running is not None:  # the worker failed outside the adapter's calls while it ran the stream
         problem = f"the worker failed outside the adapter's calls ({type_name}: {message}); it has ended"
         error = AdapterWorkerError(adapter, running, slot, problem)
+    elif type_name == "AdapterLoadError":
+        error = WorkerLoadError(message, kind=type_name, remote_traceback=remote)
     else:
         failed = f"isolated worker failed: {type_name}: {message}"
         error = WorkerError(failed, kind=type_name, remote_traceback=remote)
