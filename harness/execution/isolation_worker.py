@@ -302,13 +302,13 @@ def serve(
         limit = start.memory_limit_mb
         note = limit_memory(limit) if limit is not None else None  # once built
         frames = server.warm()
+        info = server.adapter.info.model_dump(mode="json")  # the model's property: it may raise too
     except AdapterError as exc:
         send(conn, adapter_error(exc))
         return
     except BaseException as exc:  # the model's construction: SystemExit, KeyboardInterrupt are its own
         send(conn, {"kind": "failed", **describe(exc)})
         return
-    info = server.adapter.info.model_dump(mode="json")
     ready = {"kind": "ready", "peak_rss_bytes": peak_rss_bytes(), "info": info, "warmup_frames": frames}
     ready["process"] = process.model_dump(mode="json") if process is not None else None  # issue 27
     send(conn, {**ready, "stream_ids": [], "warmup_stream_id": None, **listed, "memory_limit_note": note})
