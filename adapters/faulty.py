@@ -17,6 +17,15 @@ exit      ... ends its own process with ``os._exit(EXIT_CODE)`` (no clean-up, no
 segv      ... sends its own process ``SIGSEGV``
 leak      ... and at every later frame of the stream, allocates ``leak_mb_per_frame`` MiB that it
           never frees (not even in ``reset_state()``), until the memory limit stops it
+huge_ref  ... returns a prediction whose ``refers_to`` is ``2**80``, a frame index no int64 holds
+garbage   ... writes a framed message that is no reply (not JSON) to every socket its process holds
+          (a worker's connection to the harness), then answers as usual
+raw       ... writes unframed bytes to those sockets (their first four read as a length of 1.7 GB)
+close_fds ... closes every file descriptor of its process from 3 up (a worker's connection among them)
+keyboard  ... raises ``KeyboardInterrupt`` (as a model's own code may; not a Ctrl-C)
+base      ... raises :class:`PlantedBaseException`, a ``BaseException`` that is no ``Exception``
+genexit   ... raises ``GeneratorExit``
+sysexit   ... raises ``SystemExit(0)`` (``sys.exit()`` in a model)
 ========  =====================================================================================
 
 **Which stream.** The adapter counts *streams*: a stream begins with the first ``predict()`` after
@@ -48,6 +57,8 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
+import struct
 import time
 import zlib
 from collections.abc import Mapping
@@ -65,12 +76,32 @@ from streambench.adapters.contract import (
     StreamingAdapter,
 )
 
-__all__ = ["EXIT_CODE", "FaultyAdapter", "FaultyOptions", "PlantedFault", "stream_fingerprint"]
+__all__ = [
+    "EXIT_CODE",
+    "HUGE_REF",
+    "FaultyAdapter",
+    "FaultyOptions",
+    "PlantedBaseException",
+    "PlantedFault",
+    "stream_fingerprint",
+]
 
 EXIT_CODE = 13
 """The status ``fault="exit"`` ends its process with."""
+HUGE_REF = 2**80
+"""The ``refers_to`` of ``fault="huge_ref"``: past every int64."""
+GARBAGE = b"garbage bytes, not a reply"
+"""What ``fault="garbage"`` writes to its sockets framed as a message, ``fault="raw"`` unframed (its first
+four bytes, b"garb", then read as a length: 1,734,439,522 bytes)."""
 
-Fault = Literal["none", "raise", "nan", "shape", "hang", "exit", "segv", "leak"]
+Fault = Literal[
+    "none", "raise", "nan", "shape", "hang", "exit", "segv", "leak",
+    "huge_ref", "garbage", "raw", "close_fds", "keyboard", "base", "genexit", "sysexit",
+]  # fmt: skip
+
+
+class PlantedBaseException(BaseException):
+    """What ``fault="base"`` raises: a ``BaseException`` that no ``except Exception`` takes."""
 
 
 def stream_fingerprint(frame: Frame) -> str:
@@ -214,7 +245,41 @@ class FaultyAdapter(StreamingAdapter):
         if fault == "segv":
             os.kill(os.getpid(), signal.SIGSEGV)
             time.sleep(10)  # the signal is delivered asynchronously; never return in the meantime
+        if fault == "huge_ref":
+            return Prediction(scores=np.full(self._num_classes, 0.5, dtype=np.float32), refers_to=HUGE_REF)
+        if fault in ("garbage", "raw"):
+            _write_to_sockets(struct.pack("!i", len(GARBAGE)) + GARBAGE if fault == "garbage" else GARBAGE)
+        elif fault == "close_fds":
+            os.closerange(3, _fd_limit())
+        elif fault == "sysexit":
+            raise SystemExit(0)
+        elif fault in _RAISED:
+            raise _RAISED[fault](f"planted fault at frame {frame.index}")
         return None
+
+
+_RAISED: dict[str, type[BaseException]] = {
+    "keyboard": KeyboardInterrupt,
+    "base": PlantedBaseException,
+    "genexit": GeneratorExit,
+}
+
+
+def _fd_limit() -> int:
+    try:
+        return min(os.sysconf("SC_OPEN_MAX"), 65536)
+    except (OSError, ValueError):  # pragma: no cover - no sysconf
+        return 1024
+
+
+def _write_to_sockets(data: bytes) -> None:
+    """Write ``data`` to every socket this process holds (found by ``fstat``, as any model could)."""
+    for fd in range(3, min(_fd_limit(), 1024)):
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.write(fd, data)
+        except OSError:
+            continue
 
 
 def _feature(inputs: Mapping[str, Any]) -> float:

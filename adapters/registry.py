@@ -101,8 +101,9 @@ def known() -> dict[str, str]:
     return {**REGISTRY, **{name: target for name, (target, _) in plugins().items()}}
 
 
-class AdapterLoadError(LookupError):
-    """An adapter name or its options could not be turned into an adapter."""
+class AdapterLoadError(LookupError, ValueError):
+    """An adapter name or its options could not be turned into an adapter: a configuration that cannot be
+    run, hence a ``ValueError`` (what ``streambench.run`` raises for one) as well as a lookup's failure."""
 
 
 def _import_from_cwd(module_name: str) -> Any:

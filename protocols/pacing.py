@@ -83,14 +83,21 @@ class PacedTimeline:
         """Absolute deadline of each frame.
 
         ``deadline_ns=None`` (default): the frame period, i.e. frame ``i`` is due when frame
-        ``i + 1`` arrives; the last frame gets the stream's last period. A stream of one frame has
-        no period: give ``deadline_ns``. Otherwise frame ``i`` is due at ``arrival_i + deadline_ns``.
+        ``i + 1`` arrives; the last frame gets the stream's last period, the time between the two last
+        arrivals. A stream of one frame has one period, the data's own: its capture interval, from the
+        stream's start (arrival 0) to its arrival (the data contract: a frame arrives at the end of its
+        capture interval, and ``t0`` is the start of the first one), so it is due at twice its arrival.
+        Otherwise frame ``i`` is due at ``arrival_i + deadline_ns``.
         """
         arrival = self.arrival_ns
         if deadline_ns is not None:
             return arrival + check_int(deadline_ns, "deadline_ns", minimum=0)
-        if arrival.size < 2:
-            raise ValueError("a one-frame stream has no frame period: pass deadline_ns")
+        if arrival.size == 1:
+            if arrival[0] <= 0:
+                raise ValueError(
+                    "a one-frame stream arriving at its start has no frame period: pass deadline_ns"
+                )
+            return 2 * arrival
         return np.append(arrival[1:], 2 * arrival[-1] - arrival[-2])
 
     def deadline_misses(self, deadline_ns: int | None = None) -> BoolArray:

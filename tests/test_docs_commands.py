@@ -10,7 +10,7 @@ The commands are read from the pages' fenced ``bash`` / ``sh`` blocks (a line, o
 - ``-m docs_commands`` (a step of its own in ``.ci/run``; skipped otherwise): each command is run for real,
   as a reader would, from a scratch project directory that holds what the pages assume (the README's
   ``my_adapter.py``, a ``my_pkg`` package with a torch model factory and an adapter, ``model.pt``,
-  ``model.onnx``, score files, a base checkout (../base), two finished runs), with placeholders such as ``<run_id>``
+  ``model.onnx``, score files, a base checkout, two finished runs), with placeholders such as ``<run_id>``
   filled in and overrides that keep each run tiny (2 streams of 1 s, 10 warm-up frames, no report, 2 A/B
   pairs). Each must end with its expected exit code (0, or the code the page promises: 1 for a planted
   cheat or fault) and without a traceback.

@@ -8,17 +8,19 @@ calls :func:`run`; ``streambench ab`` calls :func:`ab`). Exposed as ``streambenc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
 from streambench.harness.execution.config import IsolationConfig, RunConfig
-from streambench.harness.execution.executor import ProgressHook
+from streambench.harness.execution.executor import ProgressHook, RunInterrupted
 from streambench.harness.execution.rounds import Rounds, RoundsConfig, Side
 from streambench.harness.execution.worker_process import WorkerCommand
-from streambench.harness.runs import registry
+from streambench.harness.runs import parts, registry
 from streambench.harness.runs.ab import ABReport, On, run_ab
 from streambench.harness.runs.interface import Outcome
+from streambench.harness.sweep.interrupts import interrupted_by
 
 __all__ = ["ab", "run"]
 
@@ -27,7 +29,7 @@ DEFAULT_GATE = "p50:+5%"
 
 
 def run(
-    config: RunConfig,
+    config: RunConfig | Mapping[str, Any],
     protocol: str = registry.DEFAULT,
     protocol_config: BaseModel | None = None,
     progress: ProgressHook | None = None,
@@ -35,11 +37,17 @@ def run(
     """Run ``config``'s adapter through ``protocol`` (a registered name) and write its run directory under
     ``config.output_dir``; returns the :class:`Outcome`: ``outcome.result`` is the protocol's typed result
     (a :class:`~streambench.harness.results.files.RunResult` for ``online``, as ``result.json`` holds
-    it), ``outcome.run_dir`` the directory. ``protocol_config``: the protocol's own configuration (an
-    instance of its ``config_model``); None: its defaults. Raises ValueError (naming the field or the
-    protocol) before anything runs when the configuration cannot be run."""
+    it), ``outcome.run_dir`` the directory. ``config``: a :class:`RunConfig`, or a mapping of its fields
+    (validated as ``RunConfig.model_validate`` does: a configuration file's table); anything else is a
+    ``TypeError``. ``protocol_config``: the protocol's own configuration (an instance of its
+    ``config_model``); None: its defaults. Raises ValueError (naming the field or the protocol) when the
+    configuration cannot be run, before anything is measured (an adapter whose module does not import
+    or that has no such option, too). Ctrl-C reaches the caller as ``KeyboardInterrupt`` (SIGTERM as
+    :class:`~streambench.harness.execution.executor.RunInterrupted`) once what was measured is written
+    (an incomplete run directory, finished by ``streambench run --resume``)."""
     from streambench.harness.runs.catalog import check_joinable
 
+    config = _as_run_config(config, "config")
     chosen = registry.get(protocol)
     if protocol_config is None:
         protocol_config = chosen.load_config(None)
@@ -51,12 +59,38 @@ def run(
         )
     if chosen.name != registry.DEFAULT:  # the default protocol writes a new run (or refuses an old one)
         check_joinable(config)
-    return chosen.execute(config, protocol_config, progress)
+    try:
+        outcome = chosen.execute(config, protocol_config, progress)
+    except RunInterrupted as exc:  # outside the measured window: nothing more to write
+        _interrupted(str(exc))
+    reason = parts.incomplete_reason(chosen, outcome.result)
+    if reason is not None and reason.startswith("interrupted"):  # the measured streams are written
+        _interrupted(f"{reason}; what was measured is kept: streambench run --resume {outcome.run_dir}")
+    return outcome
+
+
+def _as_run_config(value: object, name: str) -> RunConfig:
+    """``value`` as a :class:`RunConfig`: one, or a mapping of its fields (validated: a ValueError naming
+    the field); a ``TypeError`` naming the argument for anything else."""
+    if isinstance(value, RunConfig):
+        return value
+    if isinstance(value, Mapping):
+        return RunConfig.model_validate(dict(value))
+    shown = "None" if value is None else f"a {type(value).__name__} ({value!r:.60})"
+    raise TypeError(f"{name}: expected a streambench.RunConfig or a mapping of its fields, got {shown}")
+
+
+def _interrupted(why: str) -> NoReturn:
+    """Raise the interruption the caller would have seen without the run: ``KeyboardInterrupt`` for
+    Ctrl-C (SIGINT), :class:`RunInterrupted` for SIGTERM."""
+    if interrupted_by(why) == "SIGTERM":
+        raise RunInterrupted(why)
+    raise KeyboardInterrupt(why)
 
 
 def ab(
-    base: RunConfig,
-    head: RunConfig,
+    base: RunConfig | Mapping[str, Any],
+    head: RunConfig | Mapping[str, Any],
     rounds: RoundsConfig | None = None,
     fail_on: str = DEFAULT_GATE,
     *,
@@ -79,6 +113,7 @@ def ab(
     each pair of rounds with the job so far."""
     from streambench.harness.results.compare import FailOnSpec
 
+    base, head = _as_run_config(base, "base"), _as_run_config(head, "head")
     sides = [
         Side(label=label, run=config, command=command or WorkerCommand())
         for label, config, command in (("base", base, base_command), ("head", head, head_command))

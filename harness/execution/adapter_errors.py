@@ -16,7 +16,16 @@ __all__ = [
     "AdapterError",
     "AdapterOutputError",
     "AdapterTimeoutError",
+    "AdapterWorkerError",
+    "HarnessInterrupt",
 ]
+
+
+class HarnessInterrupt(BaseException):
+    """A signal the harness turned into an exception (SIGTERM's ``RunInterrupted``, a sweep's
+    ``SweepInterrupted``): it may surface inside ``predict()``, and the engine passes it on, as it does
+    ``KeyboardInterrupt`` in process, where every other exception out of the adapter is the adapter's
+    failure (harness/execution/engine.py)."""
 
 
 class AdapterError(Exception):
@@ -85,3 +94,10 @@ class AdapterTimeoutError(AdapterError, TimeoutError):
         super().__init__(adapter, stream_id, frame, problem)
         self.scope = scope
         self.timeout_s = timeout_s
+
+
+class AdapterWorkerError(AdapterError, RuntimeError):
+    """The adapter's worker process broke the protocol with the harness (``--isolate``): a reply that is
+    not one (bytes a model wrote to its connection, a malformed header or recording, a request for a
+    frame past the stream's end) or a failure it reported from outside ``predict()``. The worker, whose
+    state is then unknown, was ended; ``frame`` is the frame it was at (0 before the first)."""

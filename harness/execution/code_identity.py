@@ -56,9 +56,17 @@ def code_files(adapter: Any) -> list[dict[str, Any]]:
     return found
 
 
+_MOST_BYTES = 64 * 2**20
+"""A named file larger than this is not hashed (a source file is far smaller; a worker names the path)."""
+
+
 def _sha256(path: str) -> str | None:
-    digest = hashlib.sha256()
+    """The file's hash; None for what is not a regular file of at most :data:`_MOST_BYTES` (a worker
+    could name a device or a pipe)."""
     try:
+        if not os.path.isfile(path) or os.path.getsize(path) > _MOST_BYTES:
+            return None
+        digest = hashlib.sha256()
         with open(path, "rb") as source:
             for block in iter(lambda: source.read(1 << 16), b""):
                 digest.update(block)

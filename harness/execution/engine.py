@@ -34,8 +34,20 @@ from streambench.adapters.contract import (
     Stream,
     StreamingAdapter,
 )
-from streambench.harness.execution.adapter_errors import AdapterCallError, AdapterError, AdapterOutputError
-from streambench.harness.execution.outputs import FLOAT32, NoFastPath, OddFrames, OutputChecks, beyond_end
+from streambench.harness.execution.adapter_errors import (
+    AdapterCallError,
+    AdapterError,
+    AdapterOutputError,
+    HarnessInterrupt,
+)
+from streambench.harness.execution.outputs import (
+    FLOAT32,
+    MAX_REF,
+    NoFastPath,
+    OddFrames,
+    OutputChecks,
+    beyond_end,
+)
 from streambench.harness.execution.paced import feed_paced
 from streambench.harness.execution.recorded_extras import Extras, gather_extras
 from streambench.harness.execution.sealing import SealedFeed, frames_of, seal_frames
@@ -45,6 +57,7 @@ from streambench.harness.instruments.interference import thread_switches
 from streambench.protocols.recording import StreamRecording, StreamRole
 
 __all__ = [
+    "IN_PROCESS_INTERRUPTS",
     "PROGRESS_INTERVAL_S",
     "AdapterCallError",
     "AdapterError",
@@ -69,6 +82,12 @@ FrameProgress = Callable[[str, int, "int | None"], None]
 PROGRESS_INTERVAL_S = 0.5
 """How often, about, progress within a stream is reported (twice a second)."""
 PROGRESS_INTERVAL_NS = int(PROGRESS_INTERVAL_S * 1e9)
+
+IN_PROCESS_INTERRUPTS: tuple[type[BaseException], ...] = (KeyboardInterrupt, HarnessInterrupt)
+"""What the engine passes on out of the adapter's calls in the harness's own process: Ctrl-C and the
+signals the harness raises (they can surface inside ``predict()``). Any other exception, a
+``BaseException`` too (``SystemExit``, ``GeneratorExit``), is the adapter's failure at that frame. A worker
+process ignores SIGINT, so there nothing is passed on: a ``KeyboardInterrupt`` there is the model's own."""
 
 
 class EngineConfig(BaseModel):
@@ -113,9 +132,11 @@ class Engine:
         adapter: Adapter,
         config: EngineConfig | None = None,
         device_timer: Callable[[int], DeviceTimer] | None = None,
+        interrupts: tuple[type[BaseException], ...] = IN_PROCESS_INTERRUPTS,
     ) -> None:
         self.adapter = adapter
         self.config = config or EngineConfig()
+        self.interrupts = interrupts  # passed on out of the adapter's calls, never its failure
         info = adapter.info
         if device_timer is None and self.config.device_timing and info.device.startswith("cuda"):
             device_timer = CudaEventTimer
@@ -190,7 +211,7 @@ class Engine:
                 raise ValueError("recording features, weights or CPU time needs an unpaced run")
             latency_ns, emitted_at, refers_to, scores, paced_start = feed_paced(
                 frames, stream.stream_id, times_ns - t0_ns, predict, self.checks, self.config.paced_policy,
-                progress, PROGRESS_INTERVAL_NS,
+                progress, PROGRESS_INTERVAL_NS, self.interrupts,
             )  # fmt: skip
         elif cpu_clock != "off":
             predict, walls, cpus = _cpu_timed(predict, cpu_clock)
@@ -278,9 +299,11 @@ class Engine:
         last = len(frames) - 1
         try:
             out = getattr(self.adapter, "predict_sequence")(frames)  # noqa: B009
-        except Exception as exc:
+        except self.interrupts:
+            raise
+        except BaseException as exc:
             raise AdapterCallError(
-                self.name, stream.stream_id, last, f"predict_sequence() raised {type(exc).__name__}: {exc}"
+                self.name, stream.stream_id, last, f"predict_sequence() raised {_named(exc)}"
             ) from exc
         if not isinstance(out, list) or any(
             not isinstance(p, Prediction) or p.refers_to is None for p in out
@@ -327,7 +350,9 @@ class Engine:
         try:
             with FlopCounterMode(display=False) as counter:
                 self.adapter.predict(frame)
-        except Exception as exc:  # a model failing on this stream is a failed stream, not a failed run
+        except self.interrupts:
+            raise
+        except BaseException as exc:  # a model failing on this stream is a failed stream, not a failed run
             self.adapter.reset_state()
             return None, (
                 f"not counted: predict() raised {type(exc).__name__} on the first frame of "
@@ -381,7 +406,8 @@ class Engine:
         predict = predict or self.adapter.predict
         clock = clock or time.perf_counter_ns
         fast_type = Prediction if outputs is None else NoFastPath
-        ndarray, float32 = np.ndarray, FLOAT32
+        ndarray, float32, max_ref = np.ndarray, FLOAT32, MAX_REF
+        passed: tuple[type[BaseException], ...] = (AdapterOutputError, *self.interrupts)
         n = len(frames)
         chunk = 1
         remaining = iter(frames) if progress is not None else None
@@ -403,7 +429,7 @@ class Engine:
                             and len(sc) == num_classes  # shape (C,), without building the shape tuple
                         ):
                             ref = out.refers_to
-                            if ref is None or (type(ref) is int and ref >= 0):
+                            if ref is None or (type(ref) is int and 0 <= ref <= max_ref):
                                 try:
                                     keep_scores(sc)
                                 except TypeError:  # a strided view exports no single buffer
@@ -413,11 +439,11 @@ class Engine:
                                     moved_to(ref)
                                 continue
                     odd_output(out, len(latency) - 1, stream_id, stream_length, keep_scores, odd, outputs)
-            except AdapterOutputError:
+            except passed:
                 raise
-            except Exception as exc:  # the adapter's own failure: say where it happened, keep the cause
+            except BaseException as exc:  # the adapter's own failure: say where it happened, keep the cause
                 raise AdapterCallError(
-                    self.name, stream_id, len(latency), f"predict() raised {type(exc).__name__}: {exc}"
+                    self.name, stream_id, len(latency), f"predict() raised {_named(exc)}"
                 ) from exc
             if remaining is None or len(latency) - before < chunk:
                 break  # the stream is done
@@ -437,10 +463,18 @@ class Engine:
     def _reset(self, stream_id: str) -> None:
         try:
             self.adapter.reset_state()
-        except Exception as exc:
+        except self.interrupts:
+            raise
+        except BaseException as exc:
             raise AdapterCallError(
-                self.name, stream_id, 0, f"reset_state() before the stream raised {type(exc).__name__}: {exc}"
+                self.name, stream_id, 0, f"reset_state() before the stream raised {_named(exc)}"
             ) from exc
+
+
+def _named(exc: BaseException) -> str:
+    """An exception as the failure records name it: its type, and its message where it has one."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class _FetchSwitches(SealedFeed):

@@ -27,7 +27,7 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 
 from streambench.adapters.contract import Stream
-from streambench.harness.execution.adapter_errors import AdapterError
+from streambench.harness.execution.adapter_errors import AdapterError, HarnessInterrupt
 from streambench.harness.execution.engine import Engine, FrameProgress
 from streambench.harness.execution.event_log import (
     EVENTS_FILE,
@@ -237,10 +237,10 @@ class InProcess:
         return self.engine.run_stream(stream, role, progress=frames)
 
 
-class RunInterrupted(BaseException):
+class RunInterrupted(HarnessInterrupt):
     """SIGTERM arrived; raised by the signal handler inside the run. A BaseException, like
-    KeyboardInterrupt, so that no ``except Exception`` (the engine's, an adapter's) takes it for an
-    adapter failure."""
+    KeyboardInterrupt, so that no ``except Exception`` (an adapter's) takes it for an adapter failure,
+    and a :class:`HarnessInterrupt`, which the engine passes on out of ``predict()``."""
 
 
 class NothingScoredError(ValueError):

@@ -31,7 +31,11 @@ the slot:
 - per-stream timeout: the request has not been answered in ``stream_timeout_s`` -> the same, scope
   ``"stream"``, naming the frame it was on;
 - crash: the pipe reaches EOF or the process is gone (segfault, ``os._exit``, the OOM killer) ->
-  :class:`AdapterCrashError` with the exit code, the signal's name and the last frame started.
+  :class:`AdapterCrashError` with the exit code, the signal's name and the last frame started;
+- a reply that is none (bytes a model wrote to its connection, a malformed header or recording; read
+  with a size limit and a deadline: harness/execution/worker_replies.py), or a failure the worker reports
+  from outside the adapter's calls while it runs a stream -> the worker is ended and
+  :class:`AdapterWorkerError` names the stream and the frame it was at.
 
 After a hang or a crash (and after a ``MemoryError`` inside the adapter, which leaves the worker's
 memory in an unknown state) the next request starts a fresh worker, which warms up again. Errors the
@@ -54,7 +58,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
 import json
 import multiprocessing
 import time
@@ -62,23 +65,24 @@ from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import TracebackType
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, TypeVar
 
 import numpy as np
+from pydantic import BaseModel
 
 from streambench.adapters.contract import AdapterInfo, Stream
 from streambench.harness.execution.adapter_errors import (
     AdapterCrashError,
     AdapterError,
-    AdapterOutputError,
     AdapterTimeoutError,
+    AdapterWorkerError,
 )
 from streambench.harness.execution.code_identity import CodeFile, identify
 from streambench.harness.execution.config import IsolationConfig, RunConfig
 from streambench.harness.execution.engine import PROGRESS_INTERVAL_S, FrameProgress
 from streambench.harness.execution.frame_server import FrameServer, PastTheEnd
 from streambench.harness.execution.host_timing import PipeFloor, StartTimes, now_ns, process_cpu_ns
-from streambench.harness.execution.isolation_worker import IDLE, worker_main
+from streambench.harness.execution.isolation_worker import FINISHED, IDLE, worker_main
 from streambench.harness.execution.lockstep import Turn
 from streambench.harness.execution.output_commits import check_commits
 from streambench.harness.execution.process_tree import LeftoverProcess, WorkerTree
@@ -95,10 +99,20 @@ from streambench.harness.execution.worker_process import (
     start_sealed_worker,
     start_worker,
 )
+from streambench.harness.execution.worker_replies import (
+    BadReply,
+    ReplyReader,
+    asked_for,
+    check_shape,
+    reply_header,
+    reply_recording,
+)
 from streambench.harness.instruments.memory import process_peak_rss_bytes
-from streambench.protocols.recording import StreamRecording, StreamRole, from_arrays
+from streambench.protocols.recording import StreamRecording, StreamRole
 
 __all__ = ["IsolatedEngine", "WorkerError"]
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 _WARMUP_ID = (
     "syn-warmup"  # streambench.harness.datasets.synthetic.make_warmup_stream's id, for errors before "ready"
@@ -134,6 +148,7 @@ class IsolatedEngine:
         self._progress: Any = SharedSlot() if shared_file else self._ctx.RawArray("q", 1)
         self._process: BaseProcess | ChildProcess | None = None
         self._conn: Connection | None = None
+        self._reader: ReplyReader | None = None  # reads the worker's replies as untrusted input
         self._info: AdapterInfo | None = None
         self.stream_ids: tuple[str, ...] = ()
         self.warmup_frames_run = 0
@@ -197,7 +212,7 @@ class IsolatedEngine:
             header = self._request({"kind": "run", "stream_id": stream_id, "role": role}, stream_id)
             return self._recording(header, stream_id)
         except AdapterError as exc:
-            raise _asked_for(exc, stream_id) from exc.__cause__
+            raise asked_for(exc, stream_id) from exc.__cause__
         finally:
             self._following = None
 
@@ -232,7 +247,7 @@ class IsolatedEngine:
             header = self._request(message, stream.stream_id, restart=False)
             recording = self._recording(header, stream.stream_id)
         except AdapterError as exc:
-            raise _asked_for(exc, stream.stream_id) from exc.__cause__
+            raise asked_for(exc, stream.stream_id) from exc.__cause__
         finally:
             self._following = None
         wall = now_ns() - stamps.request_ns
@@ -276,7 +291,7 @@ class IsolatedEngine:
         self._ensure_worker()
         if self._warmup is not None:
             self._frames.queue(self._warmup)
-        header = self._request({"kind": "rebuild"}, _WARMUP_ID)
+        header = self._request({"kind": "rebuild"}, _WARMUP_ID, kinds=("rebuilt",))
         if header["kind"] != "rebuilt":
             self._raise_reply(header)
         self._note_peak(header)
@@ -290,18 +305,21 @@ class IsolatedEngine:
             self._frames.queue(stream)
             message["stream"] = self._frames.header(stream)
             del message["stream_id"]
-        header = self._request(message, stream_id)
+        header = self._request(message, stream_id, kinds=("flops",))
         if header["kind"] != "flops":
             self._raise_reply(header)
-        return header["flops"], header["reason"]
+        flops, reason = header.get("flops"), header.get("reason")
+        if not (flops is None or type(flops) is int) or not (reason is None or isinstance(reason, str)):
+            raise self._bad_reply(stream_id, BadReply("a flops reply whose figures are no count"))
+        return flops, reason
 
     def close(self, at_once: bool = False) -> None:
         """Ask the worker to stop; terminate it if it does not within a few seconds; then end what the
         model started in it (:attr:`leftover_processes` names each). ``at_once``: terminate it without
         asking (the run is ending on an exception, e.g. Ctrl-C in a stream, where a worker inside a
         stream would not read the request before the stream's end, and a sealed one not at all)."""
-        process, conn, tree = self._process, self._conn, self._tree
-        self._process, self._conn, self._tree = None, None, None
+        process, conn, tree, reader = self._process, self._conn, self._tree, self._reader
+        self._process, self._conn, self._tree, self._reader = None, None, None, None
         if tree is not None and process is not None and process.is_alive():
             tree.note()
         if conn is not None and not at_once:
@@ -314,6 +332,8 @@ class IsolatedEngine:
                 _end(process)
         if tree is not None:
             self.leftover_processes.extend(tree.end())
+        if reader is not None:
+            reader.close()
         if conn is not None:
             conn.close()
         if self._policy is not None:  # the worker's private writable directory, and all it wrote
@@ -337,12 +357,12 @@ class IsolatedEngine:
 
     def _recording(self, header: dict[str, Any], stream_id: str) -> StreamRecording:
         if header["kind"] != "ok":
-            self._raise_reply(header)
+            self._raise_reply(header, stream_id)
         self._note_peak(header)
-        payload = self._recv(stream_id)
-        with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
-            (recording,) = from_arrays({key: arrays[key] for key in arrays.files})
-        return recording
+        try:
+            return reply_recording(self._recv(stream_id))
+        except BadReply as exc:
+            raise self._bad_reply(stream_id, exc) from None
 
     def _stream(self, stream_id: str) -> Stream:
         assert self._data is not None
@@ -413,22 +433,29 @@ class IsolatedEngine:
             process.start()
             child.close()  # the worker holds the only write end: its death is an EOF here
         self._process, self._conn = process, parent
+        self._reader = ReplyReader(parent, self.isolation.frame_timeout_s)
         assert process.pid is not None
         self._tree = WorkerTree(process.pid)
         self.starts += 1
-        header = self._await(_WARMUP_ID, self.isolation.start_timeout_s, "start")
+        limit = self.isolation.start_timeout_s
+        header = self._await(_WARMUP_ID, limit, "start", ("sandbox", "ready") if self.sealed else ("ready",))
         if header["kind"] == "sandbox":  # a sealed worker's first word: what its sandbox is
-            self.sandbox = SandboxRecord.model_validate({k: v for k, v in header.items() if k != "kind"})
-            header = self._await(_WARMUP_ID, self.isolation.start_timeout_s, "start")
+            self.sandbox = self._start_field(SandboxRecord, {k: v for k, v in header.items() if k != "kind"})
+            header = self._await(_WARMUP_ID, limit, "start", ("ready",))
         if header["kind"] != "ready":
             self.close()
             self._raise_reply(header)
-        self._info = AdapterInfo.model_validate(header["info"])
+        self._info = self._start_field(AdapterInfo, header.get("info"))
         self._note_peak(header)
         if self.sealed:
             self._note_start(started, now_ns())
-        self.stream_ids = tuple(header["stream_ids"]) if self._data is None else tuple(self._data)
-        self._stream_frames = {str(k): int(v) for k, v in dict(header.get("stream_frames") or {}).items()}
+        try:  # the worker's word on what it holds (not sealed) and on its warm-up
+            self.stream_ids = tuple(header["stream_ids"]) if self._data is None else tuple(self._data)
+            self._stream_frames = {str(k): int(v) for k, v in dict(header.get("stream_frames") or {}).items()}
+            self.warmup_frames_run = int(header["warmup_frames"])
+        except (KeyError, TypeError, ValueError) as exc:
+            bad = BadReply(f"a ready reply without its fields ({exc!r})")
+            raise self._bad_reply(_WARMUP_ID, bad) from None
         if self._data is not None:  # sealed: the checks build_adapter makes in a worker that has the data
             from streambench.harness.execution.setup import check_built
 
@@ -437,11 +464,13 @@ class IsolatedEngine:
             except ValueError:
                 self.close()
                 raise
-        self.warmup_frames_run = int(header["warmup_frames"])
-        self.warmup_stream_id = header["warmup_stream_id"]
-        self.memory_limit_note = header["memory_limit_note"]
+        self.warmup_stream_id = header.get("warmup_stream_id")
+        self.memory_limit_note = header.get("memory_limit_note")
         self.adapter_process = header.get("process")  # None from a worker that does not say
-        self.code = identify(header.get("code"))
+        try:  # the worker's word: a list of files, validated here, each hashed here
+            self.code = identify(header.get("code"))
+        except ValueError as exc:
+            raise self._bad_reply(_WARMUP_ID, BadReply(f"a start reply's code: {exc}")) from None
 
     def _note_start(self, started: int, ready: int) -> None:
         """Sealed mode: the floor from the calibration stream, the start's phases on this clock."""
@@ -462,23 +491,28 @@ class IsolatedEngine:
         if isinstance(peak, int) and (self.peak_rss_bytes is None or peak > self.peak_rss_bytes):
             self.peak_rss_bytes = peak
 
-    def _request(self, message: dict[str, Any], stream_id: str, restart: bool = True) -> dict[str, Any]:
+    def _request(
+        self, message: dict[str, Any], stream_id: str, restart: bool = True, kinds: tuple[str, ...] = ("ok",)
+    ) -> dict[str, Any]:
         """Send a request about one stream (starting a worker if needed, unless ``restart`` is false: a
-        sealed stream queued for this worker); the reply's header."""
+        sealed stream queued for this worker); the reply's header, of one of ``kinds`` (or an error's)."""
         if restart or self._process is None:
             self._ensure_worker()
         if "stream_id" in message and stream_id not in self.stream_ids:
             raise KeyError(f"unknown stream {stream_id!r}; the data set has {list(self.stream_ids)[:5]}...")
         assert self._conn is not None
         self._progress[0] = IDLE
-        self._conn.send_bytes(json.dumps(message).encode())
-        return self._await(stream_id, self.isolation.stream_timeout_s, "stream")
+        self._send(json.dumps(message).encode(), stream_id)
+        return self._await(stream_id, self.isolation.stream_timeout_s, "stream", kinds)
 
     def _adapter_name(self) -> str:
         return self._info.name if self._info is not None else self.run_config.adapter
 
-    def _await(self, stream_id: str, limit_s: float, scope: Literal["stream", "start"]) -> dict[str, Any]:
-        """The worker's next reply header; ends the worker and raises on a hang, a timeout or a crash."""
+    def _await(
+        self, stream_id: str, limit_s: float, scope: Literal["stream", "start"], kinds: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """The worker's next reply header, of one of ``kinds`` or an error's; ends the worker and raises
+        on a hang, a timeout, a crash or a reply that is none."""
         conn, process = self._conn, self._process
         assert conn is not None and process is not None
         frame_limit = self.isolation.frame_timeout_s
@@ -495,18 +529,18 @@ class IsolatedEngine:
                     hook(stream_id, at, total)
                 report_at = time.monotonic() + PROGRESS_INTERVAL_S
             if conn.poll(tick):
-                try:
-                    message = conn.recv_bytes()
-                except (EOFError, OSError):
-                    raise self._crashed(stream_id) from None
+                message = self._recv(stream_id)
                 kind = message[:1]  # a reply header is JSON ("{"); NEXT and DONE carry a commit
-                if kind == NEXT:
+                if kind == NEXT and self.sealed:
                     self._feed_next(stream_id, message[1:])  # sealed: the worker asks for its next frame
                     continue
-                if kind == DONE:
+                if kind == DONE and self.sealed:
                     self._frames.done(message[1:])  # the worker took the last frame's output
                     continue
-                return dict(json.loads(message))
+                try:
+                    return reply_header(message, (*kinds, "adapter_error", "failed"))
+                except BadReply as exc:
+                    raise self._bad_reply(stream_id, exc) from None
             now = time.monotonic()
             if not process.is_alive():
                 if conn.poll(0):  # it answered, then exited: take the answer
@@ -515,7 +549,7 @@ class IsolatedEngine:
             current = int(self._progress[0])
             if current != last:
                 last, changed = current, now
-            elif current != IDLE and now - changed > frame_limit:
+            elif current not in (IDLE, FINISHED) and now - changed > frame_limit:
                 raise self._timed_out(stream_id, "frame", frame_limit, current)
             if now - started > limit_s:
                 raise self._timed_out(stream_id, scope, limit_s, current)
@@ -526,19 +560,44 @@ class IsolatedEngine:
         try:
             frame = self._frames.next_frame(commit)
         except PastTheEnd as exc:
-            self.close()
-            raise WorkerError(f"stream {stream_id!r}: {exc}") from None
+            raise self._bad_reply(stream_id, BadReply(str(exc))) from None
+        self._send(frame, stream_id)
+
+    def _send(self, data: bytes, stream_id: str) -> None:
+        """Send the worker a request or a frame; a worker that does not take it within the per-frame
+        timeout (it stopped reading its connection) is a hang, one that is gone a crash."""
+        assert self._conn is not None
         try:
-            self._conn.send_bytes(frame)
+            self._conn.send_bytes(data)
+        except BlockingIOError:  # the send timed out (ReplyReader sets SO_SNDTIMEO)
+            limit = self.isolation.frame_timeout_s
+            raise self._timed_out(stream_id, "frame", limit, int(self._progress[0])) from None
         except OSError:
             raise self._crashed(stream_id) from None
 
     def _recv(self, stream_id: str) -> bytes:
-        assert self._conn is not None
+        """One message from the worker (:class:`ReplyReader`: a size limit, a deadline once begun)."""
+        assert self._reader is not None
         try:
-            return self._conn.recv_bytes()
+            return self._reader.read()
+        except BadReply as exc:
+            raise self._bad_reply(stream_id, exc) from None
         except (EOFError, OSError):
             raise self._crashed(stream_id) from None
+
+    def _bad_reply(self, stream_id: str, exc: BadReply) -> AdapterWorkerError:
+        """End a worker whose reply was none; the stream's failure, at the frame the worker was at."""
+        slot = int(self._progress[0])
+        self.close(at_once=True)
+        problem = f"the worker's reply was not valid ({exc}); the worker was ended"
+        return AdapterWorkerError(self._adapter_name(), stream_id, max(slot, 0), problem)
+
+    def _start_field(self, model: type[_Model], value: object) -> _Model:
+        """A model of a start reply's field, validated; a field that is not one is a reply that is none."""
+        try:
+            return model.model_validate(value)
+        except ValueError as exc:
+            raise self._bad_reply(_WARMUP_ID, BadReply(f"a start reply: {exc}")) from None
 
     def _timed_out(
         self, stream_id: str, scope: Literal["frame", "stream", "start"], limit_s: float, slot: int
@@ -557,11 +616,17 @@ class IsolatedEngine:
         self.close()
         return crash_error(self._adapter_name(), stream_id, process.exitcode, int(self._progress[0]))
 
-    def _raise_reply(self, header: dict[str, Any]) -> NoReturn:
-        """Re-raise an error the worker reported (the parent's exception types, the worker's traceback)."""
-        error = reply_error(header, self._frames.stream_id)
-        if not isinstance(error, AdapterError) or header.get("restart"):  # a MemoryError: the worker's
-            self.close()  # memory is in an unknown state; a harness error: it is gone
+    def _raise_reply(self, header: dict[str, Any], stream_id: str | None = None) -> NoReturn:
+        """Re-raise an error the worker reported (the parent's exception types, the worker's traceback).
+        ``stream_id``: the stream being run, where a failure outside the adapter's calls is that stream's
+        (:class:`AdapterWorkerError`; before a stream, it is the worker's start that failed)."""
+        try:
+            slot = max(int(self._progress[0]), 0)
+            error = reply_error(header, self._frames.stream_id, stream_id, slot, self._adapter_name())
+        except BadReply as exc:
+            raise self._bad_reply(stream_id or _WARMUP_ID, exc) from None
+        if not isinstance(error, AdapterError) or header.get("restart") or header["kind"] == "failed":
+            self.close()  # a MemoryError: its memory is in an unknown state; a failure: it is gone
         raise error
 
 
@@ -580,29 +645,3 @@ def _end(process: BaseProcess | ChildProcess) -> None:
     if process.is_alive():
         process.kill()
         _join(process, 5.0)
-
-
-def check_shape(recording: StreamRecording, stream: Stream, adapter: str) -> None:
-    """A sealed worker's recording must fit the stream this process fed: one latency per frame, and
-    predictions emitted in order at frames of the stream, labelling frames at or after 0. (Where each
-    prediction was emitted is then checked against the outputs committed frame by frame:
-    harness/execution/output_commits.py.)"""
-    n = stream.num_frames
-    emitted, refers = recording.emitted_at, recording.refers_to
-    problems = []
-    if recording.latency_ns.size != n:
-        problems.append(f"{recording.latency_ns.size} latencies for {n} frames")
-    if emitted.size != refers.size or emitted.size != recording.scores.shape[0]:
-        problems.append("emitted_at, refers_to and scores differ in length")
-    if emitted.size and (emitted.min() < 0 or emitted.max() >= n or (np.diff(emitted) < 0).any()):
-        problems.append("predictions emitted out of order or outside the stream")
-    if refers.size and refers.min() < 0:
-        problems.append("a prediction labels a frame before the stream")
-    if problems:
-        problem = "the worker's recording: " + "; ".join(problems)
-        raise AdapterOutputError(adapter, stream.stream_id, max(n - 1, 0), problem)
-
-
-def _asked_for(exc: AdapterError, stream_id: str) -> AdapterError:
-    """``exc`` filed under the stream this process asked for, whatever stream the worker named."""
-    return exc if exc.stream_id == stream_id else type(exc)(exc.adapter, stream_id, exc.frame, exc.problem)

@@ -30,12 +30,14 @@ from streambench.adapters.contract import Adapter, Frame, PredictOutput, Stream
 from streambench.harness.execution.adapter_errors import AdapterError
 from streambench.harness.execution.code_identity import code_files
 from streambench.harness.execution.output_commits import Outbox
-from streambench.harness.execution.sealed_feed import ParentFeed
+from streambench.harness.execution.sealed_feed import PIPE_LOST, ParentFeed, pipe_lost
 from streambench.protocols.recording import to_arrays
 
 __all__ = [
+    "FINISHED",
     "IDLE",
     "ORPHANED",
+    "PIPE_LOST",
     "RESETTING",
     "RequestServer",
     "Start",
@@ -55,6 +57,8 @@ IDLE = -2
 """Progress slot: the worker is not inside the adapter (the parent's mark before each request)."""
 RESETTING = -1
 """Progress slot: inside ``reset_state()``."""
+FINISHED = -3
+"""Progress slot: the stream's frames are done; the worker serialises and sends its recording."""
 
 
 class WorkerAdapter:
@@ -185,7 +189,12 @@ def peak_rss_bytes() -> int | None:
 
 
 def send(conn: Connection, message: dict[str, Any]) -> None:
-    conn.send_bytes(json.dumps(message).encode())
+    """Send a reply header; a connection that is gone (the parent's end, or this end closed by the model)
+    ends this worker quietly (:func:`~streambench.harness.execution.sealed_feed.pipe_lost`)."""
+    try:
+        conn.send_bytes(json.dumps(message).encode())
+    except OSError:
+        pipe_lost()
 
 
 def describe(exc: BaseException) -> dict[str, Any]:
@@ -255,7 +264,7 @@ def worker_main(
         def build() -> Adapter:
             return build_adapter(config, sample)
 
-    except Exception as exc:
+    except BaseException as exc:  # SIGINT is ignored here: whatever it is, the start failed
         send(conn, {"kind": "failed", **describe(exc)})
         return
     start = Start(build, warmup, config.engine, torch_configured, memory_limit_mb)
@@ -294,17 +303,18 @@ def serve(
         limit = start.memory_limit_mb
         note = limit_memory(limit) if limit is not None else None  # once built
         frames = server.warm()
+        info = server.adapter.info.model_dump(mode="json")  # the model's property: it may raise too
+        code = code_files(server.adapter)
     except AdapterError as exc:
         send(conn, adapter_error(exc))
         return
-    except Exception as exc:
+    except BaseException as exc:  # the model's construction: SystemExit, KeyboardInterrupt are its own
         send(conn, {"kind": "failed", **describe(exc)})
         return
-    info = server.adapter.info.model_dump(mode="json")
     ready: dict[str, Any] = {"kind": "ready", "peak_rss_bytes": peak_rss_bytes(), "info": info}
     ready["warmup_frames"] = frames
     ready["process"] = process.model_dump(mode="json") if process is not None else None  # issue 27
-    ready["code"] = code_files(server.adapter)  # the files its code came from (the parent hashes them)
+    ready["code"] = code  # the files its code came from (the parent hashes them)
     send(conn, {**ready, "stream_ids": [], "warmup_stream_id": None, **listed, "memory_limit_note": note})
     server.serve(stream_for)
 
@@ -332,7 +342,10 @@ class RequestServer:
         """A fresh engine around the current adapter, warmed up; the warm-up frames fed."""
         from streambench.harness.execution.engine import Engine
 
-        self.engine = Engine(WorkerAdapter(self.adapter, self.slot, self.outbox), self.engine_config)
+        # interrupts=(): SIGINT is ignored in a worker, so whatever leaves predict() is the model's own
+        self.engine = Engine(
+            WorkerAdapter(self.adapter, self.slot, self.outbox), self.engine_config, interrupts=()
+        )
         frames = self.engine.warm_up(self.warmup) if self.warmup is not None else 0
         self.slot[0] = IDLE
         return frames
@@ -342,8 +355,10 @@ class RequestServer:
         while True:
             try:
                 request = json.loads(conn.recv_bytes())
-            except (EOFError, OSError):
+            except EOFError:
                 return  # the parent is gone
+            except OSError:  # this end is: closed (by the model) or broken
+                pipe_lost()
             kind = request.get("kind")
             if kind not in ("run", "flops", "rebuild"):
                 return
@@ -368,19 +383,21 @@ class RequestServer:
                     self.outbox.record = tuple(self.engine.config.record)
                 for _ in range(int(request.get("resets", 1)) - 1):
                     self.engine.adapter.reset_state()
-                try:
-                    recording = self.engine.run_stream(
-                        stream, request.get("role", "test"), untimed=bool(request.get("untimed"))
-                    )
-                finally:
-                    slot[0] = IDLE  # out of predict(): serialising the stream is not a frame's time
+                recording = self.engine.run_stream(
+                    stream, request.get("role", "test"), untimed=bool(request.get("untimed"))
+                )
+                slot[0] = FINISHED  # out of predict(): serialising the stream is not a frame's time
                 buffer = io.BytesIO()
                 np.savez(buffer, **to_arrays([recording]))  # type: ignore[arg-type]
-            except AdapterError as exc:
+            except AdapterError as exc:  # the slot still names the frame, should the reply not arrive
                 send(conn, adapter_error(exc))
+                slot[0] = IDLE
                 continue
-            except Exception as exc:
+            except BaseException as exc:  # outside the adapter's calls (those are AdapterErrors)
                 send(conn, {"kind": "failed", **describe(exc)})
                 return
             send(conn, {"kind": "ok", "peak_rss_bytes": peak_rss_bytes()})
-            conn.send_bytes(buffer.getvalue())
+            try:
+                conn.send_bytes(buffer.getvalue())
+            except OSError:
+                pipe_lost()

@@ -20,10 +20,13 @@ from streambench.adapters.contract import Prediction
 from streambench.harness.execution.adapter_errors import AdapterOutputError
 from streambench.harness.execution.recorded_extras import Extras, extras_of
 
-__all__ = ["FLOAT32", "FLOAT32_MAX", "NoFastPath", "OddFrames", "OutputChecks", "beyond_end"]
+__all__ = ["FLOAT32", "FLOAT32_MAX", "MAX_REF", "NoFastPath", "OddFrames", "OutputChecks", "beyond_end"]
 
 FLOAT32 = np.dtype(np.float32)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+MAX_REF = int(np.iinfo(np.int64).max)
+"""The largest ``refers_to`` a recording holds (its frame indices are int64): a larger one is an output
+error at its frame, never an overflow that ends the run."""
 
 
 class OutputChecks:
@@ -112,17 +115,34 @@ class OutputChecks:
         return checked
 
     def check_ref(self, ref: object, stream_id: str, index: int, stream_length: int) -> int:
-        """A prediction's ``refers_to`` as a frame index. Negative is an error; at or beyond the end of
-        the stream is kept here and dropped (and counted) after the stream by :func:`drop_beyond_end`:
-        an anticipating model cannot know where a stream ends."""
+        """A prediction's ``refers_to`` as a frame index. Negative, or past :data:`MAX_REF` (no int64
+        holds it), is an error; at or beyond the end of the stream is kept here and dropped (and
+        counted) after the stream by :func:`beyond_end`: an anticipating model cannot know where a
+        stream ends."""
         if isinstance(ref, bool) or not isinstance(ref, (int, np.integer)):
             raise self.error(stream_id, index, f"refers_to={ref!r} is not a frame index (int)")
-        if ref < 0:
-            raise self.error(stream_id, index, f"refers_to={ref} is outside the stream [0, {stream_length})")
-        return int(ref)
+        value = int(ref)
+        if value < 0:
+            raise self.error(
+                stream_id, index, f"refers_to={_shown(value)} is outside the stream [0, {stream_length})"
+            )
+        if value > MAX_REF:
+            raise self.error(
+                stream_id,
+                index,
+                f"refers_to={_shown(value)} does not fit the recorded frame index (int64: at most 2**63 - 1)",
+            )
+        return value
 
     def error(self, stream_id: str, frame: int, problem: str) -> AdapterOutputError:
         return AdapterOutputError(self.adapter_name, stream_id, frame, problem)
+
+
+def _shown(value: int) -> str:
+    """An integer for a message: in full up to 128 bits, else its size (``str`` refuses > 4300 digits)."""
+    if value.bit_length() <= 128:
+        return str(value)
+    return f"{'-' if value < 0 else ''}<an integer of {value.bit_length()} bits>"
 
 
 class OddFrames:

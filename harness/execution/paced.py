@@ -32,6 +32,7 @@ def feed_paced(
     policy: Literal["queue", "drop"],
     progress: Callable[[int, int], None] | None,
     progress_interval_ns: int,
+    interrupts: tuple[type[BaseException], ...],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Frames released on the wall clock at their stream time.
 
@@ -41,7 +42,8 @@ def feed_paced(
     when each ``predict()`` started (stream clock relative to t0; -1 = dropped), so latency can be counted
     from arrival (no coordinated omission). Outputs go through the full validation path: a paced frame
     waits anyway, so the fast path buys nothing here. ``progress(frames done, frames)`` is called after a
-    frame once ``progress_interval_ns`` has passed since the last call.
+    frame once ``progress_interval_ns`` has passed since the last call. ``interrupts``: what is passed on
+    out of ``predict()``, never taken for the adapter's failure (the engine's).
     """
     n = len(frames)
     latency = np.zeros(n, dtype=np.int64)
@@ -52,6 +54,7 @@ def feed_paced(
     base = clock() + PACED_LEAD_NS  # the stream clock's t0 on the wall clock
     report_at, reporting = base + progress_interval_ns, False
     i = -1
+    passed: tuple[type[BaseException], ...] = (AdapterOutputError, *interrupts)
     try:
         for i, frame in enumerate(frames):
             wait_until(base + int(arrival_ns[i]), clock)
@@ -70,13 +73,14 @@ def feed_paced(
                 progress(i + 1, n)  # after the frame, before the next one's wait
                 reporting = False
                 report_at = clock() + progress_interval_ns
-    except AdapterOutputError:
+    except passed:
         raise
-    except Exception as exc:
+    except BaseException as exc:
         if reporting:
             raise
+        text = f": {exc}" if str(exc) else ""
         raise AdapterCallError(
-            checks.adapter_name, stream_id, i, f"predict() raised {type(exc).__name__}: {exc}"
+            checks.adapter_name, stream_id, i, f"predict() raised {type(exc).__name__}{text}"
         ) from exc
     scores = np.array([sc for sc, _, _ in kept], dtype=np.float32).reshape(len(kept), checks.num_classes)
     emitted = np.array([e for _, e, _ in kept], dtype=np.int64)

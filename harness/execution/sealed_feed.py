@@ -17,10 +17,12 @@ The worker rebuilds each payload as an array that owns its memory and is read-on
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import numpy as np
 
@@ -32,12 +34,14 @@ __all__ = [
     "CALIBRATION_FRAMES",
     "DONE",
     "NEXT",
+    "PIPE_LOST",
     "Extra",
     "ParentFeed",
     "StreamsToFeed",
     "calibration_stream",
     "decode_frame",
     "encode_frame",
+    "pipe_lost",
     "stream_header",
 ]
 
@@ -46,6 +50,22 @@ NEXT = b"N"
 DONE = b"D"
 """The worker's word that the last frame's ``predict()`` returned and its output was taken: the end of
 the last frame on the parent's clock (harness/execution/host_timing.py)."""
+
+
+PIPE_LOST = 74
+"""Exit status of a worker whose connection to the parent failed under it (closed, e.g. by the model
+closing its process's file descriptors, or broken); the parent names it (worker_errors.py)."""
+
+
+def pipe_lost() -> NoReturn:
+    """End this worker at once and quietly with :data:`PIPE_LOST`: with its connection gone nothing can
+    be reported, and a traceback would reach the harness's console (the worker's stderr is its own)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed by the model too
+            continue
+    os._exit(PIPE_LOST)
 
 
 Extra = Literal["features", "weights"]
@@ -126,9 +146,16 @@ class ParentFeed(SealedFeed):
     def __iter__(self) -> Iterator[Frame]:
         conn, take = self._conn, self._outbox.take  # each request carries the previous frame's output
         for _ in range(self._num_frames):
-            conn.send_bytes(NEXT + take())
-            yield decode_frame(conn.recv_bytes())
-        conn.send_bytes(DONE + take())
+            try:
+                conn.send_bytes(NEXT + take())
+                data = conn.recv_bytes()
+            except (OSError, EOFError):  # the connection is gone (closed by the model, or the parent's)
+                pipe_lost()
+            yield decode_frame(data)
+        try:
+            conn.send_bytes(DONE + take())
+        except OSError:
+            pipe_lost()
 
 
 CALIBRATION_FRAMES = 64

@@ -1,6 +1,9 @@
 """What the parent says when a worker fails (harness/execution/isolation.py): a hang past a timeout, a
 crash (with the exit status or the signal's name and where in the stream it happened), or an error the
-worker reported, re-raised as the parent's own exception types with the worker's traceback as cause."""
+worker reported, re-raised as the parent's own exception types with the worker's traceback as cause: an
+adapter that cannot be built as :class:`WorkerLoadError` (a ``ValueError``, as in process), a failure
+while it runs a stream as that stream's :class:`AdapterWorkerError`. A report that is no report (its
+fields missing or of the wrong type) is a :class:`~streambench.harness.execution.worker_replies.BadReply`."""
 
 from __future__ import annotations
 
@@ -8,16 +11,26 @@ import signal
 from collections.abc import Callable
 from typing import Any, Literal
 
+from streambench.adapters.registry import AdapterLoadError
 from streambench.harness.execution.adapter_errors import (
     AdapterCallError,
     AdapterCrashError,
     AdapterError,
     AdapterOutputError,
     AdapterTimeoutError,
+    AdapterWorkerError,
 )
-from streambench.harness.execution.isolation_worker import IDLE, RESETTING
+from streambench.harness.execution.isolation_worker import FINISHED, IDLE, ORPHANED, PIPE_LOST, RESETTING
+from streambench.harness.execution.worker_replies import BadReply
 
-__all__ = ["RemoteTraceback", "WorkerError", "crash_error", "reply_error", "timeout_error"]
+__all__ = [
+    "RemoteTraceback",
+    "WorkerError",
+    "WorkerLoadError",
+    "crash_error",
+    "reply_error",
+    "timeout_error",
+]
 
 
 class WorkerError(RuntimeError):
@@ -28,6 +41,20 @@ class WorkerError(RuntimeError):
         super().__init__(message)
         self.kind = kind
         self.remote_traceback = remote_traceback
+
+
+class WorkerLoadError(WorkerError, AdapterLoadError):
+    """The worker could not build the adapter (a module that does not import, an unknown option): the
+    configuration cannot be run. An :class:`AdapterLoadError` (a ``ValueError``), as in process, with the
+    worker's traceback."""
+
+
+_EXITS = {
+    PIPE_LOST: "its connection to the harness failed inside it (closed, e.g. by the model closing its "
+    "process's file descriptors)",
+    ORPHANED: "it found the harness gone",
+}
+"""What a worker's own exit statuses mean (harness/execution/isolation_worker.py, sealed_feed.py)."""
 
 
 class RemoteTraceback(Exception):
@@ -63,29 +90,54 @@ def crash_error(adapter: str, stream_id: str, code: int | None, slot: int) -> Ad
         except ValueError:
             name = f"signal {-code}"
     how = f"killed by {name}" if name else f"exited with status {code}"
-    where = {IDLE: "before the stream's first frame", RESETTING: "in reset_state() before frame 0"}.get(
-        slot, f"during frame {slot}"
-    )
+    if code in _EXITS:
+        how = f"{how}: {_EXITS[code]}"
+    where = {
+        IDLE: "before the stream's first frame",
+        RESETTING: "in reset_state() before frame 0",
+        FINISHED: "after the stream's last frame, sending its recording",
+    }.get(slot, f"during frame {slot}")
     problem = f"the worker process died ({how}) {where}"
     return AdapterCrashError(adapter, stream_id, max(slot, 0), problem, exitcode=code, signal=name)
 
 
-def reply_error(header: dict[str, Any], stream_id_of: Callable[[str], str]) -> Exception:
+def reply_error(
+    header: dict[str, Any],
+    stream_id_of: Callable[[str], str],
+    running: str | None = None,
+    slot: int = 0,
+    adapter: str = "",
+) -> Exception:
     """The exception of an error the worker reported (``adapter_error`` or ``failed``), with the
-    worker's traceback as its cause; ``stream_id_of`` maps the worker's token back to a stream id."""
-    cause = RemoteTraceback(header.get("traceback", ""))
+    worker's traceback as its cause; ``stream_id_of`` maps the worker's token back to a stream id.
+    ``running``: the stream the worker was running (its frame: ``slot``), whose failure a ``failed``
+    reply then is (of ``adapter``); None: the worker's start failed. Raises :class:`BadReply` for a
+    report without its fields."""
+    fields = {"type": str, "message": str, "traceback": str, "adapter": str, "stream_id": str, "problem": str}
+    for name, kind in fields.items():
+        if name in header and not isinstance(header[name], kind):
+            raise BadReply(f"a {header.get('kind')} reply whose {name} is no {kind.__name__}")
+    remote = header.get("traceback", "")
+    cause = RemoteTraceback(remote)
+    type_name, message = header.get("type", ""), header.get("message", "")
+    error: Exception
     if header.get("kind") == "adapter_error":
+        frame = header.get("frame")
+        if type(frame) is not int or frame < 0 or not {"adapter", "stream_id", "problem"} <= header.keys():
+            raise BadReply("an adapter_error reply without its adapter, stream, frame and problem")
         cls = {"AdapterCallError": AdapterCallError, "AdapterOutputError": AdapterOutputError}.get(
-            header["type"], AdapterError
+            type_name, AdapterError
         )
         stream_id = stream_id_of(header["stream_id"])
-        problem = str(header["problem"]).replace(header["stream_id"], stream_id)
-        error: Exception = cls(header["adapter"], stream_id, int(header["frame"]), problem)
+        problem = header["problem"].replace(header["stream_id"], stream_id)
+        error = cls(header["adapter"], stream_id, frame, problem)
+    elif running is not None:  # the worker failed outside the adapter's calls while it ran the stream
+        problem = f"the worker failed outside the adapter's calls ({type_name}: {message}); it has ended"
+        error = AdapterWorkerError(adapter, running, slot, problem)
+    elif type_name == "AdapterLoadError":
+        error = WorkerLoadError(message, kind=type_name, remote_traceback=remote)
     else:
-        error = WorkerError(
-            f"isolated worker failed: {header.get('type')}: {header.get('message')}",
-            kind=str(header.get("type", "")),
-            remote_traceback=str(header.get("traceback", "")),
-        )
+        failed = f"isolated worker failed: {type_name}: {message}"
+        error = WorkerError(failed, kind=type_name, remote_traceback=remote)
     error.__cause__ = cause
     return error

@@ -17,12 +17,16 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
+from streambench.harness.execution.adapter_errors import HarnessInterrupt
+
 __all__ = ["SweepInterrupted", "held", "interrupted_by", "sweep_signals"]
 
 
-class SweepInterrupted(BaseException):
+class SweepInterrupted(HarnessInterrupt):
     """SIGINT or SIGTERM reached the sweep. A BaseException, like KeyboardInterrupt, so that no
-    ``except Exception`` (an attempt's failure, which is recorded and retried) takes it for a failed run.
+    ``except Exception`` (an attempt's failure, which is recorded and retried) takes it for a failed run,
+    and a :class:`HarnessInterrupt`, which the engine of a run in this process passes on out of
+    ``predict()``.
     The driver adds where the sweep stood: the runs that were running (their work is discarded) and the
     runs it ended in this invocation."""
 

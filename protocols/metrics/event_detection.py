@@ -33,8 +33,12 @@ Heittola & Virtanen, "Metrics for polyphonic sound event detection", Applied Sci
   A detection may precede the reference within the collar: a *negative* delay is kept as it is. Delays
   are summarised by :func:`delay_summary` (median, 90th percentile, min, max).
 - **False alarms per hour**: a class's false alarms over the scored duration; the duration of a stream
-  is given (the stream's length) or, by default, sed_eval's evaluated length (the latest offset of the
-  stream's reference and detected events).
+  is given (the stream's length: what the online protocol passes) or, by default, sed_eval's evaluated
+  length of an event-based evaluation: the latest offset of the stream's *reference* events, whatever
+  the detections (``EventBasedMetrics.evaluate`` adds ``reference_event_list.max_offset``; 0 for a stream
+  without reference events; its segment-based metrics take the latest of both lists instead, which is
+  not this convention). A detection past the last reference event counts as a false alarm but lengthens
+  nothing: reference [0, 1] s and a detection [5, 9] s are 1 false alarm in 1 s.
 
 Detected events from a frame-wise decision (:func:`events_from_frames`): a run of active frames
 ``i..j`` is the event ``[t0 + i·T, t0 + (j+1)·T)`` for a frame period ``T``. Optional post-processing
@@ -220,7 +224,8 @@ def event_detection(
 ) -> EventDetection:
     """Event-based figures of ``detected`` against ``reference``: ``reference[s][c]`` are the events
     (``[N, 2]`` onset, offset seconds) of class ``c`` in stream ``s``; ``durations_s[s]`` the stream's
-    scored duration (default: sed_eval's evaluated length, the latest offset in the stream)."""
+    scored duration (default: sed_eval's event-based evaluated length, the latest offset of the stream's
+    reference events)."""
     check_conditions(t_collar_s, evaluate_onset, evaluate_offset, percentage_of_length)
     refs, dets = _stream_lists(reference, "reference"), _stream_lists(detected, "detected")
     if len(refs) != len(dets):
@@ -236,10 +241,7 @@ def event_detection(
     if n_classes == 0:
         raise ValueError("reference has no class")
     if durations_s is None:
-        durations = [
-            max((float(ev[:, 1].max()) for ev in [*r, *d] if ev.size), default=0.0)
-            for r, d in zip(refs, dets, strict=True)
-        ]
+        durations = [max((float(ev[:, 1].max()) for ev in r if ev.size), default=0.0) for r in refs]
     else:
         if len(durations_s) != len(refs):
             raise ValueError(

@@ -416,3 +416,24 @@ def test_replay_figures_deadline_misses_and_waits() -> None:
     quick = online.score([fast], CONFIG, CLASSES).overall.speed.replay
     assert quick.deadline_miss_rate == 0.0 and quick.mean_wait_ms == 0.0
     assert quick.p95_staleness_ms == pytest.approx(100.0)  # the previous frame's output, 100 ms old
+
+
+@pytest.mark.parametrize("paced", [False, True], ids=["replayed", "paced"])
+def test_a_one_frame_test_stream_is_scored_its_period_its_capture_interval(paced: bool) -> None:
+    """A test stream of one frame among others (before: ValueError 'a one-frame stream has no frame
+    period: pass deadline_ns' from the replay). Its frame arrives at 100 ms, one capture interval after
+    the stream's start: due at 200 ms, it misses with 150 ms of compute, the ten-frame stream (10 ms a
+    frame, due at the next arrival) misses none."""
+    one_label = np.array([[False, True]])
+    one = recording([0], [0], one_hot_scores(one_label), labels=one_label, stream_id="one", latency_ms=150.0)
+    ten = recording(list(range(10)), list(range(10)), one_hot_scores(labels_bg_then_event()), stream_id="ten")
+    if paced:  # measured on the wall clock: each predict() started at its frame's arrival
+        one.paced_start_ns = one.frame_times_ns - one.t0_ns
+        ten.paced_start_ns = ten.frame_times_ns - ten.t0_ns
+    score = online.score([one, ten], CONFIG, CLASSES)
+    replay = score.overall.speed.replay
+    assert replay.measured is paced
+    assert replay.deadline_miss_rate == pytest.approx(1 / 11)
+    alone = online.score([one], CONFIG, CLASSES)
+    assert alone.overall.speed.replay.deadline_miss_rate == 1.0
+    assert alone.f1_at(1000) == pytest.approx(1.0) and point(alone, 0, "strict").answered == 1.0

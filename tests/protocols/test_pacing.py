@@ -84,12 +84,17 @@ def test_deadline_misses_default_is_the_next_arrival() -> None:
     assert d.deadline_miss_rate() == pytest.approx(5 / 6)
 
 
-def test_deadline_of_a_one_frame_stream_must_be_given() -> None:
+def test_a_one_frame_stream_is_due_one_capture_interval_after_it_arrives() -> None:
+    """Its one period is the data's own: the frame's capture interval, from the stream's start (arrival
+    0) to its arrival at 40, so it is due at 80 (before, a ValueError ended the scoring)."""
     t = replay_paced([40], [50], "queue")
-    with pytest.raises(ValueError, match="deadline_ns"):
-        t.deadline_misses()
+    assert_same(t.deadlines(), [80])
+    assert_same(t.deadline_misses(), [True])  # finished at 90
+    assert_same(replay_paced([40], [40], "queue").deadline_misses(), [False])  # at 80: on time
     assert_same(t.deadline_misses(deadline_ns=50), [False])
     assert_same(t.deadline_misses(deadline_ns=49), [True])
+    with pytest.raises(ValueError, match="arriving at its start has no frame period: pass deadline_ns"):
+        replay_paced([0], [5], "queue").deadline_misses()  # no capture interval: none to take
 
 
 def test_staleness_hand_cases() -> None:

@@ -58,3 +58,81 @@ def test_run_refuses_a_configuration_of_another_protocol() -> None:
         streambench.run(config, protocol_config=other)
     with pytest.raises(ValueError, match="did you mean 'online'"):
         streambench.run(config, protocol="onlien")
+
+
+SMALL_RUN = {
+    "adapter": "null",
+    "data": {"kind": "synthetic", "num_streams": 3, "duration_s": 2.0, "seed": 0},
+    "engine": {"warmup_frames": 10},
+    "isolate": False,
+}
+
+
+@pytest.mark.parametrize("given", ["x", None, 3, ["adapter", "null"]], ids=["str", "None", "int", "list"])
+def test_what_is_no_configuration_is_a_type_error_naming_the_argument(given: object) -> None:
+    """Before: an AttributeError deep in harness/runs/session.py ('str' object has no attribute ...)."""
+    with pytest.raises(TypeError, match=r"^config: expected a streambench.RunConfig or a mapping of its"):
+        streambench.run(given)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^head: expected a streambench.RunConfig"):
+        streambench.ab(streambench.RunConfig(adapter="null"), given)  # type: ignore[arg-type]
+
+
+def test_a_mapping_of_run_config_fields_is_validated_into_one(tmp_path: Path) -> None:
+    """Decided (docs/python.md): a mapping is a configuration file's table, validated as RunConfig
+    validates one; a bad field is the ValueError that names it."""
+    outcome = streambench.run({**SMALL_RUN, "output_dir": tmp_path, "run_id": "mapped"})
+    assert outcome.run_dir == tmp_path / "mapped" and outcome.result.adapter == "null"  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=r"data\.synthetic\.num_streams"):
+        streambench.run({**SMALL_RUN, "data": {"kind": "synthetic", "num_streams": "many"}})
+
+
+@pytest.mark.parametrize(
+    "isolate", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["in-process", "sealed"]
+)
+@pytest.mark.parametrize(
+    ("adapter", "options", "says"),
+    [
+        ("no_such_module_anywhere:Model", {}, "cannot import module 'no_such_module_anywhere'"),
+        ("null", {"bogus": 1}, "adapter 'null' has no option 'bogus'"),
+    ],
+    ids=["missing-module", "unknown-option"],
+)
+def test_an_adapter_that_cannot_be_built_is_the_value_error_the_page_promises(
+    tmp_path: Path, isolate: bool, adapter: str, options: dict[str, object], says: str
+) -> None:
+    """docs/python.md: "run raises ValueError naming the field when the configuration cannot be run";
+    before, a sealed worker's report of it was a WorkerError (a RuntimeError)."""
+    config = {**SMALL_RUN, "adapter": adapter, "adapter_options": options, "isolate": isolate}
+    with pytest.raises(ValueError, match=says):
+        streambench.run({**config, "output_dir": tmp_path})
+
+
+@pytest.mark.parametrize(
+    "isolate", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["in-process", "sealed"]
+)
+def test_ctrl_c_in_a_loop_reaches_the_caller_with_what_was_measured_kept(
+    tmp_path: Path, isolate: bool
+) -> None:
+    """Ctrl-C (a real SIGINT, sent by the progress hook once two streams of the second run are done)
+    stops the loop as KeyboardInterrupt; before, the run returned an "incomplete" outcome and the loop
+    went on. The interrupted run's measured streams are on disk and ``resume`` finishes it."""
+    import os
+    import signal
+
+    from streambench.harness.runs.session import resume_run
+
+    def ctrl_c_in_the_second_run(done: int, total: int, stream_id: str) -> None:
+        if len(finished) == 1 and done == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    finished: list[Path] = []
+    with pytest.raises(KeyboardInterrupt, match=r"interrupted .*what was measured is kept") as caught:
+        for run_id in ("first", "second", "third"):
+            config = {**SMALL_RUN, "isolate": isolate, "output_dir": tmp_path, "run_id": run_id}
+            finished.append(streambench.run(config, progress=ctrl_c_in_the_second_run).run_dir)
+    assert finished == [tmp_path / "first"] and not (tmp_path / "third").exists()
+    assert f"streambench run --resume {tmp_path / 'second'}" in str(caught.value)
+    kept = streambench.RunResult.model_validate_json((tmp_path / "second" / "result.json").read_text())
+    assert kept.status == "incomplete" and kept.scored.scored_streams == 2
+    resumed, _, _ = resume_run(tmp_path / "second")
+    assert resumed.status == "complete" and resumed.scored.scored_streams == 3

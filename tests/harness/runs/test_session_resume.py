@@ -202,3 +202,41 @@ def test_a_resumed_run_keeps_its_secret_seed(tmp_path: Path) -> None:
     assert (again.seeds.dataset, again.seeds.dataset_seed_kind) == (secret, "public")
     assert again.environment.data_hash.value == start.data_hash
     assert timing_free(again) == timing_free(resumed)
+
+
+@pytest.mark.parametrize(
+    "isolate", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["in-process", "sealed"]
+)
+def test_a_refers_to_no_int64_holds_is_one_failed_stream_and_the_run_resumes(
+    tmp_path: Path, isolate: bool
+) -> None:
+    """A prediction labelling frame 2**80 on the third of four streams: before, an OverflowError ended
+    the run (in a worker: "isolated worker failed"), and ``--resume`` of the two streams logged ended
+    the same way, so no result was ever written. Now it is that stream's failure, and a run interrupted
+    before it resumes to a complete result."""
+    from streambench.adapters.faulty import stream_fingerprint
+    from streambench.harness.datasets.catalog import make_streams
+
+    base = config(tmp_path, "huge", streams=4, duration_s=2.0)
+    third = make_streams(base.data)[2]
+    planted = {"fault": "huge_ref", "stream_fingerprint": stream_fingerprint(next(iter(third.frames())))}
+    run = base.model_copy(
+        update={"adapter": "faulty", "adapter_options": {**planted, "at_frame": 7}, "isolate": isolate}
+    )
+
+    def interrupt_after_two(done: int, total: int, stream_id: str) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    partial, recordings, run_dir = execute_run(run, interrupt_after_two)
+    assert partial.status == "incomplete" and [r.stream_id for r in recordings] == ["syn-0000", "syn-0001"]
+    resumed, recordings, _ = resume_run(run_dir)
+    assert resumed.status == "complete" and [r.stream_id for r in recordings] == [
+        "syn-0000",
+        "syn-0001",
+        "syn-0003",
+    ]
+    (failure,) = resumed.failures
+    assert (failure.stream_id, failure.frame, failure.error_type) == ("syn-0002", 7, "AdapterOutputError")
+    assert "refers_to=1208925819614629174706176 does not fit the recorded frame index" in failure.message
+    assert load_result(run_dir).scored.failed_streams == 1

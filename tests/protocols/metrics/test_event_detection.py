@@ -1,12 +1,16 @@
 """Event-level detection metrics (protocols/metrics/event_detection.py, event_matching.py): hand-computed
 cases, and agreement with sed_eval's ``EventBasedMetrics`` on random event lists.
 
-sed_eval cannot be installed here (its dependency dcase_util needs ``pkg_resources``), so the agreement
-test runs against ``_SedEvalReference`` below: a TEST-ONLY REFERENCE TRANSCRIPTION of sed_eval 0.2.x
+sed_eval 0.2.1 installs from PyPI but does not import on a current setuptools (its dependency dcase_util
+imports ``pkg_resources``, which setuptools 81 removed; it also brings numba and librosa, whose numpy cap
+would hold the dev environment's numpy back), so it is not a ``dev`` dependency. The agreement test runs
+against ``_SedEvalReference`` below: a TEST-ONLY REFERENCE TRANSCRIPTION of sed_eval 0.2.x
 (TUT-ARG/sed_eval, ``sed_eval/sound_event.py`` ``EventBasedMetrics.evaluate`` with
-``event_matching_type='optimal'``, its class-wise and overall counts and ``results``; ``sed_eval/metric.py``;
-``sed_eval/util/event_matching.py`` ``bipartite_match``, itself from mir_eval), loop for loop, with
-dict events as sed_eval takes them. It is never imported by product code.
+``event_matching_type='optimal'``, its class-wise and overall counts, its evaluated length and
+``results``; ``sed_eval/metric.py``; ``sed_eval/util/event_matching.py`` ``bipartite_match``, itself from
+mir_eval), loop for loop, with dict events as sed_eval takes them. It is never imported by product code.
+Where sed_eval is installed, :func:`test_the_evaluated_length_is_sed_evals_own` checks the length against
+sed_eval itself (``pkg_resources`` stubbed: dcase_util only imports it).
 """
 
 from __future__ import annotations
@@ -125,10 +129,22 @@ def test_undefined_precision_and_recall_are_nan_as_sed_eval_and_macro_skips_them
 
 
 def test_default_duration_is_sed_evals_evaluated_length() -> None:
+    """sed_eval 0.2.1, ``sed_eval/sound_event.py``, ``EventBasedMetrics.evaluate``: ``self.evaluated_length
+    += reference_event_list.max_offset`` per file: the latest offset of the *reference* events, 0 for a
+    file without any; a detection past it lengthens nothing (its ``SegmentBasedMetrics`` takes the latest of
+    both lists, which is not this convention). Reference [0, 1] s, a detection [5, 9] s: one false alarm in
+    1 s, 3600 per hour (before: 9 s, the latest of both, 400 per hour)."""
+    issue = event_detection([[[[0.0, 1.0]]]], [[[[5.0, 9.0]]]])
+    assert issue.duration_s == 1.0
+    assert issue.false_alarms_per_hour(0) == pytest.approx(3600.0)
     result = event_detection([[[[0.0, 1.0]]], [[[0.0, 2.0]]]], [[[[5.0, 6.0]]], [[]]])
-    assert result.duration_s == 6.0 + 2.0
-    assert result.false_alarms_per_hour(0) == pytest.approx(1 * 3600 / 8.0)
+    assert result.duration_s == 1.0 + 2.0
+    assert result.false_alarms_per_hour(0) == pytest.approx(1 * 3600 / 3.0)
+    no_reference = event_detection([[[]], [[[0.5, 3.0]]]], [[[[2.0, 7.0]]], [[]]])
+    assert no_reference.duration_s == 0.0 + 3.0  # the first stream's detection counts, adds no length
     assert math.isnan(event_detection([[[]]], [[[]]]).false_alarms_per_hour(0))
+    given = event_detection([[[[0.0, 1.0]]]], [[[[5.0, 9.0]]]], durations_s=[10.0])
+    assert given.duration_s == 10.0  # the online protocol passes each stream's length
 
 
 def test_events_from_frames_and_frame_runs() -> None:
@@ -266,6 +282,7 @@ class _SedEvalReference:
         self.labels, self.t_collar, self.pol = labels, t_collar, percentage_of_length
         self.onset, self.offset = onset, offset
         self.overall = {"Nref": 0.0, "Nsys": 0.0, "Ntp": 0.0}
+        self.evaluated_length = 0.0
         self.class_wise = {c: {"Nref": 0.0, "Nsys": 0.0, "Ntp": 0.0, "Nfp": 0.0, "Nfn": 0.0} for c in labels}
 
     def validate_onset(self, ref: dict[str, Any], est: dict[str, Any]) -> bool:
@@ -303,6 +320,7 @@ class _SedEvalReference:
         return sorted(_sed_eval_bipartite_match(graph).items())
 
     def evaluate(self, refs: list[dict[str, Any]], ests: list[dict[str, Any]]) -> None:
+        self.evaluated_length += max((e["offset"] for e in refs), default=0)  # MetaDataContainer.max_offset
         n_sys, n_ref = len(ests), len(refs)
         matching = self._match(self._hit_matrix(refs, ests, labels=True))
         n_tp = len(matching)  # sed_eval's substitutions and error rate follow: not compared (see the module)
@@ -334,6 +352,7 @@ class _SedEvalReference:
         return {
             "overall_f": self._f(o["Ntp"], o["Nsys"], o["Nref"]),
             "class_wise_average_f": float(np.nanmean(class_f)) if not np.all(np.isnan(class_f)) else np.nan,
+            "evaluated_length": self.evaluated_length,
             "counts": dict(o),
             "class_wise": {k: dict(v) for k, v in self.class_wise.items()},
         }
@@ -424,3 +443,46 @@ def test_agrees_with_sed_eval_event_based_metrics_on_random_event_lists(seed: in
         for a, b in zip(ours.precision_recall_f1(), expected["overall_f"], strict=True):
             assert _close(a, b), where
         assert _close(ours.macro_f1, expected["class_wise_average_f"]), where
+        assert ours.duration_s == pytest.approx(expected["evaluated_length"], abs=1e-12), where
+
+
+def test_the_evaluated_length_is_sed_evals_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hand case and random lists against sed_eval 0.2.1's own ``EventBasedMetrics`` where it is
+    installed (not a dev dependency: module docstring): the evaluated length and the overall F-measure.
+    dcase_util imports ``pkg_resources`` and never uses it here: a stub stands in for this test only."""
+    import importlib.util
+    import sys
+    import types
+
+    if importlib.util.find_spec("pkg_resources") is None:
+        monkeypatch.setitem(sys.modules, "pkg_resources", types.ModuleType("pkg_resources"))
+    sed_eval = pytest.importorskip("sed_eval")
+    import dcase_util
+
+    Streams = list[list[np.ndarray]]
+
+    def sed_eval_figures(refs: Streams, dets: Streams, labels: list[str]) -> Any:
+        metrics = sed_eval.sound_event.EventBasedMetrics(
+            event_label_list=labels, t_collar=0.2, evaluate_onset=True, evaluate_offset=False
+        )
+        for s, (r_stream, d_stream) in enumerate(zip(refs, dets, strict=True)):
+            files = [
+                dcase_util.containers.MetaDataContainer(
+                    [{**event, "filename": f"s{s}.wav"} for event in _as_sed_eval_list(stream, labels)]
+                )
+                for stream in (r_stream, d_stream)
+            ]
+            metrics.evaluate(reference_event_list=files[0], estimated_event_list=files[1])
+        return metrics
+
+    hand = sed_eval_figures([[np.array([[0.0, 1.0]])]], [[np.array([[5.0, 9.0]])]], ["x"])
+    assert hand.evaluated_length == 1.0 == event_detection([[[[0.0, 1.0]]]], [[[[5.0, 9.0]]]]).duration_s
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        refs, dets, n_classes = _random_case(rng)
+        labels = [f"c{c}" for c in range(n_classes)]
+        theirs = sed_eval_figures(refs, dets, labels)
+        ours = event_detection(refs, dets)
+        assert ours.duration_s == pytest.approx(theirs.evaluated_length, abs=1e-9)
+        overall = theirs.results_overall_metrics()["f_measure"]
+        assert _close(ours.precision_recall_f1()[2], overall["f_measure"])
