@@ -47,6 +47,10 @@ REGISTRY: dict[str, str] = {
     "offender-stopped-clock": "streambench.adapters.offenders.clock:StoppedClockAdapter",
     "offender-late-work": "streambench.adapters.offenders.clock:LateWorkAdapter",
     "offender-reset-work": "streambench.adapters.offenders.clock:ResetWorkAdapter",
+    # work hidden from the worker's clock in part, in threads that exit, in a process (issue 35)
+    "offender-split-work": "streambench.adapters.offenders.hidden_work:SplitWorkAdapter",
+    "offender-thread-work": "streambench.adapters.offenders.hidden_work:ThreadWorkAdapter",
+    "offender-fork-work": "streambench.adapters.offenders.hidden_work:ForkWorkAdapter",
     # honest on a second sight
     "offender-first-sight": "streambench.adapters.offenders.first_sight:FirstSightAdapter",
     # leaves processes

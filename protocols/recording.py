@@ -61,7 +61,9 @@ class StreamRecording:
       floor is not subtracted here (harness/execution/host_timing.py). ``host_reset_ns``: the parent's
       time from the stream's request to its first frame asked for (``reset_state()``);
       ``host_wall_ns``: from the request to the recording's arrival; ``worker_cpu_ns``: the worker's CPU
-      time over all its threads meanwhile (``/proc``).
+      time over all its threads meanwhile, those that exited included (``/proc``);
+      ``worker_main_cpu_ns``: of that, its main thread's, which runs the engine (the rest is the model's
+      own other threads).
     """
 
     stream_id: str
@@ -88,6 +90,7 @@ class StreamRecording:
     host_reset_ns: int | None = None
     host_wall_ns: int | None = None
     worker_cpu_ns: int | None = None
+    worker_main_cpu_ns: int | None = None
 
     @property
     def num_frames(self) -> int:
@@ -152,7 +155,7 @@ def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
             out[f"s{i}/switches"] = np.array(list(rec.context_switches.values()), dtype=np.int64)
         if rec.host_ns is not None:  # with its stream's parent-side figures, -1 where unknown
             out[f"s{i}/host_ns"] = rec.host_ns
-            edges = (rec.host_reset_ns, rec.host_wall_ns, rec.worker_cpu_ns)
+            edges = (rec.host_reset_ns, rec.host_wall_ns, rec.worker_cpu_ns, rec.worker_main_cpu_ns)
             out[f"s{i}/host_stream_ns"] = np.array([-1 if v is None else v for v in edges], dtype=np.int64)
         if rec.paced_start_ns is not None:
             out[f"s{i}/paced_start_ns"] = rec.paced_start_ns
@@ -207,6 +210,7 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 host_reset_ns=edges[0],
                 host_wall_ns=edges[1],
                 worker_cpu_ns=edges[2],
+                worker_main_cpu_ns=edges[3],
                 **fields,
             )
         )
@@ -227,17 +231,19 @@ def _count(arrays: Mapping[str, np.ndarray], key: str, stream_id: str) -> int:
 def _host_timing(
     arrays: Mapping[str, np.ndarray], prefix: str, stream_id: str
 ) -> tuple[np.ndarray | None, list[int | None]]:
-    """The parent's per-frame figures and its stream figures (reset, wall, worker CPU): both or neither."""
+    """The parent's per-frame figures and its stream figures (reset, wall, worker CPU, its main thread's
+    CPU; files written before the last have three): both or neither."""
     has_frames, has_edges = f"{prefix}/host_ns" in arrays, f"{prefix}/host_stream_ns" in arrays
     if has_frames != has_edges:
         missing = "host_stream_ns" if has_frames else "host_ns"
         raise ValueError(f"stream {stream_id!r}: {prefix}/{missing} is missing (the parent times both)")
     if not has_frames:
-        return None, [None, None, None]
+        return None, [None, None, None, None]
     edges = np.asarray(arrays[f"{prefix}/host_stream_ns"])
-    if edges.shape != (3,) or edges.dtype.kind not in "iu" or (edges < -1).any():
-        raise ValueError(f"stream {stream_id!r}: {prefix}/host_stream_ns must be 3 integers >= -1: {edges!r}")
-    return np.asarray(arrays[f"{prefix}/host_ns"]), [None if v < 0 else int(v) for v in edges]
+    if edges.shape not in ((3,), (4,)) or edges.dtype.kind not in "iu" or (edges < -1).any():
+        raise ValueError(f"stream {stream_id!r}: {prefix}/host_stream_ns must be 4 integers >= -1: {edges!r}")
+    values = [None if v < 0 else int(v) for v in edges]
+    return np.asarray(arrays[f"{prefix}/host_ns"]), [*values, None][:4]
 
 
 def failed_to_arrays(failed: Sequence[FailedStream]) -> dict[str, np.ndarray]:

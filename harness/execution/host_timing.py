@@ -16,7 +16,8 @@ a thread the engine does not wait for before asking for the next frame), shows a
 figure stays the fine-grained one (the floor's noise is tens of µs); the parent's is the one it cannot
 fake. ``reset_state()`` (from the request to the first frame asked for) and the worker's start
 (interpreter, imports, construction, warm-up) are timed by the parent too, and the worker's CPU time
-over all its threads is read from ``/proc`` by the parent at each stream's edges and between streams.
+over all its threads, those that exited included (:func:`process_cpu_ns`), is read from ``/proc`` by
+the parent at each stream's edges and between streams.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ __all__ = [
     "floor_of",
     "judge_host_timing",
     "process_cpu_ns",
+    "thread_cpu_ns",
 ]
 
 EXCESS_QUANTILE = 50
@@ -53,16 +55,29 @@ honest torch model's round trip exceeds the null adapter's floor by ~50-100 µs 
 threads spin after predict() returned, on the core the parent needs to take the reply) ..."""
 EXCESS_OF_HOST = 0.5
 """... and half of the parent's own median figure (its round trip less the floor), a threshold the
-worker cannot move: the worker is called when it reports less than half of what the parent saw. (Seen
-here: an honest 3 ms model on a loaded 2-core machine had a median excess of 0.56 ms, a fifth of its
-cost; the planted cheats report 1-2 % of theirs.)"""
+worker cannot move: where ``/proc`` cannot tell the worker's CPU time, the worker is called when it
+reports less than half of what the parent saw. (Seen here: an honest 3 ms model on a loaded 2-core
+machine had a median excess of 0.56 ms, a fifth of its cost; the planted cheats report 1-2 % of theirs.)"""
+CPU_EXCESS_OF_HOST = 0.25
+"""Where ``/proc`` tells the worker's CPU time (every thread's, those that exited included; no process of
+its own: harness/execution/no_processes.py), a quarter of the parent's figure is enough when the CPU
+confirms it: work hidden from the worker's clock is CPU its clock did not count. Judged on means over
+frames, as the CPU is a total over them."""
 CPU_OF_WORKER = 0.25
-"""Where ``/proc`` tells the worker's CPU time, the wall excess is confirmed only by CPU its clock did not
-count, per frame, of at least ``EXCESS_MIN_NS`` and this share of what the worker reports per frame. The
-worker's overhead around ``predict()`` (the pipe, the engine's loop, context switches) grows on a loaded
-machine: seen here, an honest 3 ms busy-wait under two CPU hogs and a test run had 0.03-0.2 ms of it per
-frame while the parent's wake-ups were late by ~5 ms, and was once called. A cheat cannot raise this bar
-without reporting the latency it hides."""
+"""The CPU confirmation: CPU the worker's clock did not count, per frame, of at least ``EXCESS_MIN_NS``
+and this share of what the worker reports per frame. The worker's overhead around ``predict()`` (the
+pipe, the engine's loop, context switches) grows on a loaded machine: seen here, an honest 3 ms busy-wait
+under two CPU hogs and a test run had 0.03-0.2 ms of it per frame while the parent's wake-ups were late
+by ~5 ms. A cheat cannot raise this bar without reporting the latency it hides."""
+BEYOND_OF_WORKER = 0.5
+"""CPU the worker's clock did not count, of at least this share of its figure (and ``EXCESS_MIN_NS``), is
+noted even where no frame waited for it (threads on another core)."""
+WALL_OF_HOST = 0.75
+WALL_MIN_NS = 1_000_000
+"""Without the CPU's confirmation (work hidden as waiting, not as CPU), a wall excess is a verdict on its
+own when the worker reports less than a quarter of what the parent saw and at least 1 ms a frame is
+unaccounted for: past what a busy machine's late wake-ups of the parent gave honest models here (about
+half of the parent's figure)."""
 RESET_OF_FRAME = 10
 RESET_MIN_NS = 2_000_000
 """A ``reset_state()`` is noted when it costs more than 10 frames and 2 ms (the request's own handling in
@@ -196,8 +211,31 @@ def judge_host_timing(
     cpu_total = sum(c for c in cpu if c is not None) if cpu and all(c is not None for c in cpu) else None
     unexplained = None if cpu_total is None else (cpu_total - int(worker.sum())) / host.size
     cpu_bar = max(EXCESS_MIN_NS, CPU_OF_WORKER * float(worker.mean()))
-    confirmed = unexplained is None or unexplained > cpu_bar
     notes = []
+    if unexplained is None:  # no CPU to confirm with: the wall alone, at half the parent's figure
+        called = excess_q > threshold
+    else:  # hidden CPU at a quarter of the parent's figure; hidden waiting at three quarters
+        # the CPU's confirmation is a total, so the wall set against it is too: the mean excess (a model
+        # can move its hidden work from frame to frame, which a median of frames misses)
+        excess_mean = float(excess.mean())
+        # (no floor-spread term here: the CPU, not the pipe's calibrated noise, tells the excess is work)
+        cpu_threshold = int(max(EXCESS_MIN_NS, CPU_EXCESS_OF_HOST * float(net.mean())))
+        wall_threshold = int(max(spread, WALL_MIN_NS, WALL_OF_HOST * host_p50))
+        hidden_cpu = unexplained > cpu_bar and excess_mean > cpu_threshold
+        called = hidden_cpu or excess_q > wall_threshold
+        threshold = cpu_threshold if unexplained > cpu_bar else wall_threshold
+        if hidden_cpu:
+            notes.append(
+                f"the worker spent {unexplained / 1e6:.3g} ms of CPU a frame its own clock did not count"
+            )
+        elif unexplained > max(EXCESS_MIN_NS, BEYOND_OF_WORKER * float(worker.mean())):
+            notes.append(
+                f"the worker's threads used {unexplained / 1e6:.3g} ms of CPU a frame beyond the "
+                f"{float(worker.mean()) / 1e6:.3g} ms predict() reported, without a frame waiting for it: a "
+                "multi-threaded model's own threads, or work moved out of predict() onto another core"
+            )
+        elif called:
+            notes.append(f"{excess_q / 1e6:.3g} ms a frame unaccounted for by the worker's clock, not CPU")
     reset_p50 = int(np.median(resets)) if resets else None
     if reset_p50 is not None and reset_p50 > max(RESET_OF_FRAME * host_p50, RESET_MIN_NS):
         notes.append(
@@ -209,7 +247,7 @@ def judge_host_timing(
             f"the worker used {idle_cpu_ns / 1e6:.3g} ms of CPU between streams, outside every timed frame"
         )
     return HostTimingRecord(
-        verdict="disagree" if excess_q > threshold and confirmed else "agree",
+        verdict="disagree" if called else "agree",
         floor=floor,
         frames=int(host.size),
         host_p50_ns=host_p50,
@@ -227,23 +265,53 @@ def judge_host_timing(
     )
 
 
+def _stat_ticks(path: str) -> int:
+    """utime + stime (clock ticks) of a ``/proc/.../stat`` file (fields 14 and 15; the name in field 2 may
+    hold spaces, so fields are counted after its closing parenthesis)."""
+    with open(path, "rb") as stat:
+        after = stat.read().rsplit(b")", 1)[1].split()
+    return int(after[11]) + int(after[12])
+
+
 def process_cpu_ns(pid: int) -> int | None:
-    """CPU time of process ``pid`` over all its live threads, in ns (the sum of ``/proc/<pid>/task/*/
-    schedstat``'s first field, the scheduler's run time); None where unreadable (not Linux, or the
-    process is gone). Threads that have exited drop out of the sum: a difference over a window counts
-    the threads alive at its end."""
-    total = 0
+    """CPU time of process ``pid``, threads that have exited included, in ns; None where unreadable (not
+    Linux, or the process is gone).
+
+    Its live threads' run time is read at the scheduler's resolution (``/proc/<pid>/task/*/schedstat``,
+    ns). A thread that exited leaves its time in the process's total (``/proc/<pid>/stat``, clock ticks of
+    1 / ``SC_CLK_TCK`` s, every thread's), but no longer in any live thread's: the difference of the
+    process's ticks and its live threads' ticks is the exited threads' time, added at tick resolution.
+    (The sealed worker may start no process, harness/execution/no_processes.py, so its threads are all
+    of its CPU.)"""
+    live_ns, live_ticks = 0, 0
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
+        total_ticks = _stat_ticks(f"/proc/{pid}/stat")
+    except (OSError, ValueError, IndexError):
         return None
     for task in tasks:
         try:
             with open(f"/proc/{pid}/task/{task}/schedstat", "rb") as stat:
-                total += int(stat.read().split()[0])
+                ns = int(stat.read().split()[0])
+            ticks = _stat_ticks(f"/proc/{pid}/task/{task}/stat")
         except (OSError, ValueError, IndexError):
-            continue  # a thread that ended while we read
-    return total
+            continue  # a thread that ended while we read: its time is in the process's total
+        live_ns += ns
+        live_ticks += ticks
+    exited_ticks = max(total_ticks - live_ticks, 0)
+    return live_ns + exited_ticks * 1_000_000_000 // _CLK_TCK
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def thread_cpu_ns(pid: int, tid: int) -> int | None:
+    """CPU time of thread ``tid`` of process ``pid`` (its scheduler run time, ns); None where unreadable."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as stat:
+            return int(stat.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def now_ns() -> int:

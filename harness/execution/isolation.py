@@ -81,7 +81,13 @@ from streambench.harness.execution.code_identity import CodeFile, identify
 from streambench.harness.execution.config import IsolationConfig, RunConfig
 from streambench.harness.execution.engine import PROGRESS_INTERVAL_S, FrameProgress
 from streambench.harness.execution.frame_server import FrameServer, PastTheEnd
-from streambench.harness.execution.host_timing import PipeFloor, StartTimes, now_ns, process_cpu_ns
+from streambench.harness.execution.host_timing import (
+    PipeFloor,
+    StartTimes,
+    now_ns,
+    process_cpu_ns,
+    thread_cpu_ns,
+)
 from streambench.harness.execution.isolation_worker import FINISHED, IDLE, worker_main
 from streambench.harness.execution.lockstep import Turn
 from streambench.harness.execution.output_commits import check_commits
@@ -234,6 +240,7 @@ class IsolatedEngine:
         self._ensure_worker()
         pid = self.worker_pid
         cpu_before = process_cpu_ns(pid) if pid is not None else None
+        main_before = thread_cpu_ns(pid, pid) if pid is not None else None  # the engine's thread
         if cpu_before is not None and self._idle_from is not None:
             self.idle_cpu_ns += max(cpu_before - self._idle_from, 0)
         stamps = self._frames.queue(stream)
@@ -252,6 +259,7 @@ class IsolatedEngine:
             self._following = None
         wall = now_ns() - stamps.request_ns
         cpu_after = process_cpu_ns(pid) if pid is not None else None
+        main_after = thread_cpu_ns(pid, pid) if pid is not None else None
         self._idle_from = cpu_after
         check_shape(recording, stream, self._adapter_name())
         extras = tuple(record) if record is not None else self.run_config.engine.record
@@ -269,6 +277,9 @@ class IsolatedEngine:
             host_reset_ns=stamps.reset_ns(),
             host_wall_ns=wall,
             worker_cpu_ns=None if cpu_before is None or cpu_after is None else max(cpu_after - cpu_before, 0),
+            worker_main_cpu_ns=None
+            if main_before is None or main_after is None
+            else max(main_after - main_before, 0),
         )
 
     @contextlib.contextmanager

@@ -46,6 +46,7 @@ from streambench.harness.execution.host_timing import judge_host_timing
 from streambench.harness.execution.isolation import IsolatedEngine
 from streambench.harness.execution.lockstep import Lockstep
 from streambench.harness.execution.rounds_plan import LookPlan, Stop, fits, plan_looks
+from streambench.harness.execution.sandbox import SandboxRecord
 from streambench.harness.execution.worker_process import WorkerCommand, pin, runs_this_harness
 from streambench.protocols.recording import StreamRecording
 
@@ -159,6 +160,8 @@ class SideRounds:
     code: list[CodeFile] | None = None
     """The files the side's adapter code came from (its first worker's report, hashed here); None: an
     older checkout's worker does not say."""
+    sandbox: SandboxRecord | None = None
+    """Its first sealed worker's sandbox (None: isolated workers)."""
 
     def clock_verdict(self) -> Literal["agree", "disagree"] | None:
         """``disagree`` when the parent's clock disagreed with the worker's in most checked rounds (a
@@ -282,12 +285,8 @@ def run_rounds(
                         job = Rounds(
                             mode=mode,
                             mode_reason=why,
-                            base=SideRounds(
-                                base.label, engines[base.label].info.name, code=engines[base.label].code
-                            ),
-                            head=SideRounds(
-                                head.label, engines[head.label].info.name, code=engines[head.label].code
-                            ),
+                            base=_side_rounds(base.label, engines[base.label]),
+                            head=_side_rounds(head.label, engines[head.label]),
                             execution=execution,
                             execution_reason=execution_why,
                         )
@@ -342,6 +341,10 @@ def run_rounds(
         else 1
     )
     return job
+
+
+def _side_rounds(label: str, engine: IsolatedEngine) -> SideRounds:
+    return SideRounds(label, engine.info.name, code=engine.code, sandbox=engine.sandbox)
 
 
 def _pair(

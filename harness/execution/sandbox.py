@@ -49,6 +49,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from streambench.harness.execution.no_processes import refuse_new_processes
+
 __all__ = [
     "SandboxMode",
     "SandboxPolicy",
@@ -106,6 +108,9 @@ class SandboxRecord(BaseModel):
     """e.g. ``"landlock ABI 7, scoped (signals, abstract unix sockets)"``; None when unsandboxed."""
     reason: str | None = None
     """Why it is unsandboxed (None when sandboxed)."""
+    processes: str | None = None
+    """Whether the worker may start processes: ``new processes refused (seccomp)``, or allowed and why
+    (harness/execution/no_processes.py); None in records from before the check, or with the sandbox off."""
 
 
 def landlock_abi() -> tuple[int, str | None]:
@@ -264,7 +269,8 @@ def enter_sandbox(policy: SandboxPolicy, mode: SandboxMode = "auto") -> SandboxR
     parent's command line, which names the protocol).
 
     ``mode``: ``"auto"`` sandboxes where Landlock is available and otherwise returns ``unsandboxed`` with
-    the reason; ``"require"`` raises :class:`SandboxUnavailableError` instead; ``"off"`` does nothing."""
+    the reason; ``"require"`` raises :class:`SandboxUnavailableError` instead; ``"off"`` does nothing.
+    Unless off, the worker may start no process once confined (harness/execution/no_processes.py)."""
     if mode == "off":
         return SandboxRecord(status="unsandboxed", reason="sandbox off (--sandbox off)")
     abi, why = landlock_abi()
@@ -274,7 +280,8 @@ def enter_sandbox(policy: SandboxPolicy, mode: SandboxMode = "auto") -> SandboxR
                 f"--sandbox require: cannot sandbox the adapter's process: {why}. "
                 "Use --sandbox auto to run anyway with the result marked unsandboxed."
             )
-        return SandboxRecord(status="unsandboxed", reason=why)
+        _, processes = refuse_new_processes()
+        return SandboxRecord(status="unsandboxed", reason=why, processes=processes)
     threads = _thread_count()
     if threads > 1 and abi < 8:
         raise RuntimeError(
@@ -292,7 +299,8 @@ def enter_sandbox(policy: SandboxPolicy, mode: SandboxMode = "auto") -> SandboxR
         os.environ[name] = policy.write_dir
     tempfile.tempdir = policy.write_dir
     del sys.argv[1:]
-    return SandboxRecord(status="sandboxed", mechanism=mechanism)
+    _, processes = refuse_new_processes()
+    return SandboxRecord(status="sandboxed", mechanism=mechanism, processes=processes)
 
 
 def sandbox_policy(config: Any, adapter_paths: Sequence[str] | None = None) -> SandboxPolicy:

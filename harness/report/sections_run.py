@@ -31,6 +31,7 @@ from streambench.harness.report.html import (
 from streambench.harness.report.measurement import verdict_banner
 from streambench.harness.report.numbers import human, latency_ms, percent, rate_fps, unit_of_ms
 from streambench.harness.results.files import EnvironmentRecord, RunResult
+from streambench.harness.results.trust import execution_label, trust_gaps
 from streambench.protocols.metrics.bootstrap import Interval
 
 __all__ = [
@@ -115,7 +116,8 @@ def _facts(bundle: RunBundle, r: RunResult) -> list[tuple[str, str]]:
         (
             "execution",
             esc(
-                f"adapter ran {r.execution.mode}; on error: {r.execution.on_error}; "
+                f"adapter ran {execution_label(r.execution.mode, r.execution.sandbox)}; on error: "
+                f"{r.execution.on_error}; "
                 f"{r.execution.sessions} session(s)"
             ),
         ),
@@ -207,7 +209,11 @@ def summary_section(bundle: RunBundle) -> str:
             bundle
         )
     m = r.metrics
-    recorded = [*filter(None, [r.threads.warning]), *conversion_warnings(r.environment.data_sources.value)]
+    recorded = [
+        *trust_gaps(r.execution.mode, r.execution.sandbox),  # what of the sealed, sandboxed worker it lacked
+        *filter(None, [r.threads.warning]),
+        *conversion_warnings(r.environment.data_sources.value),
+    ]
     warnings = "".join(f'<li class="warn">{esc(w)}</li>' for w in [*m.headline.warnings, *recorded])
 
     def scored_as(role: str) -> str:  # issue 24 item 5: a failed test stream is in the figures, as wrong

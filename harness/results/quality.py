@@ -10,7 +10,9 @@ only as good as the conditions it was measured in. INVALID when
   model on one input size do not differ by that much unless something else ran);
 * **preemption**: the timing thread's involuntary context switches (``getrusage``, per stream) per frame
   above ``max_preempted_share`` — an upper bound on the share of frames that include another process's
-  time (a switch is counted per stream, so which frames it hit is unknown);
+  time (a switch is counted per stream, so which frames it hit is unknown); where the model's own other
+  threads ran beside the timing thread (their CPU time, read by the harness, above ``own_threads_share``
+  of the timing thread's), the switches may be its own threads' and are a note, not a reason;
 * **clock resolution**: the clock's resolution above ``max_resolution_share`` of the median latency.
 
 Machine interference below those limits is a *note* ("machine busy"), not a verdict: the interleaved gate
@@ -52,6 +54,12 @@ class QualityLimits(BaseModel):
         0.02, gt=0, description="switches per frame above which the machine is noted busy"
     )
     max_resolution_share: float = Field(0.01, gt=0, description="clock resolution / median latency")
+    own_threads_share: float = Field(
+        0.1,
+        gt=0,
+        description="the model's own other threads' CPU / the engine thread's, above which preemptions are "
+        "noted as possibly its own",
+    )
 
 
 class MeasurementQuality(BaseModel):
@@ -81,8 +89,12 @@ def judge_quality(
     percentiles: Sequence[str] = ("p50", "p95", "p99"),
     limits: QualityLimits | None = None,
     cpu_frequency: tuple[list[int] | None, str | None] = (None, "not read"),
+    own_threads_share: float | None = None,
 ) -> MeasurementQuality:
-    """Judge one run's (or one side's) per-frame latencies and readings."""
+    """Judge one run's (or one side's) per-frame latencies and readings. ``own_threads_share``: the CPU
+    time of the model's own threads other than the one that ran the engine, as a share of that one's
+    (None: not read): above ``limits.own_threads_share`` the timing thread's preemptions may be the
+    model's own threads', not another process's, and are noted, not judged."""
     limits = limits or QualityLimits()
     lat = np.asarray(latency_ns, dtype=np.float64)
     n = int(lat.size)
@@ -106,7 +118,14 @@ def judge_quality(
         share_reason = "context switches not readable on this platform (getrusage RUSAGE_THREAD)"
     elif n:
         share = involuntary_switches / n
-        if share > limits.max_preempted_share:
+        own = own_threads_share is not None and own_threads_share > limits.own_threads_share
+        if share > limits.max_preempted_share and own:
+            notes.append(
+                f"{involuntary_switches} involuntary context switches in {n} frames, while the model's own "
+                f"other threads ran {own_threads_share:.0%} of the engine thread's CPU: the preemptions may "
+                "be its own threads', not another process's (not judged)"
+            )
+        elif share > limits.max_preempted_share:
             reasons.append(
                 f"{involuntary_switches} involuntary context switches in {n} frames: up to {share:.0%} of "
                 f"frames include another process's time (limit {limits.max_preempted_share:.0%})"
@@ -143,8 +162,11 @@ def judge_quality(
     )
 
 
-def refusal(qualities: Mapping[str, MeasurementQuality | None]) -> str | None:
-    """Why a regression must not be called between these measurements (None: it may be)."""
+def refusal(
+    qualities: Mapping[str, MeasurementQuality | None], consequence: str = "a regression is not called"
+) -> str | None:
+    """Why a regression (or, as ``consequence`` says, any verdict) must not be called between these
+    measurements (None: it may be)."""
     bad = [
         f"{name}: {'; '.join(q.reasons)}"
         for name, q in qualities.items()
@@ -152,11 +174,7 @@ def refusal(qualities: Mapping[str, MeasurementQuality | None]) -> str | None:
     ]
     if not bad:
         return None
-    return (
-        "measurement INVALID ("
-        + " | ".join(bad)
-        + "); a regression is not called (--force to call it anyway)"
-    )
+    return "measurement INVALID (" + " | ".join(bad) + f"); {consequence} (--force to call it anyway)"
 
 
 NOT_RECORDED = "measurement quality not recorded (a result written before the verdict existed)"

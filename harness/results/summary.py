@@ -12,6 +12,7 @@ from streambench.harness.instruments.threads import thread_summary
 from streambench.harness.io.safe_text import safe
 from streambench.harness.results.files import RunResult
 from streambench.harness.results.summary_events import print_events
+from streambench.harness.results.trust import trust_gaps
 from streambench.protocols.causality import CausalityReport, measured_label
 from streambench.protocols.robustness import RobustnessReport
 
@@ -293,10 +294,7 @@ def print_causality(console: Console, report: CausalityReport, skipped: dict[str
 def host_timing_warnings(online: RunResult) -> list[str]:
     """What the parent's clock says against the worker's (issue 24), and how the adapter ran."""
     host = getattr(online, "host_timing", None)
-    mode = online.execution.mode
-    out = []
-    if mode == "in-process":
-        out.append("in-process run (--in-process): the model shared the harness's clock, data and labels")
+    out = trust_gaps(online.execution.mode, online.execution.sandbox)
     if host is not None and host.verdict == "disagree":
         parent, worker = (host.host_p50_ns or 0) / 1e6, (host.worker_p50_ns or 0) / 1e6
         out.append(

@@ -46,6 +46,7 @@ from streambench.harness.results.gate import (
 from streambench.harness.results.gate_clocks import both_clocks, split_confidence
 from streambench.harness.results.gate_noise import streams_for
 from streambench.harness.results.quality import MeasurementQuality, judge_quality, refusal
+from streambench.harness.results.trust import trust_gaps
 
 MOST_GROWTH = 4
 """Rounds grow from the noise measured (harness/results/gate_noise.py) to at most this many times the
@@ -72,6 +73,10 @@ class SideReport(BaseModel):
         "(disagree: most rounds disagreed, its latencies are not the model's); null: isolated workers",
     )
     clock_rounds: list[str] = Field(default_factory=list, description="the verdict of each round")
+    trust_gaps: list[str] = Field(
+        default_factory=list,
+        description="what of the sealed, sandboxed worker this side did without (harness/results/trust.py)",
+    )
     code: list[CodeFile] | None = Field(
         None,
         description="the files this side's adapter code was imported from (its class, and every option "
@@ -290,7 +295,7 @@ def run_ab(
     )
     gate, gate_cpu, level, pass_level = _judge_job(job, rules, on, confidence, pass_confidence)
     qualities = {job.base.label: _quality(job.base), job.head.label: _quality(job.head)}
-    refused = refusal(qualities) if gate.verdict == "regression" and not force else None
+    refused = None if force else refusal(qualities, "no verdict is called, pass or fail")
     stopped = [s.label for s in (job.base, job.head) if s.clock_verdict() == "disagree"]
     if stopped:  # no verdict on figures a side's own clock made up, pass or fail, --force or not
         refused = (
@@ -312,6 +317,7 @@ def run_ab(
             clock=measured.clock_verdict(),
             clock_rounds=measured.clocks,
             code=measured.code,
+            trust_gaps=trust_gaps(job.execution, measured.sandbox),
         )
         for spec, measured in ((base, job.base), (head, job.head))
     ]

@@ -109,6 +109,8 @@ def code_lines(report: ABReport) -> list[str]:
             for c in side.code
         ]
         lines.append(f"{side.label} code: " + "; ".join(shown))
+    for side in report.sides:
+        lines.extend(f"{side.label} without: {gap}" for gap in side.trust_gaps)
     return lines
 
 

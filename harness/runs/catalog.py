@@ -36,6 +36,7 @@ from streambench.harness.results.files import (
 from streambench.harness.results.headline import DataRecord, Figure, RunHeadline
 from streambench.harness.results.quality import MeasurementQuality
 from streambench.harness.results.store import ReindexReport, StoreError
+from streambench.harness.results.trust import execution_label
 from streambench.harness.runs import parts, registry
 
 if TYPE_CHECKING:  # the report (matplotlib and all) is imported when a report is built, not to list runs
@@ -121,7 +122,7 @@ def load_headline(run_dir: Path) -> RunHeadline:
 def execution_mode_of(result: BaseModel) -> str | None:
     """Where a result's adapter ran (sealed, isolated, in-process); None where an older file says not."""
     if isinstance(result, RunResult):
-        return result.execution.mode
+        return execution_label(result.execution.mode, result.execution.sandbox)
     mode = getattr(result, "execution_mode", None)
     return mode if isinstance(mode, str) else None
 

@@ -159,7 +159,19 @@ def measurement_quality(recordings: Sequence[StreamRecording], device: str) -> M
         involuntary_switches=None if None in counts else sum(c or 0 for c in counts),
         clock_resolution_ns=clock_info(device).resolution_ns,
         cpu_frequency=cpu_frequency_khz(),
+        own_threads_share=own_threads_share(recordings),
     )
+
+
+def own_threads_share(recordings: Sequence[StreamRecording]) -> float | None:
+    """The CPU time of the worker's threads other than the engine's, as a share of the engine thread's, over
+    the streams (read by the harness from ``/proc``); None where any stream lacks it (in process)."""
+    pairs = [(r.worker_cpu_ns, r.worker_main_cpu_ns) for r in recordings]
+    if not pairs or any(total is None or main is None for total, main in pairs):
+        return None
+    total = sum(t or 0 for t, _ in pairs)
+    main = sum(m or 0 for _, m in pairs)
+    return max(total - main, 0) / main if main > 0 else None
 
 
 def with_verdicts(

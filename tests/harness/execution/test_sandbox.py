@@ -280,6 +280,7 @@ def test_require_refuses_where_landlock_is_unavailable(
         "status": "unsandboxed",
         "mechanism": None,
         "reason": "simulated: no Landlock in this kernel",
+        "processes": "new processes refused (seccomp)",  # refused without Landlock too
     }
 
 

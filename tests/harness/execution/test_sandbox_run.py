@@ -47,6 +47,8 @@ def test_require_refuses_where_landlock_is_missing(tmp_path: Path, monkeypatch: 
     from streambench.harness.execution import sandbox
 
     monkeypatch.setattr(sandbox, "landlock_abi", lambda: (0, "simulated: no Landlock"))
+    # in this process: the seccomp filter would stay for the rest of the test session
+    monkeypatch.setattr(sandbox, "refuse_new_processes", lambda: (False, "not installed in the test process"))
     record = sandbox.enter_sandbox(sandbox.SandboxPolicy(read_paths=[], write_dir=str(tmp_path)), "auto")
     assert record.status == "unsandboxed" and record.reason == "simulated: no Landlock"
     with pytest.raises(sandbox.SandboxUnavailableError, match="--sandbox require"):
