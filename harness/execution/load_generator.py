@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import select
+import signal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,11 +59,15 @@ __all__ = [
     "InProcessLane",
     "Lane",
     "LoopClock",
+    "PointFailure",
     "PointSetup",
     "SealedLane",
     "ServingTimeout",
     "WallClock",
+    "WorkerEnded",
     "assign_least_loaded",
+    "decode_outputs",
+    "raise_reply",
     "run_point",
 ]
 
@@ -71,7 +76,31 @@ LEAD_NS = 2_000_000
 
 
 class ServingTimeout(RuntimeError):
-    """A worker did not answer a batch within the point's timeout."""
+    """A worker did not answer a control message within its timeout."""
+
+
+class WorkerEnded(ServingError):
+    """A sealed serving worker is gone (its pipe closed): the message names its pid and how it ended."""
+
+
+class PointFailure(ServingError):
+    """The adapter failed during a point: ``kind`` ``error`` (an error reply or a bad output), ``died``
+    (the worker ended) or ``timeout`` (a batch not answered within the frame timeout); ``frames``: the
+    schedule indices of the frames concerned (the failing item, else the whole batch in flight);
+    ``lane``: the worker (None: found after the point); ``error_type``, ``traceback``: the worker's."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        frames: Sequence[int],
+        lane: int | None,
+        error_type: str = "",
+        traceback: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.kind, self.frames, self.lane = kind, list(frames), lane
+        self.error_type, self.traceback = error_type or kind, traceback
 
 
 class Lane(Protocol):
@@ -130,9 +159,11 @@ class InProcessLane:
     def fileno(self) -> int | None:
         return None
 
-    def request(self, message: bytes) -> bytes:
-        """A control message (``P``, ``W``, ``Z``) answered at once."""
+    def request(self, message: bytes, timeout_s: float | None = None) -> bytes:
+        """A control message (``P``, ``W``, ``Z``) or a batch, answered at once (no timeout in process)."""
         kind = message[:1]
+        if kind == b"B":
+            return self.core.serve(message)
         if kind == b"P":
             return int(self.core.prepare(int.from_bytes(message[1:5], "little"))).to_bytes(4, "little")
         if kind == b"Z":
@@ -176,23 +207,51 @@ class SealedLane:
             ) from None
 
     def send(self, message: bytes) -> None:
-        self.conn.send_bytes(message)
+        try:
+            self.conn.send_bytes(message)
+        except OSError:  # a broken pipe: the worker is gone
+            raise WorkerEnded(self.ended()) from None
 
     def receive(self) -> bytes:
         try:
             return self.conn.recv_bytes()
         except (EOFError, OSError):
-            raise ServingError(f"the serving worker died (exit code {self.process.exitcode})") from None
+            raise WorkerEnded(self.ended()) from None
 
     def fileno(self) -> int | None:
         return self.conn.fileno()
 
-    def request(self, message: bytes) -> bytes:
-        """A control message (``P``, ``W``, ``Z``) and its answer (not timed), within the start timeout."""
+    def ended(self) -> str:
+        """How the worker ended, naming its pid: ``the serving worker (pid 123) was killed by SIGKILL``."""
+        self.process.join(1.0)
+        code = self.process.exitcode
+        who = f"the serving worker (pid {self.process.pid})"
+        if code is None:
+            return f"{who} closed its pipe and is still running"
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"{who} was killed by {signal.Signals(-code).name}"
+            return f"{who} was killed by signal {-code}"
+        return f"{who} exited with code {code}"
+
+    def request(self, message: bytes, timeout_s: float | None = None) -> bytes:
+        """A control message (``P``, ``W``, ``Z``, or a batch outside a point) and its answer (not timed),
+        within ``timeout_s`` (default: the start timeout)."""
+        limit = self.timeout_s if timeout_s is None else timeout_s
         self.send(message)
-        if not self.conn.poll(self.timeout_s):
-            raise ServingTimeout(f"the serving worker did not answer {message[:1]!r} in {self.timeout_s:g} s")
-        return self.receive()
+        try:
+            answered = self.conn.poll(limit)
+        except (EOFError, OSError):
+            raise WorkerEnded(self.ended()) from None
+        if not answered:
+            raise ServingTimeout(
+                f"the serving worker (pid {self.process.pid}) did not answer {message[:1]!r} in {limit:g} s"
+            )
+        answer = self.receive()
+        if answer[:1] == b"E" and message[:1] != b"B":  # a control message the adapter failed on
+            error = json.loads(answer[1:])
+            raise ServingError(f"{error['type']}: {error['message']}")
+        return answer
 
     def warm(self, frames: Sequence[bytes]) -> None:
         self.request(b"W" + join_frames(frames))
@@ -240,6 +299,9 @@ class PointSetup:
     max_wait_ns: int
     policy: PacingPolicy
     max_misses: int | None = None
+    stall_ns: int = 0
+    """A point past ``max_misses`` is cut short only once a miss comes this long after the first (0: at
+    once): misses that stop within it were one stall, and the point runs on to show it recovered."""
     timeout_ns: int = 30_000_000_000
 
 
@@ -279,6 +341,8 @@ def run_point(setup: PointSetup, lanes: Sequence[Lane], clock: LoopClock) -> Ser
     replies: list[tuple[list[int], bytes]] = []
     lane_index = {id(lane): k for k, lane in enumerate(lanes)}
     misses, limit, aborted = 0, setup.max_misses, None
+    first_miss = last_miss = seen = 0
+    stall = setup.stall_ns
     deadline, timeout = setup.deadline_ns, setup.timeout_ns
     now_of = clock.now
     base = now_of() + LEAD_NS
@@ -311,13 +375,18 @@ def run_point(setup: PointSetup, lanes: Sequence[Lane], clock: LoopClock) -> Ser
                 frames.append(f)
             message = encode_batch(items)
             sent = now_of() - base
-            lanes[k].send(message)
+            try:
+                lanes[k].send(message)
+            except ServingError as exc:  # the worker is gone (a broken pipe)
+                raise PointFailure("died", str(exc), frames, k, "WorkerEnded") from None
             size = len(frames)
             for f in frames:
                 start[f] = sent
                 batch_size[f] = size
             in_flight[k] = (frames, sent)
-        if limit is not None and misses > limit and aborted is None:
+        if misses > seen:  # misses that go on past ``stall`` after the first are not one stall
+            first_miss, last_miss, seen = first_miss if seen else now, now, misses
+        if limit is not None and misses > limit and aborted is None and last_miss - first_miss >= stall:
             at_s = max(released) / 1e9
             aborted = f"{misses} misses by {at_s:.2f} s: more than the {limit} its frames allow"
             for batcher in batchers:
@@ -334,19 +403,25 @@ def run_point(setup: PointSetup, lanes: Sequence[Lane], clock: LoopClock) -> Ser
             oldest = min(sent for _, sent in in_flight.values()) + base + timeout
             until = oldest if until is None else min(until, oldest)
         for lane in clock.wait(busy, until):
-            reply = lane.receive()
+            k = lane_index[id(lane)]
+            try:
+                reply = lane.receive()
+            except ServingError as exc:  # the worker ended inside the batch
+                raise PointFailure("died", str(exc), in_flight[k][0], k, "WorkerEnded") from None
             done = now_of() - base
-            frames, _ = in_flight.pop(lane_index[id(lane)])
+            frames, _ = in_flight.pop(k)
             for f in frames:
                 finish[f] = done
                 if done - arrival[f] > deadline:
                     misses += 1
             if reply[:1] != b"R":
-                _raise_reply(reply, frames, schedule, setup.num_classes)
+                raise_reply(reply, frames, k, setup.num_classes)
             replies.append((frames, reply))
         if in_flight and now_of() - base > min(sent for _, sent in in_flight.values()) + timeout:
-            raise ServingTimeout(f"a worker held a batch for more than {timeout / 1e9:g} s")
-    pred_frame, pred_refers, scores = _outputs(replies, schedule, setup.num_classes)
+            k, (frames, _) = min(in_flight.items(), key=lambda held: held[1][1])
+            late = f"a batch of {len(frames)} frame(s) unanswered after {timeout / 1e9:g} s (frame timeout)"
+            raise PointFailure("timeout", late, frames, k, "FrameTimeout")
+    pred_frame, pred_refers, scores = decode_outputs(replies, schedule, setup.num_classes)
     gone_mask = np.zeros(count, dtype=bool)
     gone_mask[dropped] = True
     return ServedFrames(
@@ -362,18 +437,22 @@ def run_point(setup: PointSetup, lanes: Sequence[Lane], clock: LoopClock) -> Ser
     )
 
 
-def _raise_reply(reply: bytes, frames: list[int], schedule: ArrivalSchedule, num_classes: int) -> None:
-    """An error reply, raised naming the live stream and the frame it failed at."""
+def raise_reply(reply: bytes, frames: list[int], lane: int, num_classes: int) -> None:
+    """An error reply as a :class:`PointFailure`: the item it names (else the whole batch), the worker's
+    error type, message and traceback."""
+    if reply[:1] != b"E":
+        raise PointFailure("error", f"the worker's reply starts with {reply[:1]!r}", frames, lane)
     try:
-        decode_reply(reply, num_classes)
-    except ServingError as exc:
-        at = frames[exc.item] if 0 <= exc.item < len(frames) else frames[0]
-        where = f"stream {int(schedule.channel[at])}, frame {int(schedule.frame[at])}"
-        raise ServingError(f"{where}: {exc}", exc.item) from None
-    raise ServingError(f"the worker's reply starts with {reply[:1]!r}")
+        error = json.loads(reply[1:])
+        item = int(error.get("item", -1))
+        kind, message, trace = str(error["type"]), str(error["message"]), str(error.get("traceback", ""))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise PointFailure("error", "the worker's error reply is not readable", frames, lane) from None
+    named = [frames[item]] if 0 <= item < len(frames) else frames
+    raise PointFailure("error", f"{kind}: {message}", named, lane, kind, trace)
 
 
-def _outputs(
+def decode_outputs(
     replies: list[tuple[list[int], bytes]], schedule: ArrivalSchedule, num_classes: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(emitting frame [P], frame of its session it labels [P], scores [P, C]) of every reply; scores that
@@ -393,6 +472,5 @@ def _outputs(
     bad = ~np.isfinite(all_scores).all(axis=1)
     if bad.any():
         at = int(pred_frame[int(np.argmax(bad))])
-        where = f"stream {int(schedule.channel[at])}, frame {int(schedule.frame[at])}"
-        raise ServingError(f"{where}: scores contain NaN or Inf")
+        raise PointFailure("error", "scores contain NaN or Inf", [at], None, "ValueError")
     return pred_frame, np.concatenate(refers_parts), all_scores
