@@ -20,6 +20,7 @@ of the loop one comparison (the clock is read about once a report, not once a pa
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -84,11 +85,17 @@ class SourceStreams:
     ids: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, streams: Sequence[Stream]) -> SourceStreams:
+    def of(cls, streams: Sequence[Stream], within_ns: int | None = None) -> SourceStreams:
+        """``streams`` encoded; ``within_ns``: only their frames that arrive before then (ns from their
+        start: those a point of that length can release)."""
         times = [np.round((s.frame_times - s.t0) * 1e9).astype(np.int64) for s in streams]
         period = int(np.median(np.concatenate([np.diff(np.concatenate(([0], t))) for t in times])))
+        kept = [len(t) if within_ns is None else int(np.searchsorted(t, within_ns)) for t in times]
         return cls(
-            encoded=[[encode_frame(frame) for frame in s.frames()] for s in streams],
+            encoded=[
+                [encode_frame(frame) for frame in itertools.islice(s.frames(), n)]
+                for s, n in zip(streams, kept, strict=True)
+            ],
             times_ns=times,
             labels=[np.asarray(s.labels, dtype=bool) for s in streams],
             num_classes=len(streams[0].classes),

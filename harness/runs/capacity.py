@@ -86,7 +86,7 @@ def execute_capacity(
     warmup = [encode_frame(f) for f in make_warmup_stream(run.data, n).frames()][:n]
     bound = data_bound_of(streams[0])
     sources = SourceStreams.of(streams)
-    fresh = fresh_sources(run.data, sources.period_ns)
+    fresh = fresh_sources(run.data)
     module = resolve(run.adapter).__module__  # imported, not built: the model runs in its workers
     run_id = run.run_id or run_id_for(run.adapter, capacity.NAME)
     environment, fingerprint = environment_for(run, streams, module)
@@ -134,27 +134,22 @@ def execute_capacity(
     return result, run_dir
 
 
-def fresh_sources(data: Any, period_ns: int) -> FreshSources | None:
+def fresh_sources(data: Any) -> FreshSources | None:
     """New streams for every point from a data set that generates them (a ``seed`` field: the synthetic
-    and spoof sets), each point's drawn from the run's (secret) seed and the point's salt, as long as the
-    point (at most the data set's duration); None for data read from files (its streams are replayed)."""
+    and spoof sets), each point's drawn from the run's (secret) seed and the point's salt, enough for every
+    session to play one of its own (only the frames a point can release are encoded); None for data read
+    from files (its streams are replayed)."""
     fields = type(data).model_fields
     if "seed" not in fields or "num_streams" not in fields or data.seed is None:
         return None
 
     def make(live: int, duration_s: float, salt: int) -> SourceStreams:
         span = float(data.duration_s) if "duration_s" in fields else duration_s
-        span = min(span, duration_s + 2 * period_ns / 1e9)
-        segment = float(getattr(data, "segment_length_s", 0) or 0)
-        if segment:  # whole label segments, never longer than the data set's streams
-            span = min(math.ceil(span / segment - 1e-9) * segment, max(float(data.duration_s), segment))
         per_stream = math.ceil(duration_s / span) + 1
         seed = int(np.random.SeedSequence([int(data.seed), salt]).generate_state(1)[0])
-        update: dict[str, float] = {"seed": seed, "num_streams": live * per_stream}
-        if "duration_s" in fields:
-            update["duration_s"] = span
+        update = {"seed": seed, "num_streams": live * per_stream}
         drawn = type(data).model_validate({**data.model_dump(), **update})
-        return SourceStreams.of(make_streams(drawn))
+        return SourceStreams.of(make_streams(drawn), within_ns=round(duration_s * 1e9))
 
     return make
 
