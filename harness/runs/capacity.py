@@ -260,9 +260,11 @@ def print_result(console: Console, result: CapacityResult) -> int:
             f"{p.served_fps:.0f}",
         )
     console.print(table)
+    lines = _verdict_lines(result)
     for note in score.notes:
-        console.print(f"[dim]{safe(note)}[/]", highlight=False)
-    for line in _verdict_lines(result):
+        if not note.startswith(("load-bound", "the adapter failed", "sources replayed")):  # in lines below
+            console.print(f"[dim]{safe(note)}[/]", highlight=False)
+    for line in lines:
         console.print(line, highlight=False, soft_wrap=True)
     return 1 if score.failure is not None else 0
 

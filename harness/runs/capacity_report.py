@@ -10,7 +10,10 @@ from streambench.harness.report.figures import figure, to_svg
 from streambench.harness.report.html import absent, esc, figure_block, num, table
 from streambench.protocols.capacity_score import CapacityScore
 
-__all__ = ["capacity_section", "knee"]
+__all__ = ["F1_AXIS", "capacity_section", "knee"]
+
+F1_AXIS = (0.0, 1.02)
+"""The F1 axis spans F1's whole range: a point-to-point wobble of 0.001 is drawn as what it is."""
 
 
 def knee(score: CapacityScore) -> int | None:
@@ -35,9 +38,12 @@ def _curve_figure(score: CapacityScore, target: float) -> str:
             n,
             [p.f1_reference if p.f1_reference is not None else float("nan") for p in points],
             ":",
-            label="reference",
+            label="unloaded reference" if score.f1_reference == "unloaded" else "reference",
         )
         right.set_ylabel(f"F1@{score.deadline_ms:g} ms (computation-aware)")
+        # axes that do not magnify noise: F1 on its whole range, miss rates from 0
+        right.set_ylim(*F1_AXIS)
+        left.set_ylim(bottom=0)
         bend = knee(score)
         for ax in (left, right):
             ax.axvline(score.capacity, color="tab:green", lw=1.5, label=f"capacity {score.capacity}")
