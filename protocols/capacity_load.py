@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from streambench.protocols.capacity_score import CapacityPoint, Interference
+from streambench.protocols.capacity_records import Interference
+from streambench.protocols.capacity_score import CapacityPoint
 
 __all__ = ["OTHER_LOAD_CORES", "SATURATED", "judge_bound"]
 

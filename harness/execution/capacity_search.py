@@ -10,12 +10,16 @@ point that would not fit in what is left of the budget is not started: the searc
 Workers persist across points (``Z`` forgets every stream between them; ``P`` builds instances before a
 point, untimed).
 
-Progress (issue 28, item 4: "the progress bar names the point being measured"): before each point the
-hook gets its name, N and the search's phase (``N = 8 streams (step up)``, ``N = 6 streams (bisect 4..8)``);
-during it, a hook that follows frames (:class:`~streambench.harness.execution.executor.StreamProgress`)
-gets the frames that have arrived of the point's planned ones, at most every :data:`PROGRESS_EVERY_NS` of
-the loop's clock, from the loop's wait (:class:`_ProgressClock`): nothing is added per frame, and per pass
-of the loop one comparison (the clock is read about once a report, not once a pass).
+Each point plays fresh sources where the data set makes them (a new stream for every session, so a cache
+shared across sessions finds nothing twice), else the data set's streams replayed (the score says so).
+After it, a sample of its sessions is replayed unloaded by the reference worker, the reference "F1 held"
+is judged against (harness/execution/capacity_replay.py), and the machine's load during it is read
+(other processes' CPU from ``/proc/stat``; the selftest's busy-wait probe before and after the search;
+protocols/capacity_load.py judges what bounded the figure). A point that failed on time through one stall
+(every miss within ``stall_window_s``, on time for as long after) is measured again, at most
+``remeasures`` times, each attempt kept. An adapter failure ends the search; the points decided before it
+are kept, and ``on_point`` gets the score after every decided point (the caller writes it). Progress:
+harness/execution/capacity_progress.py.
 """
 
 from __future__ import annotations
@@ -29,6 +33,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from streambench.adapters.contract import Stream
+from streambench.harness.execution.capacity_progress import (
+    PROGRESS_EVERY_NS,
+    PointProgress,
+    ProgressClock,
+    frames_of,
+    point_name,
+)
 from streambench.harness.execution.capacity_replay import (
     ReferenceLane,
     SearchFailure,
@@ -38,7 +49,6 @@ from streambench.harness.execution.capacity_replay import (
 from streambench.harness.execution.executor import StreamProgress
 from streambench.harness.execution.host_timing import process_cpu_ns
 from streambench.harness.execution.load_generator import (
-    LEAD_NS,
     Lane,
     LoopClock,
     PointSetup,
@@ -62,14 +72,6 @@ from streambench.protocols.capacity_load import judge_bound
 from streambench.protocols.capacity_score import CapacityFailure, CapacityPoint, CapacityScore, score_point
 
 __all__ = ["PROGRESS_EVERY_NS", "FreshSources", "ServingPool", "SourceStreams", "point_name", "run_search"]
-
-PointProgress = Callable[[int, int, str], None]
-"""(points done, points planned so far, what is being measured), before and after each point; a
-:class:`~streambench.harness.execution.executor.StreamProgress` also gets ``frames(point name, frames
-arrived, frames planned)`` during each point."""
-
-PROGRESS_EVERY_NS = 100_000_000
-"""Progress within a point is reported at most this often (0.1 s of the loop's clock)."""
 
 
 @dataclass(frozen=True)
@@ -139,50 +141,6 @@ def _cpu_ns(pids: Sequence[int]) -> int | None:
     return total
 
 
-def point_name(n: int, search: CapacitySearch, again: bool = False) -> str:
-    """What the progress display calls the next point: its N and the search's phase, e.g. ``N = 8
-    streams (step up)``, ``N = 12 streams (bisect 8..16)``; ``again``: measured again, longer."""
-    if search.fixed is not None:
-        phase = "one stream first" if n == 1 and n != search.fixed else "fixed N"
-    elif search.high is None:
-        phase = "step up"
-    else:
-        phase = f"bisect {search.low}..{search.high}"
-    return f"N = {n} stream{'' if n == 1 else 's'} ({phase}{', again, longer' if again else ''})"
-
-
-class _ProgressClock:
-    """The loop's clock, reporting the frames that have arrived of the point's ``arrival_ns`` (sorted, ns
-    from the point's start) to ``report`` at most every :data:`PROGRESS_EVERY_NS`. Only ``wait`` is
-    wrapped (once per pass of the loop, not per frame): ``now`` is the clock's own bound method. A pass
-    costs one comparison: the clock is read only after a wait the next report cut short, one whose limit
-    (the next arrival, a batcher's due time, a timeout, or none) lay beyond the report's time. Once that
-    time has passed every limit the loop sets lies beyond it (whatever has arrived is released first), so
-    the report comes within a pass of its time; before it, only the passes between the last arrival before
-    it and it read the clock. A wait never outlasts the next report, so the display moves while a worker
-    is busy or nothing arrives."""
-
-    def __init__(self, clock: LoopClock, arrival_ns: np.ndarray, report: Callable[[int, int], None]) -> None:
-        self.now = clock.now  # the loop binds it: no extra call per frame
-        self._wait = clock.wait
-        self._arrival = arrival_ns
-        self._report = report
-        self._base = clock.now() + LEAD_NS  # where the loop's point starts, to within its set-up
-        self._next = self._base - LEAD_NS + PROGRESS_EVERY_NS
-
-    def wait(self, busy: Sequence[Lane], until: int | None) -> list[Lane]:
-        due = self._next
-        if until is not None and until <= due:  # the report is not due before the loop's next event
-            return self._wait(busy, until)
-        ready = self._wait(busy, due)
-        now = self.now()
-        if now >= due:
-            self._next = now + PROGRESS_EVERY_NS
-            arrived = int(np.searchsorted(self._arrival, now - self._base, side="right"))
-            self._report(arrived, len(self._arrival))
-        return ready
-
-
 @dataclass
 class _Search:
     """What every point of one search shares."""
@@ -238,7 +196,7 @@ def _measure(
             _cpu_ns(pool.pids),
             time.perf_counter_ns(),
         )
-        clock = _ProgressClock(run.clock, schedule.arrival_ns, frames) if frames is not None else run.clock
+        clock = ProgressClock(run.clock, schedule.arrival_ns, frames) if frames is not None else run.clock
         phase = "point"
         served = run_point(setup, pool.lanes, clock)
         wall = max(time.perf_counter_ns() - wall_before, 1)
@@ -308,7 +266,7 @@ def run_search(
     def measure(n: int, seconds: float, name: str) -> CapacityPoint:
         if progress is not None:
             progress(len(curve), len(curve) + 1, name)
-        return _measure(n, seconds, run, _frames_of(follows, name))
+        return _measure(n, seconds, run, frames_of(follows, name))
 
     while (n := search.next_streams()) is not None:
         duration = point_duration_s(n, sources.fps, config)
@@ -393,14 +351,6 @@ def _score(
         else "none",
         interference=bound,
     )
-
-
-def _frames_of(follows: StreamProgress | None, name: str) -> Callable[[int, int], None] | None:
-    """``(frames arrived, frames planned)`` of the point called ``name``, for a hook that follows frames."""
-    if follows is None:
-        return None
-    hook = follows
-    return lambda done, total: hook.frames(name, done, total)
 
 
 def _undecided(point: CapacityPoint, config: CapacityConfig) -> bool:

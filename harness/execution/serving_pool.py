@@ -18,9 +18,9 @@ from typing import Any
 from streambench.adapters.contract import Adapter, AdapterInfo
 from streambench.harness.execution.capacity_search import ServingPool
 from streambench.harness.execution.config import RunConfig
-from streambench.harness.execution.load_generator import InProcessLane, SealedLane, ServingTimeout
 from streambench.harness.execution.process_tree import LeftoverProcess
 from streambench.harness.execution.sandbox import discard, sandbox_policy
+from streambench.harness.execution.serving_lanes import InProcessLane, SealedLane, ServingTimeout
 from streambench.harness.execution.serving_worker import ServingCore, ServingError, ServingSpec
 from streambench.protocols.capacity import CapacityConfig
 
