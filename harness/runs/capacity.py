@@ -89,6 +89,10 @@ def execute_capacity(
     fresh = fresh_sources(run.data)
     module = resolve(run.adapter).__module__  # imported, not built: the model runs in its workers
     run_id = run.run_id or run_id_for(run.adapter, capacity.NAME)
+    if (run.output_dir / run_id / RESULT_FILE).exists():  # refused before anything runs, not after a point
+        raise ValueError(
+            f"{run.output_dir / run_id / RESULT_FILE}: exists already; give the run another --run-id"
+        )
     environment, fingerprint = environment_for(run, streams, module)
     writer = _Writer(run.output_dir, run_id)
 
@@ -334,6 +338,14 @@ class CapacityProtocol(Printed, Reported, Swept, RunProtocol):
         """``capacity@<deadline>ms`` with its interval, and how the search ended."""
         assert isinstance(result, CapacityResult)
         return headline_figures(result)[0], _ENDED[result.score.status]
+
+    def incomplete_reason(self, result: BaseModel) -> str | None:
+        """A search that stopped before its end (its file written after its last decided point)."""
+        assert isinstance(result, CapacityResult)
+        if result.score.status != "searching":
+            return None
+        curve = result.score.curve
+        return f"the search stopped after N = {curve[-1].streams}" if curve else "the search stopped"
 
     def warnings(self, result: BaseModel) -> list[str]:
         assert isinstance(result, CapacityResult)

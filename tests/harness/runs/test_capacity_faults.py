@@ -91,3 +91,21 @@ def test_capacity_json_is_written_after_every_point_and_a_read_only_store_says_s
     assert first["score"]["status"] == "searching" and [p["streams"] for p in first["score"]["curve"]] == [1]
     assert written and [p["streams"] for p in written[0]["score"]["curve"]] == [1, 2]  # type: ignore[index]
     assert real is not read_only_after_the_first
+
+
+def test_a_search_stopped_mid_way_is_incomplete_and_a_used_run_id_is_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streambench.harness.runs import registry
+
+    monkeypatch.setattr(
+        capacity_run, "atomic_write_text", lambda path, text: (_ for _ in ()).throw(KeyboardInterrupt)
+    )
+    code, output, path = _invoke(tmp_path, "--adapter", "faulty")
+    assert code == 130, output  # interrupted after the first point: its file is kept, status searching
+    protocol = registry.get("capacity")
+    kept = protocol.load_result(path.parent)
+    assert protocol.incomplete_reason(kept) == "the search stopped after N = 1"  # type: ignore[attr-defined]
+    monkeypatch.undo()
+    again, said, _ = _invoke(tmp_path, "--adapter", "faulty")
+    assert again == 2 and "exists already" in said and "adapter failure" not in said
