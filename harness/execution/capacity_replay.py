@@ -23,12 +23,8 @@ from typing import Protocol
 
 import numpy as np
 
-from streambench.harness.execution.load_generator import (
-    PointFailure,
-    ServingTimeout,
-    decode_outputs,
-    raise_reply,
-)
+from streambench.harness.execution.load_generator import PointFailure, decode_outputs, raise_reply
+from streambench.harness.execution.serving_lanes import ServingTimeout, WorkerEnded
 from streambench.harness.execution.serving_worker import FIRST, LAST, ServingError, encode_batch
 from streambench.protocols.capacity import ArrivalSchedule
 from streambench.protocols.capacity_accuracy import Outputs, UnloadedReference
@@ -106,8 +102,10 @@ def describe_failure(
         kind, error_type, trace, worker = exc.kind, exc.error_type, exc.traceback, exc.lane
     elif isinstance(exc, ServingTimeout):
         kind, error_type, trace, worker = "timeout", "ServingTimeout", "", None
-    else:
-        kind, error_type, trace, worker = "died", type(exc).__name__, "", None
+    elif isinstance(exc, WorkerEnded):
+        kind, error_type, trace, worker = "died", "WorkerEnded", "", None
+    else:  # the adapter failed on a control message ("Type: message"): building or resetting instances
+        kind, error_type, trace, worker = "error", str(exc).partition(":")[0] or "ServingError", "", None
     batch: list[str] = []
     stream = source = frame = None
     frames = exc.frames if isinstance(exc, PointFailure) and schedule is not None else []
@@ -120,7 +118,7 @@ def describe_failure(
         if stream is None:
             stream, source, frame = c, name, k
     message = str(exc)
-    if isinstance(exc, PointFailure) and message.startswith(f"{error_type}: "):
+    if message.startswith(f"{error_type}: "):
         message = message.removeprefix(f"{error_type}: ")
     return CapacityFailure(
         streams=streams,

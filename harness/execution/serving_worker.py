@@ -227,7 +227,9 @@ class ServingCore:
 def serving_main(spec_json: str, conn: Connection, slot: Any) -> None:
     """Entry point of a sealed serving worker (harness/execution/sealed_worker.py hands over its pipe once
     the sandbox is entered). Replies ``ready`` (or ``failed``), then serves: ``B`` batches, ``P`` + u32
-    (prepare instances), ``W`` + frames (warm up), ``Z`` (forget every stream), ``C`` (close)."""
+    (prepare instances), ``W`` + frames (warm up), ``Z`` (forget every stream), ``C`` (close). An adapter
+    failure on ``P``, ``W`` or ``Z`` is answered ``b"E"`` and a JSON error, as a batch's, and the worker
+    serves on; ``memory_limit_mb`` caps the address space once the adapter is built (RLIMIT_AS)."""
     from streambench.adapters.registry import create_adapter
     from streambench.harness.execution.isolation_worker import limit_memory
     from streambench.harness.execution.torch_setup import configure_torch_when_imported

@@ -69,8 +69,9 @@ def capacity_section(bundle: RunBundle) -> str:
         f"{score.capacity} streams (interval [{low}, {'?' if high is None else high}], {esc(score.status)}). "
         f"Left: deadline-miss rate and its {100 * config.confidence:g} % upper bound (LoadGen's "
         f"early-stopping rule), allowed {100 * config.target_miss_rate:g} %. Right: F1@deadline on the "
-        "computation-aware clock against its reference. Knee: the first N whose p99 response exceeds half "
-        "the deadline."
+        f"computation-aware clock against its reference ({esc(score.f1_reference)}; unloaded: the "
+        "model's own F1 on the frames replayed unloaded), on an axis from 0 to 1. Knee: the first N whose "
+        "p99 response exceeds half the deadline."
     )
     rows = [
         (
