@@ -1,4 +1,4 @@
-"""What bounded a capacity figure: the model, or the machine's other load (issue 36 item 4).
+"""What bounded a capacity figure: the model, or the machine's other load.
 
 Pure: the curve's measured CPU shares in, a verdict out. The harness measures, around each point, the CPU
 time its serving workers used and the CPU time the rest of the machine used (``/proc/stat`` less the run's

@@ -1,4 +1,4 @@
-"""The capacity search's progress (harness/execution/capacity_search.py; issue 28 item 4: "the progress bar
+"""The capacity search's progress (harness/execution/capacity_search.py: "the progress bar
 names the point being measured"): before each point the hook gets its name, N and the search's phase
 (``N = 8 streams (step up)``, ``N = 6 streams (bisect 4..8)``); during it, a hook that follows frames
 (:class:`~streambench.harness.execution.executor.StreamProgress`) gets the frames that have arrived of the
