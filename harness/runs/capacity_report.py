@@ -62,7 +62,9 @@ def capacity_section(bundle: RunBundle) -> str:
         return absent(bundle.missing.get("capacity", "no capacity.json"))
     score, config = typed.score, typed.config
     if not score.curve:
-        return absent("no point was measured (the budget ended first)")
+        failure = score.failure
+        why = f"the adapter failed at {failure.where()}" if failure is not None else "the budget ended first"
+        return absent(f"no point was measured ({why})")
     low, high = score.interval
     caption = (
         f"{esc(typed.adapter)} served {esc(config.serving)} at a {score.deadline_ms:g} ms deadline: capacity "

@@ -70,3 +70,21 @@ def test_the_f1_axis_spans_f1_and_the_miss_axis_starts_at_0(
     left, right = drawn[0].axes
     assert right.get_ylim() == pytest.approx(capacity_report.F1_AXIS)
     assert left.get_ylim()[0] == 0
+
+
+def test_a_search_that_failed_before_any_point_says_so_in_the_report(tmp_path: Path) -> None:
+    from streambench.protocols.capacity_score import CapacityFailure
+
+    protocol = registry.get("capacity")
+    run_dir = _old_run(tmp_path)
+    result = protocol.load_result(run_dir)
+    assert isinstance(result, CapacityResult)
+    result.score.curve = []
+    result.score.failure = CapacityFailure(
+        streams=1, phase="point", kind="died", stream=0, source="syn-0000", frame=3, error_type="WorkerEnded",
+        message="the serving worker (pid 7) was killed by SIGKILL",
+    )  # fmt: skip
+    bundle = RunBundle(run_dir=run_dir, name="v1")
+    bundle.results["capacity"] = result
+    (section,) = protocol.report_sections()
+    assert "the adapter failed at N = 1, stream 0 (syn-0000) frame 3" in section.render(bundle)
