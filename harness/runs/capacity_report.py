@@ -34,6 +34,9 @@ def _curve_figure(score: CapacityScore, target: float) -> str:
         left.axhline(100 * target, color="grey", ls="--", lw=1, label="allowed")
         left.set_ylabel("deadline misses (%)")
         right.plot(n, [p.f1 if p.f1 is not None else float("nan") for p in points], "o-", label="F1@deadline")
+        if any(p.f1_compared is not None for p in points):  # what the verdict compares: the same frames
+            compared = [p.f1_compared if p.f1_compared is not None else float("nan") for p in points]
+            right.plot(n, compared, "s--", ms=3, label="F1@deadline, replayed frames")
         right.plot(
             n,
             [p.f1_reference if p.f1_reference is not None else float("nan") for p in points],
