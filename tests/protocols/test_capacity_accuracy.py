@@ -100,3 +100,15 @@ def test_agreement_counts_whole_rows_over_the_counted_columns() -> None:
     assert agreement_over(a, b, frames, np.array([True, True])) == pytest.approx(1 / 3)
     assert agreement_over(a, b, frames, np.array([True, False])) == pytest.approx(2 / 3)
     assert agreement_over(a, b, np.zeros(3, dtype=bool), np.array([True, True])) is None
+
+
+def test_changed_answers_are_named_in_a_verdict_that_failed_on_time_too() -> None:
+    schedule = _schedule()
+    shed = _truth(schedule)
+    shed[schedule.channel == 1] = [1.0, 0.0]
+    strict = CapacityConfig(
+        deadline_ms=40, classes=CLASSES, background_class="background"
+    )  # 14 frames: too few
+    point = score_point(schedule, _served(schedule, shed), [LABELS], strict, unloaded=_unloaded(schedule))
+    assert not point.latency_pass and point.verdict.startswith("misses 0 of 14 frames")
+    assert point.verdict.endswith("; answers changed under load on 28.6 % of replayed frames")
