@@ -46,7 +46,7 @@ def test_the_load_shedder_is_caught_and_its_twin_is_not_flagged(tmp_path: Path) 
     shedder = _search("offender-load-shedder", tmp_path)
     caught = [p for p in shedder.curve if p.outputs_changed and not p.accuracy_pass]
     assert caught, [p.verdict for p in shedder.curve]
-    assert all("answers changed under load" in p.verdict for p in caught)
+    assert all("answers changed under load" in p.verdict for p in caught), [p.verdict for p in caught]
     assert shedder.sources == "fresh" and shedder.f1_reference == "unloaded"
     twin = _search("offender-load-shedder-twin", tmp_path)
     assert all(p.agreement in (None, 1.0) and not p.outputs_changed for p in twin.curve), [
