@@ -26,7 +26,17 @@ keyboard  ... raises ``KeyboardInterrupt`` (as a model's own code may; not a Ctr
 base      ... raises :class:`PlantedBaseException`, a ``BaseException`` that is no ``Exception``
 genexit   ... raises ``GeneratorExit``
 sysexit   ... raises ``SystemExit(0)`` (``sys.exit()`` in a model)
+short     ... (batch mode) ``predict_batch`` returns one output fewer than the batch's frames
+long      ... (batch mode) ``predict_batch`` returns one output more than the batch's frames
+nothing   ... (batch mode) ``predict_batch`` returns ``None`` instead of a list
 ========  =====================================================================================
+
+**Batch mode** (``max_batch_size > 0``, the capacity protocol's ``serving = "batched"``):
+``predict_batch(items)`` keeps a state per key and answers each frame as ``predict`` would; a key's first
+frame begins a stream (counted and fingerprinted as below, warm-up keys included). The fault of the
+stream chosen is committed by the whole call at that stream's ``at_frame``: raise, hang, exit, segv,
+short, long and nothing end or spoil the call; nan and shape spoil that stream's output; leak allocates.
+In ``predict`` (one stream at a time) short, long and nothing do nothing wrong.
 
 **Which stream.** The adapter counts *streams*: a stream begins with the first ``predict()`` after
 construction or after a ``reset_state()`` (consecutive resets, such as the engine's reset after
@@ -61,7 +71,7 @@ import stat
 import struct
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -74,6 +84,7 @@ from streambench.adapters.contract import (
     Prediction,
     PredictOutput,
     StreamingAdapter,
+    StreamKey,
 )
 
 __all__ = [
@@ -97,7 +108,10 @@ four bytes, b"garb", then read as a length: 1,734,439,522 bytes)."""
 Fault = Literal[
     "none", "raise", "nan", "shape", "hang", "exit", "segv", "leak",
     "huge_ref", "garbage", "raw", "close_fds", "keyboard", "base", "genexit", "sysexit",
+    "short", "long", "nothing",
 ]  # fmt: skip
+BATCH_FAULTS = ("short", "long", "nothing")
+"""Faults only a batch call can commit (its list of outputs)."""
 
 
 class PlantedBaseException(BaseException):
@@ -155,6 +169,7 @@ class FaultyOptions(AdapterOptions, PlantedFault):
         (), description="further faults; a stream takes the first fault that chooses it"
     )
     leak_mb_per_frame: float = Field(16.0, gt=0, le=4096, description="fault='leak': MiB kept per frame")
+    max_batch_size: int = Field(0, ge=0, description="> 0: the batch mode (predict_batch) takes this many")
     gain: float = Field(4.0, gt=0, description="event logit = gain * smoothed feature")
     decay: float = Field(0.8, ge=0, lt=1, description="weight of the past in the smoothed feature")
 
@@ -191,6 +206,8 @@ class FaultyAdapter(StreamingAdapter):
         self._new_stream = True
         self._active: PlantedFault | None = None  # the fault chosen for the current stream
         self._smoothed = 0.0
+        self.max_batch_size = opts.max_batch_size
+        self._keyed: dict[int, tuple[float, PlantedFault | None]] = {}  # batch mode: per key
 
     @property
     def info(self) -> AdapterInfo:
@@ -200,6 +217,37 @@ class FaultyAdapter(StreamingAdapter):
         self._smoothed = 0.0
         self._new_stream = True
         self._active = None
+        self._keyed.clear()
+
+    def predict_batch(self, items: Sequence[tuple[StreamKey, Frame]]) -> list[PredictOutput]:
+        """One frame of each of several streams (a state per key); the planted fault of a stream in the
+        batch is committed at its ``at_frame`` (module docstring)."""
+        if not self.max_batch_size:
+            raise NotImplementedError("FaultyAdapter has no batch mode (max_batch_size = 0)")
+        outputs: list[PredictOutput] = []
+        spoil: str | None = None
+        for key, frame in items:
+            if key not in self._keyed:
+                self._keyed[key] = (0.0, self._choose(frame))
+            smoothed, active = self._keyed[key]
+            if active is not None and frame.index >= active.at_frame:
+                if active.fault in BATCH_FAULTS and frame.index == active.at_frame:
+                    spoil = active.fault
+                else:
+                    broken = self._commit(active, frame)
+                    if broken is not None:
+                        outputs.append(broken)
+                        continue
+            smoothed = self._opts.decay * smoothed + (1.0 - self._opts.decay) * _feature(frame.inputs)
+            self._keyed[key] = (smoothed, active)
+            outputs.append(self._scores(smoothed))
+        if spoil == "short":
+            return outputs[:-1]
+        if spoil == "long":
+            return [*outputs, outputs[-1]]
+        if spoil == "nothing":
+            return None  # type: ignore[return-value]  # the planted fault: not a list
+        return outputs
 
     def predict(self, frame: Frame) -> PredictOutput:
         if self._new_stream:
@@ -210,18 +258,26 @@ class FaultyAdapter(StreamingAdapter):
             if broken is not None:
                 return broken
         self._smoothed = self._opts.decay * self._smoothed + (1.0 - self._opts.decay) * _feature(frame.inputs)
-        p = 1.0 / (1.0 + np.exp(-self._opts.gain * self._smoothed))
+        return self._scores(self._smoothed)
+
+    def _scores(self, smoothed: float) -> Prediction:
+        p = 1.0 / (1.0 + np.exp(-self._opts.gain * smoothed))
         scores = np.full(self._num_classes, p / (self._num_classes - 1), dtype=np.float32)
         scores[0] = 1.0 - p
         return Prediction(scores=scores)
 
     def _begin_stream(self, frame: Frame) -> None:
         self._new_stream = False
+        self._active = self._choose(frame)
+
+    def _choose(self, frame: Frame) -> PlantedFault | None:
+        """A stream begins at ``frame``: the first planted fault that chooses it (counted in streams_seen)."""
+        chosen = None
         if self._planted:
             fingerprint = stream_fingerprint(frame)
-            chosen = (p for p in self._planted if p.chooses(self.streams_seen, fingerprint))
-            self._active = next(chosen, None)
+            chosen = next((p for p in self._planted if p.chooses(self.streams_seen, fingerprint)), None)
         self.streams_seen += 1
+        return chosen
 
     def _commit(self, planted: PlantedFault, frame: Frame) -> Prediction | None:
         """Commit the fault at or after ``at_frame``; a broken output to return instead, or ``None``."""

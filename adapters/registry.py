@@ -41,6 +41,11 @@ REGISTRY: dict[str, str] = {
     "offender-abstainer": "streambench.adapters.offenders.abstainer:AbstainerAdapter",
     "offender-rebuilder": "streambench.adapters.offenders.rebuilder:RebuilderAdapter",
     "offender-rounding-cache": "streambench.adapters.offenders.rounding_cache:RoundingCacheAdapter",
+    # capacity offenders and their honest twins
+    "offender-load-shedder": "streambench.adapters.offenders.capacity_cheats:LoadShedderAdapter",
+    "offender-load-shedder-twin": "streambench.adapters.offenders.capacity_cheats:LoadShedderTwinAdapter",
+    "offender-session-cache": "streambench.adapters.offenders.capacity_cheats:SessionCacheAdapter",
+    "offender-session-cache-twin": "streambench.adapters.offenders.capacity_cheats:SessionCacheTwinAdapter",
     # reads --option path=...
     "offender-file-reader": "streambench.adapters.offenders.file_reader:FileReaderAdapter",
     # timing cheats (issue 24)

@@ -51,7 +51,7 @@ __all__ = [
 
 NAME = "capacity"
 Serving = Literal["replicas", "batched"]
-F1Reference = Literal["same_units", "one_stream"]
+F1Reference = Literal["unloaded", "same_units", "one_stream"]
 
 
 class CapacityConfig(BaseModel):
@@ -66,10 +66,21 @@ class CapacityConfig(BaseModel):
     confidence: float = Field(0.99, gt=0, lt=1, description="of the miss-rate bound (LoadGen: 0.99)")
     f1_tolerance: float = Field(0.01, ge=0, le=1, description="F1@deadline may fall this much (1 point)")
     f1_reference: F1Reference = Field(
-        "same_units",
-        description="same_units: the point's own outputs on the algorithmic clock (no serving delay); "
-        "one_stream: the F1@deadline measured with one stream",
+        "unloaded",
+        description="unloaded: the model's own output on the same frames served unloaded (a replay of a "
+        "sample of the point's sessions by a worker that serves nothing else); same_units: the point's own "
+        "outputs on the algorithmic clock; one_stream: the F1@deadline measured with one stream (neither "
+        "of the last two sees a model that answers differently when behind)",
     )
+    reference_frames: int = Field(
+        1000, ge=1, description="frames of the point's sessions replayed unloaded (whole sessions, at random)"
+    )
+    remeasures: int = Field(
+        2,
+        ge=0,
+        description="times a point that failed on one stall (misses within stall_window_s) is re-measured",
+    )
+    stall_window_s: float = Field(1.0, gt=0, description="misses within this span are one stall")
     decision_threshold: float = Field(0.5, description="a class is predicted when its score >= this")
     exclude_classes: tuple[str, ...] = Field((), description="classes left out of F1 (as online's)")
     binary_f1: Literal["positive", "all_classes"] = Field(
@@ -239,12 +250,15 @@ def arrival_schedule(
     duration_ns: int,
     period_ns: int,
     seed: int,
+    fresh: bool = False,
 ) -> ArrivalSchedule:
     """N live streams for ``duration_ns``: stream ``c`` starts at a phase ``U[0, period_ns)`` drawn from
     ``seed`` and plays data-set streams drawn (with replacement, from the same seed) back to back: each
     source ``s`` lasts ``source_times_ns[s][-1]`` (its frame times relative to its ``t0``), its frames
     arriving at the session's start plus their times. Frames arriving at or after ``duration_ns`` are not
-    released (the last session of a stream is cut there). Ties in arrival keep stream order."""
+    released (the last session of a stream is cut there). Ties in arrival keep stream order. ``fresh``:
+    every session plays a source of its own, the next one in order (no source is played twice); a
+    ValueError says when there are too few."""
     if num_streams < 1:
         raise ValueError(f"num_streams must be >= 1, got {num_streams}")
     if duration_ns <= 0 or period_ns <= 0:
@@ -263,7 +277,9 @@ def arrival_schedule(
     for c in range(num_streams):
         start = int(phase[c])
         while start < duration_ns:
-            source = int(rng.integers(0, len(source_times_ns)))
+            source = len(session_source) if fresh else int(rng.integers(0, len(source_times_ns)))
+            if source >= len(source_times_ns):
+                raise ValueError(f"{len(source_times_ns)} fresh sources are too few for the sessions planned")
             times = start + np.asarray(source_times_ns[source], dtype=np.int64)
             kept = int(np.searchsorted(times, duration_ns, side="left"))
             if kept == 0:
@@ -307,7 +323,7 @@ def point_duration_s(num_streams: int, fps: float, config: CapacityConfig) -> fl
 
 # -- the search -----------------------------------------------------------------------------------------
 
-SearchStatus = Literal["searching", "found", "at_least", "budget", "fixed"]
+SearchStatus = Literal["searching", "found", "at_least", "budget", "fixed", "failed"]
 
 
 @dataclass
@@ -344,7 +360,9 @@ class CapacitySearch:
         else:
             self.high = num_streams if self.high is None else min(self.high, num_streams)
 
-    def status(self, out_of_budget: bool) -> SearchStatus:
+    def status(self, out_of_budget: bool, failed: bool = False) -> SearchStatus:
+        if failed:
+            return "failed"
         if self.fixed is not None:
             return "fixed"
         if self.next_streams() is not None:

@@ -13,16 +13,17 @@ exactly as it would in deployment. It counts the classes the online protocol's h
 them the background, where it is the positive class's; protocols/online.py, issue 27), from the same
 functions, so the two protocols' F1 of one model on one data set agree.
 
-Its reference (``CapacityConfig.f1_reference``): ``same_units`` the same outputs on the algorithmic clock
-(``t_pred`` = arrival of the emitting frame: what they score served instantly, i.e. the one-stream figure
-of these very units, free of the data's sampling noise between points), or ``one_stream`` the F1@deadline
-measured at N = 1.
+Its reference (``CapacityConfig.f1_reference``, protocols/capacity_accuracy.py): ``unloaded`` (default) the
+model's own outputs on the same frames served unloaded, compared over those frames; ``same_units`` the
+loaded outputs on the algorithmic clock, or ``one_stream`` the F1@deadline measured at N = 1 (older
+configurations: neither sees a model that answers differently when it falls behind).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -35,18 +36,29 @@ from streambench.protocols.capacity import (
     frames_still_needed,
     miss_rate_upper_bound,
 )
-from streambench.protocols.metrics import (
-    apply_thresholds,
-    class_counts,
-    f1_from_counts,
-    gather_decisions,
-    select_in_window,
-    window_bound_ns,
+from streambench.protocols.capacity_accuracy import (
+    AGREEMENT_FLOOR,
+    Outputs,
+    UnloadedReference,
+    agreement_over,
+    f1_over,
+    frame_labels,
+    unit_decisions,
 )
+from streambench.protocols.capacity_records import CapacityFailure, Interference
 from streambench.protocols.metrics.checks import IntArray
 from streambench.protocols.online_events import f1_classes
 
-__all__ = ["NOT_SERVED", "CapacityPoint", "CapacityScore", "ServedFrames", "f1_columns", "score_point"]
+__all__ = [
+    "NOT_SERVED",
+    "CapacityFailure",
+    "CapacityPoint",
+    "CapacityScore",
+    "Interference",
+    "ServedFrames",
+    "f1_columns",
+    "score_point",
+]
 
 NOT_SERVED = -1
 """``released_ns`` / ``start_ns`` / ``finish_ns`` of a frame that never got there."""
@@ -100,13 +112,32 @@ class CapacityPoint(BaseModel):
         description="F1@deadline on the computation-aware clock, over the classes online's F1 counts"
     )
     f1_unloaded: float | None = Field(description="the same outputs on the algorithmic clock")
-    f1_reference: float | None
+    f1_reference: float | None = Field(
+        description="what F1 is held against: the model's unloaded F1 on the replayed frames (unloaded)"
+    )
+    f1_compared: float | None = Field(
+        None, description="unloaded reference: the loaded F1@deadline over the same replayed frames"
+    )
+    reference_frames: int | None = Field(None, description="frames of the unloaded replay")
+    agreement: float | None = Field(
+        None, description="share of the replayed frames decided as the model decided them unloaded"
+    )
+    outputs_changed: bool = Field(False, description=f"agreement below {AGREEMENT_FLOOR:g}: answers changed")
     accuracy_pass: bool
     passed: bool
     aborted: str | None = None
     verdict: str
     harness_cpu_share: float | None = Field(None, description="this process's CPU time / wall time")
     workers_cpu_share: float | None = Field(None, description="the workers' CPU time / wall time")
+    miss_span_s: float | None = Field(None, description="span of the misses' arrivals (one stall: short)")
+    recovered_s: float | None = Field(None, description="how long the point ran on time after its last miss")
+    others_cpu: float | None = Field(
+        None, description="cores other processes used during the point (/proc/stat less the run's own)"
+    )
+    load_average: float | None = Field(None, description="the 1-minute load average after the point")
+    attempts: list[str] = Field(
+        default_factory=list, description="earlier attempts at this N, re-measured (their verdicts)"
+    )
 
 
 class CapacityScore(BaseModel):
@@ -120,22 +151,23 @@ class CapacityScore(BaseModel):
     one_stream_f1: float | None
     curve: list[CapacityPoint]
     notes: list[str] = Field(default_factory=list)
+    failure: CapacityFailure | None = Field(None, description="the adapter failure that ended the search")
+    sources: Literal["fresh", "replayed"] = Field(
+        "replayed",
+        description="fresh: new streams per live session (synthetic data); replayed: the data set's streams "
+        "played again across sessions (a content cache shared across sessions could gain)",
+    )
+    f1_reference: str = Field("same_units", description="what F1 was held against (CapacityConfig)")
+    interference: Interference | None = None
 
 
 def _percentile_ms(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) / 1e6 if values.size else None
 
 
-def _units(schedule: ArrivalSchedule) -> tuple[IntArray, IntArray]:
-    """(schedule index of each (session, frame) in session order, offset of each session in it)."""
-    order = np.lexsort((schedule.frame, schedule.session)).astype(np.int64)
-    offsets = np.concatenate(([0], np.cumsum(schedule.session_frames)[:-1])).astype(np.int64)
-    return order, offsets
-
-
 def f1_columns(config: CapacityConfig, num_classes: int) -> tuple[np.ndarray, str]:
     """The label columns F1@deadline counts and the rule in words: the online protocol's
-    (:func:`~streambench.protocols.online_events.scored_classes` over the classes left by
+    (:func:`~streambench.protocols.online_events.f1_classes` over the classes left by
     ``exclude_classes``, the background from ``background_class``), so both protocols count the same
     classes. Without the class names (``config.classes`` None) every class counts. A ValueError names a bad
     ``exclude_classes`` or ``classes`` as the online protocol does."""
@@ -150,34 +182,70 @@ def f1_columns(config: CapacityConfig, num_classes: int) -> tuple[np.ndarray, st
     return counted.columns, counted.rule
 
 
-def _f1(
+@dataclass(frozen=True)
+class _Accuracy:
+    f1: float
+    f1_unloaded: float
+    reference: float | None
+    compared: float | None = None
+    agreement: float | None = None
+    frames: int | None = None
+
+
+def _accuracy(
     schedule: ArrivalSchedule,
     served: ServedFrames,
     labels: Sequence[np.ndarray],
     deadline_ms: float,
     config: CapacityConfig,
-) -> tuple[float, float]:
-    """(F1@deadline computation-aware, F1@deadline algorithmic) over every released frame."""
-    order, offsets = _units(schedule)
-    sessions = schedule.session[served.pred_frame]
-    inside = served.pred_refers < schedule.session_frames[sessions]  # a label past the point's cut
-    emit, refers = served.pred_frame[inside], served.pred_refers[inside]
-    units = order[offsets[sessions[inside]] + refers]
-    stacked = np.concatenate([np.asarray(lab, dtype=bool) for lab in labels])
-    starts = np.concatenate(([0], np.cumsum([len(lab) for lab in labels])[:-1])).astype(np.int64)
-    gt = stacked[starts[schedule.session_source[schedule.session]] + schedule.frame]
+    one_stream_f1: float | None,
+    unloaded: UnloadedReference | None,
+) -> _Accuracy:
+    """F1@deadline of the loaded outputs (computation-aware, every released frame), the same outputs on
+    the algorithmic clock, and the reference ``config.f1_reference`` names (capacity_accuracy.py); with
+    the unloaded reference, the loaded F1 over the replayed frames it is compared with and the share of
+    them answered as unloaded."""
+    gt = frame_labels(schedule, labels)
+    num_classes = gt.shape[1]
+    columns, _ = f1_columns(config, num_classes)
     released = served.released_ns != NOT_SERVED
-    decided = apply_thresholds(served.pred_scores[inside], np.full(gt.shape[1], config.decision_threshold))
-    columns, _ = f1_columns(config, gt.shape[1])
-    window = window_bound_ns(deadline_ms)
-    figures = []
-    for t_pred in (served.finish_ns[emit], schedule.arrival_ns[emit]):
-        chosen = select_in_window(units, t_pred - schedule.arrival_ns[units], gt.shape[0], window, "strict")
-        pred = gather_decisions(chosen, decided, gt.shape[1])
-        # online's headline F1: micro over the counted classes (each class's counts are its own column's)
-        counts = class_counts(gt[released][:, columns], pred[released][:, columns])
-        figures.append(f1_from_counts(counts, "micro"))
-    return figures[0], figures[1]
+    loaded = Outputs(served.pred_frame, served.pred_refers, served.pred_scores)
+    arrival, emit = schedule.arrival_ns, loaded.pred_frame
+    on_time = unit_decisions(schedule, loaded, served.finish_ns[emit], deadline_ms, config, num_classes)
+    instant = unit_decisions(schedule, loaded, arrival[emit], deadline_ms, config, num_classes)
+    f1, f1_unloaded = f1_over(gt, on_time, released, columns), f1_over(gt, instant, released, columns)
+    if config.f1_reference != "unloaded":
+        same = config.f1_reference == "same_units" or one_stream_f1 is None
+        return _Accuracy(f1, f1_unloaded, f1_unloaded if same else one_stream_f1)
+    if unloaded is None:
+        return _Accuracy(f1, f1_unloaded, None)
+    frames = unloaded.frames & released
+    alone = unit_decisions(
+        schedule, unloaded.outputs, arrival[unloaded.outputs.pred_frame], deadline_ms, config, num_classes
+    )
+    agreement = None if config.policy == "drop" else agreement_over(instant, alone, frames, columns)
+    return _Accuracy(
+        f1,
+        f1_unloaded,
+        f1_over(gt, alone, frames, columns),
+        f1_over(gt, on_time, frames, columns),
+        agreement,
+        int(frames.sum()),
+    )
+
+
+def _miss_span_s(
+    schedule: ArrivalSchedule, served: ServedFrames, deadline_ns: int
+) -> tuple[float | None, float | None]:
+    """(span of the arrivals of the released frames that missed: late, dropped or unanswered; how long
+    the point ran on time after the last of them), in s; (None, None) without a miss."""
+    released = served.released_ns != NOT_SERVED
+    late = (served.finish_ns == NOT_SERVED) | (served.finish_ns - schedule.arrival_ns > deadline_ns)
+    missed = schedule.arrival_ns[released & late]
+    if not missed.size:
+        return None, None
+    last = schedule.arrival_ns[released].max()
+    return float(np.ptp(missed)) / 1e9, float(last - missed.max()) / 1e9
 
 
 def _growth(arrival: np.ndarray, wait: np.ndarray) -> float | None:
@@ -192,10 +260,13 @@ def score_point(
     labels: Sequence[np.ndarray],
     config: CapacityConfig,
     one_stream_f1: float | None = None,
+    unloaded: UnloadedReference | None = None,
 ) -> CapacityPoint:
     """Score one point: ``labels[s]`` are the reference labels ``[T_s, C]`` of data-set stream ``s``
     (sessions index them through ``schedule.session_source``); ``one_stream_f1`` the N = 1 figure, for
-    ``f1_reference = "one_stream"`` (None at N = 1 itself: the point is its own reference)."""
+    ``f1_reference = "one_stream"`` (None at N = 1 itself: the point is its own reference); ``unloaded``
+    the model's unloaded outputs on some of the point's sessions, for ``f1_reference = "unloaded"`` (None:
+    F1 cannot be held, the point does not pass)."""
     deadline_ns = config.deadline_ns(schedule.period_ns)
     deadline_ms = deadline_ns / 1e6
     arrival = schedule.arrival_ns
@@ -215,11 +286,15 @@ def score_point(
     growth = _growth(arrival[done], wait)
     drop_rate = float(served.dropped.sum()) / max(frames, 1)
     keeps_up = (growth is None or growth <= KEEPS_UP_GROWTH) and drop_rate <= config.target_miss_rate
-    f1 = f1_unloaded = None
+    held = None
     if served.aborted is None and frames:
-        f1, f1_unloaded = _f1(schedule, served, labels, deadline_ms, config)
-    reference = f1_unloaded if config.f1_reference == "same_units" or one_stream_f1 is None else one_stream_f1
-    accuracy_pass = f1 is not None and reference is not None and f1 >= reference - config.f1_tolerance
+        held = _accuracy(schedule, served, labels, deadline_ms, config, one_stream_f1, unloaded)
+    compared = None if held is None else held.compared if held.compared is not None else held.f1
+    reference = None if held is None else held.reference
+    accuracy_pass = (
+        compared is not None and reference is not None and compared >= reference - config.f1_tolerance
+    )
+    agreement = None if held is None else held.agreement
     # offered: the frames released over the time they were released in (a point cut short, too)
     offered_span = (arrival[released].max() + schedule.period_ns) / 1e9 if frames else duration_s
     offered = frames / offered_span
@@ -251,15 +326,24 @@ def score_point(
         served_fps=served_fps,
         wait_growth=growth,
         keeps_up=keeps_up,
-        f1=f1,
-        f1_unloaded=f1_unloaded,
+        f1=None if held is None else held.f1,
+        f1_unloaded=None if held is None else held.f1_unloaded,
         f1_reference=reference,
+        f1_compared=None if held is None else held.compared,
+        reference_frames=None if held is None else held.frames,
+        agreement=agreement,
+        outputs_changed=agreement is not None and agreement < AGREEMENT_FLOOR,
         accuracy_pass=accuracy_pass,
         passed=latency_pass and accuracy_pass,
         aborted=served.aborted,
         verdict="",
     )
+    point.miss_span_s, point.recovered_s = _miss_span_s(schedule, served, deadline_ns)
     point.verdict = _verdict(point, config, deadline_ms)
+    if point.outputs_changed and point.agreement is not None and "answers changed" not in point.verdict:
+        point.verdict += (
+            f"; answers changed under load on {100 * (1 - point.agreement):.1f} % of replayed frames"
+        )
     return point
 
 
@@ -282,8 +366,17 @@ def _verdict(point: CapacityPoint, config: CapacityConfig, deadline_ms: float) -
             f"{100 * point.miss_rate_bound:.2f} % > {limit}{more}"
         )
     if not point.accuracy_pass:
-        return (
-            f"F1@{deadline_ms:g}ms {point.f1:.4f} fell more than {config.f1_tolerance:g} below "
-            f"{point.f1_reference:.4f}"
+        if point.f1_reference is None:
+            return "F1 not held: no unloaded reference was measured"
+        changed = ""
+        if point.outputs_changed and point.agreement is not None:
+            changed = f"; answers changed under load on {100 * (1 - point.agreement):.1f} % of those frames"
+        compared = point.f1_compared if point.f1_compared is not None else point.f1
+        against = (
+            f"the model's unloaded {point.f1_reference:.4f} on the same {point.reference_frames} frames"
+            if point.f1_compared is not None
+            else f"{point.f1_reference:.4f}"
         )
+        fell = f"fell more than {config.f1_tolerance:g} below {against}{changed}"
+        return f"F1@{deadline_ms:g}ms {compared:.4f} {fell}"
     return f"passes: miss-rate bound {100 * point.miss_rate_bound:.2f} % <= {limit}, F1 held"

@@ -18,38 +18,28 @@ a frame dropped by the ``drop`` policy is marked so. A point that can no longer 
 LoadGen's rule allows for its frame count) is cut short: nothing more is released, the batches in flight
 finish. The protocol (protocols/capacity_score.py) scores what this returns.
 
-Workers: :class:`SealedLane` (a sealed worker process, harness/execution/serving_worker.py) or
-:class:`InProcessLane` (this process: tests, and the dispatcher's own cost in ``benchmarks/``). The clock
+Workers (harness/execution/serving_lanes.py): :class:`SealedLane` (a sealed worker process,
+harness/execution/serving_worker.py) or :class:`InProcessLane` (this process: tests, and the dispatcher's
+own cost in ``benchmarks/``). A failure of the adapter during a point (an error reply, a bad output, a
+worker gone, a batch not answered within the frame timeout) raises :class:`PointFailure` naming the frames
+concerned. The clock
 and the wait are injected (:class:`WallClock`), so tests drive the loop on a simulated one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import select
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
-from streambench.adapters.contract import AdapterInfo
 from streambench.harness.execution.batcher import DynamicBatcher
-from streambench.harness.execution.process_tree import LeftoverProcess, WorkerTree
-from streambench.harness.execution.serving_worker import (
-    FIRST,
-    LAST,
-    SERVING_MARK,
-    ServingCore,
-    ServingError,
-    ServingSpec,
-    decode_reply,
-    encode_batch,
-    join_frames,
-)
-from streambench.harness.execution.worker_process import ChildProcess, SharedSlot, start_sealed_worker
+from streambench.harness.execution.serving_lanes import InProcessLane, SealedLane, ServingTimeout, WorkerEnded
+from streambench.harness.execution.serving_worker import FIRST, LAST, ServingError, decode_reply, encode_batch
 from streambench.protocols.capacity import ArrivalSchedule
 from streambench.protocols.capacity_score import NOT_SERVED, ServedFrames
 from streambench.protocols.pacing import PacingPolicy
@@ -58,11 +48,15 @@ __all__ = [
     "InProcessLane",
     "Lane",
     "LoopClock",
+    "PointFailure",
     "PointSetup",
     "SealedLane",
     "ServingTimeout",
     "WallClock",
+    "WorkerEnded",
     "assign_least_loaded",
+    "decode_outputs",
+    "raise_reply",
     "run_point",
 ]
 
@@ -70,8 +64,24 @@ LEAD_NS = 2_000_000
 """The point's clock starts 2 ms after the loop does (its first arrivals are never in the past)."""
 
 
-class ServingTimeout(RuntimeError):
-    """A worker did not answer a batch within the point's timeout."""
+class PointFailure(ServingError):
+    """The adapter failed during a point: ``kind`` ``error`` (an error reply or a bad output), ``died``
+    (the worker ended) or ``timeout`` (a batch not answered within the frame timeout); ``frames``: the
+    schedule indices of the frames concerned (the failing item, else the whole batch in flight);
+    ``lane``: the worker (None: found after the point); ``error_type``, ``traceback``: the worker's."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        frames: Sequence[int],
+        lane: int | None,
+        error_type: str = "",
+        traceback: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.kind, self.frames, self.lane = kind, list(frames), lane
+        self.error_type, self.traceback = error_type or kind, traceback
 
 
 class Lane(Protocol):
@@ -114,107 +124,6 @@ class WallClock:
         return [by_fd[fd] for fd in readable]
 
 
-class InProcessLane:
-    """A worker in this process: the batch is served when sent (tests; the dispatcher's own cost)."""
-
-    def __init__(self, core: ServingCore) -> None:
-        self.core = core
-        self._reply = b""
-
-    def send(self, message: bytes) -> None:
-        self._reply = self.core.serve(message)
-
-    def receive(self) -> bytes:
-        return self._reply
-
-    def fileno(self) -> int | None:
-        return None
-
-    def request(self, message: bytes) -> bytes:
-        """A control message (``P``, ``W``, ``Z``) answered at once."""
-        kind = message[:1]
-        if kind == b"P":
-            return int(self.core.prepare(int.from_bytes(message[1:5], "little"))).to_bytes(4, "little")
-        if kind == b"Z":
-            self.core.reset()
-            return b"Z"
-        raise ValueError(f"an in-process lane takes no {kind!r} message")
-
-
-class SealedLane:
-    """A sealed serving worker (harness/execution/serving_worker.py) in its own process and sandbox."""
-
-    def __init__(self, spec: ServingSpec, sandbox_json: str, start_timeout_s: float = 120.0) -> None:
-        self._slot = SharedSlot()
-        self.process: ChildProcess
-        self.process, self.conn = start_sealed_worker(
-            SERVING_MARK + spec.model_dump_json(), self._slot, sandbox_json
-        )
-        self.tree = WorkerTree(self.process.pid)
-        self.timeout_s = start_timeout_s
-        self.sandbox: dict[str, Any] | None = None
-        header = self._header(start_timeout_s)
-        if header.get("kind") == "sandbox":
-            self.sandbox = {k: v for k, v in header.items() if k != "kind"}
-            header = self._header(start_timeout_s)
-        if header.get("kind") != "ready":
-            self.close()
-            raise ValueError(f"{header.get('type', 'error')}: {header.get('message', header)}")
-        self.info = AdapterInfo.model_validate(header["info"])
-        self.max_batch_size = int(header["max_batch_size"])
-
-    def _header(self, timeout_s: float) -> dict[str, Any]:
-        if not self.conn.poll(timeout_s):
-            self.close()
-            raise ServingTimeout(f"the serving worker did not start within {timeout_s:g} s")
-        try:
-            return dict(json.loads(self.conn.recv_bytes()))
-        except (EOFError, OSError):
-            self.close()
-            raise ServingError(
-                f"the serving worker exited while starting (code {self.process.exitcode})"
-            ) from None
-
-    def send(self, message: bytes) -> None:
-        self.conn.send_bytes(message)
-
-    def receive(self) -> bytes:
-        try:
-            return self.conn.recv_bytes()
-        except (EOFError, OSError):
-            raise ServingError(f"the serving worker died (exit code {self.process.exitcode})") from None
-
-    def fileno(self) -> int | None:
-        return self.conn.fileno()
-
-    def request(self, message: bytes) -> bytes:
-        """A control message (``P``, ``W``, ``Z``) and its answer (not timed), within the start timeout."""
-        self.send(message)
-        if not self.conn.poll(self.timeout_s):
-            raise ServingTimeout(f"the serving worker did not answer {message[:1]!r} in {self.timeout_s:g} s")
-        return self.receive()
-
-    def warm(self, frames: Sequence[bytes]) -> None:
-        self.request(b"W" + join_frames(frames))
-
-    def close(self, at_once: bool = False) -> list[LeftoverProcess]:
-        """Ask the worker to stop, end it if it does not within 5 s, and end what it left behind (its
-        descendants noted first, as IsolatedEngine.close does). ``at_once``: end it without asking (an
-        exception is ending the search, and a worker inside a batch reads no request before its end)."""
-        if self.process.is_alive():
-            self.tree.note()
-        if not at_once:
-            with contextlib.suppress(OSError):
-                self.conn.send_bytes(b"C")
-            self.process.join(5.0)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(5.0)  # reaped before the lane is called closed (a kill is not yet an exit)
-        left = self.tree.end()
-        self.conn.close()
-        return left
-
-
 def assign_least_loaded(num_streams: int, lanes: int) -> np.ndarray:
     """Stream ``c`` -> the worker holding the fewest streams when it joins (ties: the lowest index)."""
     load = np.zeros(lanes, dtype=np.int64)
@@ -240,6 +149,9 @@ class PointSetup:
     max_wait_ns: int
     policy: PacingPolicy
     max_misses: int | None = None
+    stall_ns: int = 0
+    """A point past ``max_misses`` is cut short only once a miss comes this long after the first (0: at
+    once): misses that stop within it were one stall, and the point runs on to show it recovered."""
     timeout_ns: int = 30_000_000_000
 
 
@@ -279,6 +191,8 @@ def run_point(setup: PointSetup, lanes: Sequence[Lane], clock: LoopClock) -> Ser
     replies: list[tuple[list[int], bytes]] = []
     lane_index = {id(lane): k for k, lane in enumerate(lanes)}
     misses, limit, aborted = 0, setup.max_misses, None
+    first_miss = last_miss = seen = 0
+    stall = setup.stall_ns
     deadline, timeout = setup.deadline_ns, setup.timeout_ns
     now_of = clock.now
     base = now_of() + LEAD_NS
@@ -311,13 +225,18 @@ def run_point(setup: PointSetup, lanes: Sequence[Lane], clock: LoopClock) -> Ser
                 frames.append(f)
             message = encode_batch(items)
             sent = now_of() - base
-            lanes[k].send(message)
+            try:
+                lanes[k].send(message)
+            except ServingError as exc:  # the worker is gone (a broken pipe)
+                raise PointFailure("died", str(exc), frames, k, "WorkerEnded") from None
             size = len(frames)
             for f in frames:
                 start[f] = sent
                 batch_size[f] = size
             in_flight[k] = (frames, sent)
-        if limit is not None and misses > limit and aborted is None:
+        if misses > seen:  # misses that go on past ``stall`` after the first are not one stall
+            first_miss, last_miss, seen = first_miss if seen else now, now, misses
+        if limit is not None and misses > limit and aborted is None and last_miss - first_miss >= stall:
             at_s = max(released) / 1e9
             aborted = f"{misses} misses by {at_s:.2f} s: more than the {limit} its frames allow"
             for batcher in batchers:
@@ -334,19 +253,25 @@ def run_point(setup: PointSetup, lanes: Sequence[Lane], clock: LoopClock) -> Ser
             oldest = min(sent for _, sent in in_flight.values()) + base + timeout
             until = oldest if until is None else min(until, oldest)
         for lane in clock.wait(busy, until):
-            reply = lane.receive()
+            k = lane_index[id(lane)]
+            try:
+                reply = lane.receive()
+            except ServingError as exc:  # the worker ended inside the batch
+                raise PointFailure("died", str(exc), in_flight[k][0], k, "WorkerEnded") from None
             done = now_of() - base
-            frames, _ = in_flight.pop(lane_index[id(lane)])
+            frames, _ = in_flight.pop(k)
             for f in frames:
                 finish[f] = done
                 if done - arrival[f] > deadline:
                     misses += 1
             if reply[:1] != b"R":
-                _raise_reply(reply, frames, schedule, setup.num_classes)
+                raise_reply(reply, frames, k, setup.num_classes)
             replies.append((frames, reply))
         if in_flight and now_of() - base > min(sent for _, sent in in_flight.values()) + timeout:
-            raise ServingTimeout(f"a worker held a batch for more than {timeout / 1e9:g} s")
-    pred_frame, pred_refers, scores = _outputs(replies, schedule, setup.num_classes)
+            k, (frames, _) = min(in_flight.items(), key=lambda held: held[1][1])
+            late = f"a batch of {len(frames)} frame(s) unanswered after {timeout / 1e9:g} s (frame timeout)"
+            raise PointFailure("timeout", late, frames, k, "FrameTimeout")
+    pred_frame, pred_refers, scores = decode_outputs(replies, schedule, setup.num_classes)
     gone_mask = np.zeros(count, dtype=bool)
     gone_mask[dropped] = True
     return ServedFrames(
@@ -362,18 +287,22 @@ def run_point(setup: PointSetup, lanes: Sequence[Lane], clock: LoopClock) -> Ser
     )
 
 
-def _raise_reply(reply: bytes, frames: list[int], schedule: ArrivalSchedule, num_classes: int) -> None:
-    """An error reply, raised naming the live stream and the frame it failed at."""
+def raise_reply(reply: bytes, frames: list[int], lane: int, num_classes: int) -> None:
+    """An error reply as a :class:`PointFailure`: the item it names (else the whole batch), the worker's
+    error type, message and traceback."""
+    if reply[:1] != b"E":
+        raise PointFailure("error", f"the worker's reply starts with {reply[:1]!r}", frames, lane)
     try:
-        decode_reply(reply, num_classes)
-    except ServingError as exc:
-        at = frames[exc.item] if 0 <= exc.item < len(frames) else frames[0]
-        where = f"stream {int(schedule.channel[at])}, frame {int(schedule.frame[at])}"
-        raise ServingError(f"{where}: {exc}", exc.item) from None
-    raise ServingError(f"the worker's reply starts with {reply[:1]!r}")
+        error = json.loads(reply[1:])
+        item = int(error.get("item", -1))
+        kind, message, trace = str(error["type"]), str(error["message"]), str(error.get("traceback", ""))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise PointFailure("error", "the worker's error reply is not readable", frames, lane) from None
+    named = [frames[item]] if 0 <= item < len(frames) else frames
+    raise PointFailure("error", f"{kind}: {message}", named, lane, kind, trace)
 
 
-def _outputs(
+def decode_outputs(
     replies: list[tuple[list[int], bytes]], schedule: ArrivalSchedule, num_classes: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(emitting frame [P], frame of its session it labels [P], scores [P, C]) of every reply; scores that
@@ -393,6 +322,5 @@ def _outputs(
     bad = ~np.isfinite(all_scores).all(axis=1)
     if bad.any():
         at = int(pred_frame[int(np.argmax(bad))])
-        where = f"stream {int(schedule.channel[at])}, frame {int(schedule.frame[at])}"
-        raise ServingError(f"{where}: scores contain NaN or Inf")
+        raise PointFailure("error", "scores contain NaN or Inf", [at], None, "ValueError")
     return pred_frame, np.concatenate(refers_parts), all_scores

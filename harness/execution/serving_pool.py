@@ -1,7 +1,12 @@
 """The workers of a capacity search (issue 28): K sealed serving workers (replicas) or one batching worker,
 each started in its own sandbox (harness/execution/sandbox.py, the run's policy: the data set, the
 results store and a baseline denied) and warmed up on the public warm-up stream, or the same served in
-this process (``--in-process``: tests, and the dispatcher's own cost)."""
+this process (``--in-process``: tests, and the dispatcher's own cost); and one more, the *reference*
+worker, that replays sessions unloaded and serves no loaded point (harness/execution/capacity_replay.py).
+
+The run's isolation limits reach every worker: ``--memory-limit-mb`` caps what the adapter may add to its
+worker once built (RLIMIT_AS, as the isolated worker's), ``--frame-timeout`` ends a batch (or a replayed
+frame) not answered in time (the load generator's timeout; the worker is then ended)."""
 
 from __future__ import annotations
 
@@ -13,10 +18,10 @@ from typing import Any
 from streambench.adapters.contract import Adapter, AdapterInfo
 from streambench.harness.execution.capacity_search import ServingPool
 from streambench.harness.execution.config import RunConfig
-from streambench.harness.execution.load_generator import InProcessLane, SealedLane
 from streambench.harness.execution.process_tree import LeftoverProcess
 from streambench.harness.execution.sandbox import discard, sandbox_policy
-from streambench.harness.execution.serving_worker import ServingCore, ServingSpec
+from streambench.harness.execution.serving_lanes import InProcessLane, SealedLane, ServingTimeout
+from streambench.harness.execution.serving_worker import ServingCore, ServingError, ServingSpec
 from streambench.protocols.capacity import CapacityConfig
 
 __all__ = ["PoolRecord", "in_process_pool", "sealed_pool"]
@@ -47,30 +52,44 @@ def sealed_pool(
         torch_seed=run.torch_seed,
         serving=config.serving,
         max_batch=config.lane_batch(),
+        memory_limit_mb=run.isolation.memory_limit_mb,
     )
     record = PoolRecord()
     lanes: list[SealedLane] = []
     policies = []
     interrupted = False  # by an exception (Ctrl-C, a failed point): the lanes end without the 5 s wait
+    pool: ServingPool | None = None
     try:
-        for _ in range(config.lanes()):
+        reference = config.f1_reference == "unloaded"
+        for _ in range(config.lanes() + reference):  # the reference worker last
             policy = sandbox_policy(run)
             policies.append(policy)
             sandbox = json.dumps({"policy": policy.model_dump(), "mode": run.isolation.sandbox})
-            lane = SealedLane(spec, sandbox, run.isolation.start_timeout_s)
-            lanes.append(lane)
-            lane.warm(warmup)
+            try:
+                lane = SealedLane(spec, sandbox, run.isolation.start_timeout_s)
+                lanes.append(lane)
+                lane.warm(warmup)
+            except (ServingError, ServingTimeout) as exc:  # before any point: a clear error, as run's
+                raise ValueError(
+                    f"adapter {run.adapter!r}: its serving worker failed while starting or warming up: {exc}"
+                ) from None
         record.info, record.sandbox = lanes[0].info, lanes[0].sandbox
+        serving = lanes[: config.lanes()]
         pool = ServingPool(
-            lanes, lambda k, message: lanes[k].request(message), [lane.process.pid for lane in lanes]
+            serving,
+            lambda k, message: serving[k].request(message),
+            [lane.process.pid for lane in serving],
+            reference=lanes[-1] if reference else None,
+            timeout_s=run.isolation.frame_timeout_s,
         )
         yield pool, record
     except BaseException:
         interrupted = True
         raise
     finally:
+        broken = interrupted or (pool is not None and pool.broken)
         for lane in lanes:
-            record.leftover.extend(lane.close(at_once=interrupted))
+            record.leftover.extend(lane.close(at_once=broken))
         for policy in policies:
             discard(policy)
 
@@ -79,13 +98,16 @@ def in_process_pool(
     build: Callable[[], Adapter], config: CapacityConfig, warmup: Sequence[bytes]
 ) -> tuple[ServingPool, PoolRecord]:
     """The same workers served in this process (one core each, in turn): ``config.lanes()`` cores of
-    ``build``'s adapter, warmed up."""
+    ``build``'s adapter, warmed up, and the reference core (a separate instance; what the adapter keeps at
+    class level is shared in one process)."""
     record = PoolRecord()
     record.mode = "in-process"
     lanes = []
-    for _ in range(config.lanes()):
+    for _ in range(config.lanes() + (config.f1_reference == "unloaded")):  # the reference worker last
         core = ServingCore(build, config.serving, config.lane_batch())
         core.warm(warmup, config.lane_batch())
         lanes.append(InProcessLane(core))
     record.info = lanes[0].core.adapter.info
-    return ServingPool(lanes, lambda k, message: lanes[k].request(message)), record
+    serving = lanes[: config.lanes()]
+    reference = lanes[-1] if len(lanes) > len(serving) else None
+    return ServingPool(serving, lambda k, message: serving[k].request(message), reference=reference), record

@@ -80,6 +80,9 @@ class ServingSpec(BaseModel):
     torch_seed: int = 0
     serving: str = "replicas"
     max_batch: int = 1
+    memory_limit_mb: int | None = Field(
+        None, description="address space the adapter may add once built (RLIMIT_AS, as --memory-limit-mb)"
+    )
 
 
 def encode_batch(items: Sequence[tuple[StreamKey, int, bytes]]) -> bytes:
@@ -193,6 +196,11 @@ class ServingCore:
             items = _decode_batch(message)
             if self.serving == "batched":
                 outputs = self.adapter.predict_batch([(key, frame) for key, _, frame in items])  # type: ignore[attr-defined]
+                if not isinstance(outputs, (list, tuple)):
+                    raise ServingError(
+                        f"predict_batch returned {type(outputs).__name__}, expected a list of {len(items)} "
+                        "outputs"
+                    )
                 if len(outputs) != len(items):
                     raise ServingError(
                         f"predict_batch returned {len(outputs)} outputs for {len(items)} frames"
@@ -219,10 +227,14 @@ class ServingCore:
 def serving_main(spec_json: str, conn: Connection, slot: Any) -> None:
     """Entry point of a sealed serving worker (harness/execution/sealed_worker.py hands over its pipe once
     the sandbox is entered). Replies ``ready`` (or ``failed``), then serves: ``B`` batches, ``P`` + u32
-    (prepare instances), ``W`` + frames (warm up), ``Z`` (forget every stream), ``C`` (close)."""
+    (prepare instances), ``W`` + frames (warm up), ``Z`` (forget every stream), ``C`` (close). An adapter
+    failure on ``P``, ``W`` or ``Z`` is answered ``b"E"`` and a JSON error, as a batch's, and the worker
+    serves on; ``memory_limit_mb`` caps the address space once the adapter is built (RLIMIT_AS)."""
     from streambench.adapters.registry import create_adapter
+    from streambench.harness.execution.isolation_worker import limit_memory
     from streambench.harness.execution.torch_setup import configure_torch_when_imported
 
+    note = None
     try:
         spec = ServingSpec.model_validate_json(spec_json)
         configured = configure_torch_when_imported(spec.threads, spec.torch_seed)
@@ -236,13 +248,15 @@ def serving_main(spec_json: str, conn: Connection, slot: Any) -> None:
             spec.max_batch,
         )
         configured()
+        if spec.memory_limit_mb is not None:  # once built, as the isolated worker does
+            note = limit_memory(spec.memory_limit_mb)
     except Exception as exc:
         conn.send_bytes(
             json.dumps({"kind": "failed", "type": type(exc).__name__, "message": str(exc)}).encode()
         )
         return
     info = core.adapter.info.model_dump(mode="json")
-    ready = {"kind": "ready", "info": info, "max_batch_size": core.max_batch_size}
+    ready = {"kind": "ready", "info": info, "max_batch_size": core.max_batch_size, "memory_limit_note": note}
     conn.send_bytes(json.dumps(ready).encode())
     while True:
         try:
@@ -252,15 +266,20 @@ def serving_main(spec_json: str, conn: Connection, slot: Any) -> None:
         kind = message[:1]
         if kind == b"B":
             conn.send_bytes(core.serve(message))
-        elif kind == b"P":
-            conn.send_bytes(_COUNT.pack(core.prepare(_COUNT.unpack_from(message, 1)[0])))
-        elif kind == b"W":
-            conn.send_bytes(_COUNT.pack(core.warm(_split_frames(message[1:]), spec.max_batch)))
-        elif kind == b"Z":
-            core.reset()
-            conn.send_bytes(b"Z")
-        else:
+            continue
+        if kind not in (b"P", b"W", b"Z"):
             return
+        try:
+            if kind == b"P":
+                answer = _COUNT.pack(core.prepare(_COUNT.unpack_from(message, 1)[0]))
+            elif kind == b"W":
+                answer = _COUNT.pack(core.warm(_split_frames(message[1:]), spec.max_batch))
+            else:
+                core.reset()
+                answer = b"Z"
+        except Exception as exc:  # the adapter failed outside a batch (building, warming up, resetting)
+            answer = b"E" + json.dumps({"type": type(exc).__name__, "message": str(exc), "item": -1}).encode()
+        conn.send_bytes(answer)
 
 
 def join_frames(frames: Sequence[bytes]) -> bytes:

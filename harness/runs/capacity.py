@@ -13,11 +13,13 @@ load generator's own process, for debugging). Settings: ``--protocol-config FILE
 
 from __future__ import annotations
 
+import math
 import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
@@ -25,20 +27,22 @@ from rich.table import Table
 from streambench.adapters.contract import AdapterInfo
 from streambench.adapters.registry import create_adapter, resolve
 from streambench.harness.datasets.catalog import background_class_of, make_streams, make_warmup_stream
-from streambench.harness.execution.capacity_search import SourceStreams, run_search
+from streambench.harness.execution.capacity_search import FreshSources, SourceStreams, run_search
 from streambench.harness.execution.config import RunConfig, run_id_for
 from streambench.harness.execution.executor import ProgressHook
 from streambench.harness.execution.load_generator import WallClock
 from streambench.harness.execution.sandbox import SandboxRecord
 from streambench.harness.execution.sealed_feed import encode_frame
-from streambench.harness.execution.serving_pool import in_process_pool, sealed_pool
+from streambench.harness.execution.serving_pool import PoolRecord, in_process_pool, sealed_pool
 from streambench.harness.execution.setup import check_built, data_bound_of, environment_for
+from streambench.harness.io.atomic import atomic_write_text
+from streambench.harness.io.json_file import strict_json
 from streambench.harness.io.safe_text import safe
 from streambench.harness.report.bundle import SectionSpec
-from streambench.harness.results.files import EnvironmentRecord
+from streambench.harness.results.files import EnvironmentRecord, write_protocol_result
 from streambench.harness.results.headline import Figure
 from streambench.harness.runs.capacity_report import capacity_section
-from streambench.harness.runs.catalog import fix_data_seed, write_indexed
+from streambench.harness.runs.catalog import fix_data_seed, index_written
 from streambench.harness.runs.interface import Outcome, RunProtocol
 from streambench.harness.runs.parts import Printed, Reported, Swept
 from streambench.protocols import capacity
@@ -49,10 +53,16 @@ __all__ = ["RESULT_FILE", "CapacityProtocol", "CapacityResult", "execute_capacit
 RESULT_FILE = "capacity.json"
 
 
-class CapacityResult(EnvironmentRecord):
-    """``results/<run_id>/capacity.json``."""
+SCHEMA_VERSION = 2
+"""2: the unloaded F1 reference, fresh sources, the failure that ended a search, the machine's load (files
+of version 1 read as they were: their fields default)."""
 
-    schema_version: int = 1
+
+class CapacityResult(EnvironmentRecord):
+    """``results/<run_id>/capacity.json``, written after every decided point (``score.status``
+    ``searching`` until the search ends)."""
+
+    schema_version: int = SCHEMA_VERSION
     run_id: str
     created_at: datetime
     adapter: str
@@ -67,7 +77,8 @@ class CapacityResult(EnvironmentRecord):
 def execute_capacity(
     run: RunConfig, config: capacity.CapacityConfig, progress: ProgressHook | None = None
 ) -> tuple[CapacityResult, Path]:
-    """Search the capacity of ``run.adapter`` on ``run.data``'s streams; write ``capacity.json``."""
+    """Search the capacity of ``run.adapter`` on ``run.data``'s streams; write ``capacity.json`` after every
+    decided point and at the end (an OSError names the file and what was measured)."""
     run, seed_kind = fix_data_seed(run)  # once per run, in this (the harness's) process
     streams = make_streams(run.data)
     config, f1_rule = _bind_classes(config, streams[0].classes, background_class_of(run.data))
@@ -75,42 +86,103 @@ def execute_capacity(
     warmup = [encode_frame(f) for f in make_warmup_stream(run.data, n).frames()][:n]
     bound = data_bound_of(streams[0])
     sources = SourceStreams.of(streams)
+    fresh = fresh_sources(run.data)
     module = resolve(run.adapter).__module__  # imported, not built: the model runs in its workers
+    run_id = run.run_id or run_id_for(run.adapter, capacity.NAME)
+    if (run.output_dir / run_id / RESULT_FILE).exists():  # refused before anything runs, not after a point
+        raise ValueError(
+            f"{run.output_dir / run_id / RESULT_FILE}: exists already; give the run another --run-id"
+        )
+    environment, fingerprint = environment_for(run, streams, module)
+    writer = _Writer(run.output_dir, run_id)
+
+    def result_of(score: CapacityScore, record: PoolRecord, sandbox: SandboxRecord | None) -> CapacityResult:
+        assert record.info is not None
+        return CapacityResult(
+            run_id=run_id,
+            environment=environment,
+            fingerprint=fingerprint,
+            dataset_seed_kind=seed_kind,
+            sandbox=sandbox,
+            execution_mode="sealed" if run.isolate else "in-process",
+            created_at=datetime.now(timezone.utc),
+            adapter=run.adapter,
+            adapter_info=record.info,
+            config=config,
+            run=run,
+            score=score,
+            cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+            leftover_processes=[str(p) for p in record.leftover],
+        )
+
     sandbox = None
     if run.isolate:
         with sealed_pool(run, config, bound, warmup) as (pool, record):
             assert record.info is not None
             check_built(run, record.info, streams[0])
-            score = run_search(sources, config, pool, WallClock(), progress)
-        sandbox = SandboxRecord.model_validate(record.sandbox) if record.sandbox else None
+            sandbox = SandboxRecord.model_validate(record.sandbox) if record.sandbox else None
+            on_point = lambda score: writer.write(result_of(score, record, sandbox))  # noqa: E731
+            score = run_search(sources, config, pool, WallClock(), progress, fresh, on_point)
     else:
         pool, record = in_process_pool(
             lambda: create_adapter(run.adapter, run.adapter_options, data_bound=_bound(bound)), config, warmup
         )
         assert record.info is not None
         check_built(run, record.info, streams[0])
-        score = run_search(sources, config, pool, WallClock(), progress)
+        on_point = lambda score: writer.write(result_of(score, record, None))  # noqa: E731
+        score = run_search(sources, config, pool, WallClock(), progress, fresh, on_point)
     score.notes.append(f"F1@deadline counts {f1_rule}, as the online protocol's F1@Δt")
-    run_id = run.run_id or run_id_for(run.adapter, capacity.NAME)
-    environment, fingerprint = environment_for(run, streams, module)
-    assert record.info is not None
-    result = CapacityResult(
-        run_id=run_id,
-        environment=environment,
-        fingerprint=fingerprint,
-        dataset_seed_kind=seed_kind,
-        sandbox=sandbox,
-        execution_mode="sealed" if run.isolate else "in-process",
-        created_at=datetime.now(timezone.utc),
-        adapter=run.adapter,
-        adapter_info=record.info,
-        config=config,
-        run=run,
-        score=score,
-        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
-        leftover_processes=[str(p) for p in record.leftover],
-    )
-    return result, write_indexed(run.output_dir, run_id, RESULT_FILE, result)
+    result = result_of(score, record, sandbox)
+    run_dir = writer.write(result)
+    index_written(run_dir)
+    return result, run_dir
+
+
+def fresh_sources(data: Any) -> FreshSources | None:
+    """New streams for every point from a data set that generates them (a ``seed`` field: the synthetic
+    and spoof sets), each point's drawn from the run's (secret) seed and the point's salt, enough for every
+    session to play one of its own (only the frames a point can release are encoded); None for data read
+    from files (its streams are replayed)."""
+    fields = type(data).model_fields
+    if "seed" not in fields or "num_streams" not in fields or data.seed is None:
+        return None
+
+    def make(live: int, duration_s: float, salt: int) -> SourceStreams:
+        span = float(data.duration_s) if "duration_s" in fields else duration_s
+        per_stream = math.ceil(duration_s / span) + 1
+        seed = int(np.random.SeedSequence([int(data.seed), salt]).generate_state(1)[0])
+        update = {"seed": seed, "num_streams": live * per_stream}
+        drawn = type(data).model_validate({**data.model_dump(), **update})
+        return SourceStreams.of(make_streams(drawn), within_ns=round(duration_s * 1e9))
+
+    return make
+
+
+class _Writer:
+    """``capacity.json`` written atomically after every point, then at the end (the first write refuses a
+    run directory that holds one already); an OSError says which file, after which point, and what the
+    points measured so far decided."""
+
+    def __init__(self, output_dir: Path, run_id: str) -> None:
+        self.output_dir, self.run_id = output_dir, run_id
+        self.run_dir: Path | None = None
+
+    def write(self, result: CapacityResult) -> Path:
+        try:
+            if self.run_dir is None:
+                self.run_dir = write_protocol_result(self.output_dir, self.run_id, RESULT_FILE, result)
+            else:
+                atomic_write_text(self.run_dir / RESULT_FILE, strict_json(result))
+        except OSError as exc:
+            path = self.output_dir / self.run_id / RESULT_FILE
+            curve = result.score.curve
+            decided = ", ".join(f"N = {p.streams} {'passes' if p.passed else 'fails'}" for p in curve)
+            after = f"after N = {curve[-1].streams}" if curve else "before any point"
+            raise OSError(
+                f"could not write {path} {after} ({exc.strerror or exc}): the search stopped there; "
+                f"measured so far: {decided or 'nothing'} (capacity at least {result.score.capacity})"
+            ) from None
+        return self.run_dir
 
 
 _ENDED = {
@@ -119,6 +191,7 @@ _ENDED = {
     "at_least": "reached max_streams (at least)",
     "fixed": "fixed N, no search",
     "searching": "not finished",
+    "failed": "the adapter failed (search ended)",
 }
 """How a search ended (``CapacityScore.status``), in the sweep report's words."""
 
@@ -150,7 +223,8 @@ def headline_figures(result: CapacityResult) -> list[Figure]:
     return [
         Figure(
             key=f"capacity@{score.deadline_ms:g}ms",
-            label=f"live streams served at {score.deadline_ms:g} ms ({result.config.serving})",
+            label=f"live streams served at {score.deadline_ms:g} ms ({result.config.serving}"
+            + (", sources replayed)" if score.sources == "replayed" and result.schema_version >= 2 else ")"),
             unit="",
             better="higher",
             value=float(score.capacity),
@@ -190,9 +264,37 @@ def print_result(console: Console, result: CapacityResult) -> int:
             f"{p.served_fps:.0f}",
         )
     console.print(table)
+    lines = _verdict_lines(result)
     for note in score.notes:
-        console.print(f"[dim]{safe(note)}[/]", highlight=False)
-    return 0
+        if not note.startswith(("load-bound", "the adapter failed", "sources replayed")):  # in lines below
+            console.print(f"[dim]{safe(note)}[/]", highlight=False)
+    for line in lines:
+        console.print(line, highlight=False, soft_wrap=True)
+    return 1 if score.failure is not None else 0
+
+
+def _verdict_lines(result: CapacityResult) -> list[str]:
+    """What the reader must not miss, one line each: the failure that ended the search, sources replayed
+    across sessions, the machine's load bounding the figure, F1 held against what."""
+    score = result.score
+    lines = []
+    if score.failure is not None:
+        failure = score.failure
+        lines.append(
+            f"[bold red]adapter failure[/] at {safe(failure.where())}: {safe(failure.error_type)}: "
+            f"{safe(failure.message)} (in capacity.json; the points before it are kept)"
+        )
+    if score.sources == "replayed" and result.schema_version >= SCHEMA_VERSION:
+        lines.append(
+            "[yellow]sources replayed[/]: the data set's streams were played again across live sessions; a "
+            "model that caches answers by content across sessions could gain (figure marked replayed)"
+        )
+    bound = score.interference
+    if bound is not None and bound.bound_by == "machine load":
+        lines.append(f"[yellow]load-bound[/]: {safe(bound.reason or '')}")
+    if score.f1_reference == "none":
+        lines.append("[yellow]F1 not held[/]: no unloaded reference was measured")
+    return lines
 
 
 class CapacityProtocol(Printed, Reported, Swept, RunProtocol):
@@ -237,6 +339,15 @@ class CapacityProtocol(Printed, Reported, Swept, RunProtocol):
         assert isinstance(result, CapacityResult)
         return headline_figures(result)[0], _ENDED[result.score.status]
 
+    def incomplete_reason(self, result: BaseModel) -> str | None:
+        """A search that stopped before its end (its file written after its last decided point)."""
+        assert isinstance(result, CapacityResult)
+        if result.score.status != "searching":
+            return None
+        curve = result.score.curve
+        return f"the search stopped after N = {curve[-1].streams}" if curve else "the search stopped"
+
     def warnings(self, result: BaseModel) -> list[str]:
         assert isinstance(result, CapacityResult)
-        return [n for n in result.score.notes if n.startswith(("CPU-bound", "the budget"))]
+        starts = ("CPU-bound", "the budget", "the adapter failed", "sources replayed", "load-bound")
+        return [n for n in result.score.notes if n.startswith(starts)]

@@ -10,7 +10,10 @@ from streambench.harness.report.figures import figure, to_svg
 from streambench.harness.report.html import absent, esc, figure_block, num, table
 from streambench.protocols.capacity_score import CapacityScore
 
-__all__ = ["capacity_section", "knee"]
+__all__ = ["F1_AXIS", "capacity_section", "knee"]
+
+F1_AXIS = (0.0, 1.02)
+"""The F1 axis spans F1's whole range: a point-to-point wobble of 0.001 is drawn as what it is."""
 
 
 def knee(score: CapacityScore) -> int | None:
@@ -31,13 +34,19 @@ def _curve_figure(score: CapacityScore, target: float) -> str:
         left.axhline(100 * target, color="grey", ls="--", lw=1, label="allowed")
         left.set_ylabel("deadline misses (%)")
         right.plot(n, [p.f1 if p.f1 is not None else float("nan") for p in points], "o-", label="F1@deadline")
+        if any(p.f1_compared is not None for p in points):  # what the verdict compares: the same frames
+            compared = [p.f1_compared if p.f1_compared is not None else float("nan") for p in points]
+            right.plot(n, compared, "s--", ms=3, label="F1@deadline, replayed frames")
         right.plot(
             n,
             [p.f1_reference if p.f1_reference is not None else float("nan") for p in points],
             ":",
-            label="reference",
+            label="unloaded reference" if score.f1_reference == "unloaded" else "reference",
         )
         right.set_ylabel(f"F1@{score.deadline_ms:g} ms (computation-aware)")
+        # axes that do not magnify noise: F1 on its whole range, miss rates from 0
+        right.set_ylim(*F1_AXIS)
+        left.set_ylim(bottom=0)
         bend = knee(score)
         for ax in (left, right):
             ax.axvline(score.capacity, color="tab:green", lw=1.5, label=f"capacity {score.capacity}")
@@ -56,15 +65,18 @@ def capacity_section(bundle: RunBundle) -> str:
         return absent(bundle.missing.get("capacity", "no capacity.json"))
     score, config = typed.score, typed.config
     if not score.curve:
-        return absent("no point was measured (the budget ended first)")
+        failure = score.failure
+        why = f"the adapter failed at {failure.where()}" if failure is not None else "the budget ended first"
+        return absent(f"no point was measured ({why})")
     low, high = score.interval
     caption = (
         f"{esc(typed.adapter)} served {esc(config.serving)} at a {score.deadline_ms:g} ms deadline: capacity "
         f"{score.capacity} streams (interval [{low}, {'?' if high is None else high}], {esc(score.status)}). "
         f"Left: deadline-miss rate and its {100 * config.confidence:g} % upper bound (LoadGen's "
         f"early-stopping rule), allowed {100 * config.target_miss_rate:g} %. Right: F1@deadline on the "
-        "computation-aware clock against its reference. Knee: the first N whose p99 response exceeds half "
-        "the deadline."
+        f"computation-aware clock against its reference ({esc(score.f1_reference)}; unloaded: the "
+        "model's own F1 on the frames replayed unloaded), on an axis from 0 to 1. Knee: the first N whose "
+        "p99 response exceeds half the deadline."
     )
     rows = [
         (

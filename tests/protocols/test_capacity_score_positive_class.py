@@ -88,13 +88,15 @@ def _online_f1(deadline_ms: float, unit: online.Unit, **config: object) -> float
 
 
 def test_capacity_f1_is_the_positive_class_f1_of_the_online_rule() -> None:
-    config = CapacityConfig(deadline_ms=40, classes=CLASSES)
+    config = CapacityConfig(f1_reference="same_units", deadline_ms=40, classes=CLASSES)
     point = score_point(_schedule(), _served(), [LABELS], config)
     assert point.f1 == pytest.approx(1 / 3, abs=1e-6) and point.f1_unloaded == pytest.approx(4 / 7, abs=1e-6)
     assert point.f1 == pytest.approx(_online_f1(40, "frame_paced"))
     assert point.f1_unloaded == pytest.approx(_online_f1(40, "frame"))
     # micro over both classes (the rule before): 4/11 and 1/2, not what the online protocol reports
-    everything = score_point(_schedule(), _served(), [LABELS], CapacityConfig(deadline_ms=40))
+    everything = score_point(
+        _schedule(), _served(), [LABELS], CapacityConfig(f1_reference="same_units", deadline_ms=40)
+    )
     assert everything.f1 == pytest.approx(4 / 11, abs=1e-6) and everything.f1_unloaded == pytest.approx(
         1 / 2, abs=1e-6
     )
@@ -104,7 +106,7 @@ def test_capacity_f1_is_the_positive_class_f1_of_the_online_rule() -> None:
 
 
 def test_binary_f1_all_classes_and_exclude_classes_follow_online_too() -> None:
-    both = CapacityConfig(deadline_ms=40, classes=CLASSES, binary_f1="all_classes")
+    both = CapacityConfig(f1_reference="same_units", deadline_ms=40, classes=CLASSES, binary_f1="all_classes")
     point = score_point(_schedule(), _served(), [LABELS], both)
     assert (
         point.f1
@@ -112,7 +114,9 @@ def test_binary_f1_all_classes_and_exclude_classes_follow_online_too() -> None:
         == pytest.approx(_online_f1(40, "frame_paced", binary_f1="all_classes"))
     )
     # the background left out by name: speech alone again, as online scores it
-    speech = CapacityConfig(deadline_ms=40, classes=CLASSES, exclude_classes=("background",))
+    speech = CapacityConfig(
+        f1_reference="same_units", deadline_ms=40, classes=CLASSES, exclude_classes=("background",)
+    )
     excluded = score_point(_schedule(), _served(), [LABELS], speech)
     assert excluded.f1 == pytest.approx(1 / 3, abs=1e-6)
     assert excluded.f1 == pytest.approx(_online_f1(40, "frame_paced", exclude_classes=("background",)))

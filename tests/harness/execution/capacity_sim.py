@@ -9,7 +9,7 @@ import numpy as np
 from streambench.adapters.contract import Frame, Stream
 from streambench.adapters.registry import create_adapter
 from streambench.harness.execution.capacity_search import SourceStreams
-from streambench.harness.execution.load_generator import PointSetup, assign_least_loaded
+from streambench.harness.execution.load_generator import InProcessLane, PointSetup, assign_least_loaded
 from streambench.harness.execution.serving_worker import ServingCore, _decode_batch
 from streambench.protocols.capacity import arrival_schedule
 
@@ -87,6 +87,12 @@ def _core(serving: str, max_batch: int, adapter: str = PEEKER, scan_every: int =
     bound = {"classes": CLASSES, "input_dims": {"audio": 4}}
     options = {"scan_every": scan_every} if adapter == PEEKER else {}
     return ServingCore(lambda: create_adapter(adapter, options, data_bound=bound), serving, max_batch)
+
+
+def reference(serving: str = "replicas", max_batch: int = 1, adapter: str = PEEKER) -> InProcessLane:
+    """The worker that replays a point's sessions unloaded: a fresh core of the same adapter, served in
+    this process (the unloaded reference of F1, harness/execution/capacity_replay.py)."""
+    return InProcessLane(_core(serving, max_batch, adapter))
 
 
 def _setup(sources: SourceStreams, n: int, duration_ns: int, lanes: int, **kw: object) -> PointSetup:

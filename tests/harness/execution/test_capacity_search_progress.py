@@ -16,7 +16,7 @@ from streambench.harness.execution.capacity_search import (
 )
 from streambench.protocols.capacity import CapacityConfig
 from streambench.protocols.capacity_score import CapacityScore
-from tests.harness.execution.capacity_sim import SimClock, SimLane, _core, _stream
+from tests.harness.execution.capacity_sim import SimClock, SimLane, _core, _stream, reference
 
 QUICK = {"confidence": 0.8, "target_miss_rate": 0.05, "slack_misses": 0, "min_point_s": 1.0}
 """A loose bound: 32 frames pass a point, so each point lasts about a second of the simulated clock."""
@@ -45,7 +45,7 @@ def _search(
     """The whole search of one simulated replica of ``service_ms`` per frame, 40 ms deadline."""
     lane = SimLane(clock, _core("replicas", 1, adapter="null"), service_ms * 1_000_000)
     config = CapacityConfig.model_validate({**QUICK, "budget_s": 10_000, "deadline_ms": 40, **settings})
-    pool = ServingPool([lane], lambda k, m: lane.request(m))
+    pool = ServingPool([lane], lambda k, m: lane.request(m), reference=reference(adapter="null"))
     return run_search(SourceStreams.of([_stream("a", 40.0, 250, 0)]), config, pool, clock, hook)
 
 

@@ -36,7 +36,8 @@ class _SpiedConnection:
 
 
 def _pool_workers(raise_inside: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list[bytes], list[int]]:
-    """Two replicas of the null adapter; the requests sent to them and their pids."""
+    """Two replicas of the null adapter and the reference worker (the unloaded replay's); the requests sent
+    to them and their pids."""
     sent: list[bytes] = []
     pids: list[int] = []
     real_close = load_generator.SealedLane.close
@@ -66,11 +67,11 @@ def _gone(pid: int) -> bool:
 
 def test_an_interrupted_search_ends_its_workers_without_asking_them(monkeypatch: pytest.MonkeyPatch) -> None:
     sent, pids = _pool_workers(raise_inside=True, monkeypatch=monkeypatch)
-    assert len(pids) == 2 and all(_gone(pid) for pid in pids)
+    assert len(pids) == 3 and all(_gone(pid) for pid in pids)
     assert b"C" not in sent, "a stop request, and its wait of up to 5 s, per worker of an interrupted search"
 
 
 def test_a_search_that_ends_normally_asks_each_worker_to_stop(monkeypatch: pytest.MonkeyPatch) -> None:
     sent, pids = _pool_workers(raise_inside=False, monkeypatch=monkeypatch)
-    assert len(pids) == 2 and all(_gone(pid) for pid in pids)
-    assert sent == [b"C", b"C"]
+    assert len(pids) == 3 and all(_gone(pid) for pid in pids)
+    assert sent == [b"C", b"C", b"C"]

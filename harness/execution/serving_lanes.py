@@ -1,0 +1,165 @@
+"""The serving workers as the load generator (harness/execution/load_generator.py) talks to them: a sealed
+serving worker in its own process and sandbox (:class:`SealedLane`, harness/execution/serving_worker.py), or
+the same served in this process (:class:`InProcessLane`: tests, and the dispatcher's own cost). A sealed
+lane that finds its worker gone says which worker and how it ended (:class:`WorkerEnded`: its pid, the exit
+code or the signal), never only a broken pipe."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+from collections.abc import Sequence
+from typing import Any
+
+from streambench.adapters.contract import AdapterInfo
+from streambench.harness.execution.process_tree import LeftoverProcess, WorkerTree
+from streambench.harness.execution.serving_worker import (
+    SERVING_MARK,
+    ServingCore,
+    ServingError,
+    ServingSpec,
+    join_frames,
+)
+from streambench.harness.execution.worker_process import ChildProcess, SharedSlot, start_sealed_worker
+
+__all__ = ["InProcessLane", "SealedLane", "ServingTimeout", "WorkerEnded"]
+
+
+class ServingTimeout(RuntimeError):
+    """A worker did not answer a control message within its timeout."""
+
+
+class WorkerEnded(ServingError):
+    """A sealed serving worker is gone (its pipe closed): the message names its pid and how it ended."""
+
+
+class InProcessLane:
+    """A worker in this process: the batch is served when sent (tests; the dispatcher's own cost)."""
+
+    def __init__(self, core: ServingCore) -> None:
+        self.core = core
+        self._reply = b""
+
+    def send(self, message: bytes) -> None:
+        self._reply = self.core.serve(message)
+
+    def receive(self) -> bytes:
+        return self._reply
+
+    def fileno(self) -> int | None:
+        return None
+
+    def request(self, message: bytes, timeout_s: float | None = None) -> bytes:
+        """A control message (``P``, ``W``, ``Z``) or a batch, answered at once (no timeout in process)."""
+        kind = message[:1]
+        if kind == b"B":
+            return self.core.serve(message)
+        if kind == b"P":
+            return int(self.core.prepare(int.from_bytes(message[1:5], "little"))).to_bytes(4, "little")
+        if kind == b"Z":
+            self.core.reset()
+            return b"Z"
+        raise ValueError(f"an in-process lane takes no {kind!r} message")
+
+
+class SealedLane:
+    """A sealed serving worker (harness/execution/serving_worker.py) in its own process and sandbox."""
+
+    def __init__(self, spec: ServingSpec, sandbox_json: str, start_timeout_s: float = 120.0) -> None:
+        self._slot = SharedSlot()
+        self.process: ChildProcess
+        self.process, self.conn = start_sealed_worker(
+            SERVING_MARK + spec.model_dump_json(), self._slot, sandbox_json
+        )
+        self.tree = WorkerTree(self.process.pid)
+        self.timeout_s = start_timeout_s
+        self.sandbox: dict[str, Any] | None = None
+        header = self._header(start_timeout_s)
+        if header.get("kind") == "sandbox":
+            self.sandbox = {k: v for k, v in header.items() if k != "kind"}
+            header = self._header(start_timeout_s)
+        if header.get("kind") != "ready":
+            self.close()
+            raise ValueError(f"{header.get('type', 'error')}: {header.get('message', header)}")
+        self.info = AdapterInfo.model_validate(header["info"])
+        self.max_batch_size = int(header["max_batch_size"])
+
+    def _header(self, timeout_s: float) -> dict[str, Any]:
+        if not self.conn.poll(timeout_s):
+            self.close()
+            raise ServingTimeout(f"the serving worker did not start within {timeout_s:g} s")
+        try:
+            return dict(json.loads(self.conn.recv_bytes()))
+        except (EOFError, OSError):
+            self.close()
+            raise ServingError(
+                f"the serving worker exited while starting (code {self.process.exitcode})"
+            ) from None
+
+    def send(self, message: bytes) -> None:
+        try:
+            self.conn.send_bytes(message)
+        except OSError:  # a broken pipe: the worker is gone
+            raise WorkerEnded(self.ended()) from None
+
+    def receive(self) -> bytes:
+        try:
+            return self.conn.recv_bytes()
+        except (EOFError, OSError):
+            raise WorkerEnded(self.ended()) from None
+
+    def fileno(self) -> int | None:
+        return self.conn.fileno()
+
+    def ended(self) -> str:
+        """How the worker ended, naming its pid: ``the serving worker (pid 123) was killed by SIGKILL``."""
+        self.process.join(1.0)
+        code = self.process.exitcode
+        who = f"the serving worker (pid {self.process.pid})"
+        if code is None:
+            return f"{who} closed its pipe and is still running"
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"{who} was killed by {signal.Signals(-code).name}"
+            return f"{who} was killed by signal {-code}"
+        return f"{who} exited with code {code}"
+
+    def request(self, message: bytes, timeout_s: float | None = None) -> bytes:
+        """A control message (``P``, ``W``, ``Z``, or a batch outside a point) and its answer (not timed),
+        within ``timeout_s`` (default: the start timeout)."""
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        self.send(message)
+        try:
+            answered = self.conn.poll(limit)
+        except (EOFError, OSError):
+            raise WorkerEnded(self.ended()) from None
+        if not answered:
+            raise ServingTimeout(
+                f"the serving worker (pid {self.process.pid}) did not answer {message[:1]!r} in {limit:g} s"
+            )
+        answer = self.receive()
+        if answer[:1] == b"E" and message[:1] != b"B":  # a control message the adapter failed on
+            error = json.loads(answer[1:])
+            raise ServingError(f"{error['type']}: {error['message']}")
+        return answer
+
+    def warm(self, frames: Sequence[bytes]) -> None:
+        self.request(b"W" + join_frames(frames))
+
+    def close(self, at_once: bool = False) -> list[LeftoverProcess]:
+        """Ask the worker to stop, end it if it does not within 5 s, and end what it left behind (its
+        descendants noted first, as IsolatedEngine.close does). ``at_once``: end it without asking (an
+        exception is ending the search, and a worker inside a batch reads no request before its end)."""
+        if self.process.is_alive():
+            self.tree.note()
+        if not at_once:
+            with contextlib.suppress(OSError):
+                self.conn.send_bytes(b"C")
+            self.process.join(5.0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5.0)  # reaped before the lane is called closed (a kill is not yet an exit)
+        left = self.tree.end()
+        self.conn.close()
+        return left
