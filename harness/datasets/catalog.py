@@ -76,10 +76,12 @@ KINDS: tuple[str, ...] = tuple(_LOADERS)
 
 
 def background_class_of(config: DataConfig) -> str | None:
-    """The "no event" class the data set names (``audio_files``' ``background_class``, e.g. non-speech);
-    None for a kind that names none, where the online protocol looks for a class called "background"
-    (protocols/online_events.py ``background_class``). Every protocol's F1 binds it the same way."""
-    return config.background_class if isinstance(config, AudioFilesConfig) else None
+    """The "no event" class the data set names (the ``background_class`` of ``audio_files``,
+    ``feature_arrays`` and ``video_files``, e.g. non-speech); None for a kind that names none, where the
+    online protocol looks for a class called "background" (protocols/online_events.py
+    ``background_class``). Every protocol's F1 binds it the same way."""
+    named = getattr(config, "background_class", None)
+    return named if isinstance(named, str) else None
 
 
 SeedKind = Literal["secret", "public"]
