@@ -301,13 +301,18 @@ def sandbox_policy(config: Any) -> SandboxPolicy:
     :class:`streambench.harness.execution.config.RunConfig`). Denied: every path the data set's configuration
     names (its roots, label and manifest files), the results store (``output_dir``, and the default
     ``results/`` here too) and a baseline run. Readable besides the defaults: the adapter's own module
-    (:func:`adapter_code`) and every adapter option that names an existing file or directory (weights,
-    TorchScript / ONNX files)."""
+    (:func:`adapter_code`), a ``factory`` option's module (torch-module's model code, found the same way)
+    and every adapter option that names an existing file or directory (weights, TorchScript / ONNX
+    files)."""
     # the run's store, and the default one wherever this run writes (earlier runs' recordings and labels)
     denied = [config.output_dir, Path("results"), *_paths_in(config.data.model_dump(mode="json"))]
     if config.baseline is not None:
         denied.append(config.baseline)
     code, import_paths = adapter_code(config.adapter)
+    factory = config.adapter_options.get("factory")
+    if isinstance(factory, str):  # torch-module's factory= names the model's code as module:callable
+        more, paths = adapter_code(factory)
+        code, import_paths = [*code, *more], list(dict.fromkeys([*import_paths, *paths]))
     extra = [*code, *(value for value in _paths_in(config.adapter_options) if os.path.exists(value))]
     return policy_for(denied=denied, extra_read=extra, import_paths=import_paths)
 
