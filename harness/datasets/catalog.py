@@ -2,7 +2,8 @@
 
 ``RunConfig.data`` is a :data:`DataConfig`: a tagged union on ``kind`` — ``"synthetic"`` (the default,
 also when ``kind`` is left out), ``"audio_files"`` (WAV + label files), ``"ave"`` (seed 004 §6.1.1),
-``"llp"`` (seed 004 §6.1.2) or ``"synthetic_spoof"`` (real/fake utterances, seed 002).
+``"llp"`` (seed 004 §6.1.2), ``"synthetic_spoof"`` (real/fake utterances, seed 002), ``"feature_arrays"``
+(per-frame arrays from .npy / .npz / HDF5) or ``"video_files"`` (video decoded at its own frame rate).
 :func:`make_streams` gives the scored streams, :func:`make_warmup_stream` the unscored warm-up stream (at
 least ``num_frames`` frames), whatever the kind.
 
@@ -26,12 +27,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Tag
 
 from streambench.adapters.contract import AdapterInfo, Stream
-from streambench.harness.datasets import audio_files, ave, llp, spoof, synthetic
+from streambench.harness.datasets import audio_files, ave, feature_arrays, llp, spoof, synthetic, video_files
 from streambench.harness.datasets.audio_files import AudioFilesConfig
 from streambench.harness.datasets.ave import AveConfig
+from streambench.harness.datasets.feature_arrays import FeatureArraysConfig
 from streambench.harness.datasets.llp import LlpConfig
 from streambench.harness.datasets.spoof import SpoofConfig
 from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.datasets.video_files import VideoFilesConfig
 
 __all__ = [
     "KINDS",
@@ -59,7 +62,9 @@ DataConfig = Annotated[
     | Annotated[AudioFilesConfig, Tag("audio_files")]
     | Annotated[AveConfig, Tag("ave")]
     | Annotated[LlpConfig, Tag("llp")]
-    | Annotated[SpoofConfig, Tag("synthetic_spoof")],
+    | Annotated[SpoofConfig, Tag("synthetic_spoof")]
+    | Annotated[FeatureArraysConfig, Tag("feature_arrays")]
+    | Annotated[VideoFilesConfig, Tag("video_files")],
     Discriminator(_kind),
 ]
 """The configuration of any data set; ``kind`` selects it (default ``"synthetic"``)."""
@@ -70,6 +75,8 @@ _LOADERS: dict[str, tuple[Callable[[Any], list[Stream]], Callable[[Any, int], St
     "ave": (ave.streams, ave.warmup_stream),
     "llp": (llp.streams, llp.warmup_stream),
     "synthetic_spoof": (spoof.streams, spoof.warmup_stream),
+    "feature_arrays": (feature_arrays.streams, feature_arrays.warmup_stream),
+    "video_files": (video_files.streams, video_files.warmup_stream),
 }
 KINDS: tuple[str, ...] = tuple(_LOADERS)
 """Every data set kind ``RunConfig.data.kind`` accepts, the default (``"synthetic"``) first."""
