@@ -39,6 +39,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from streambench.protocols import online_units
 from streambench.protocols.base import Executor, Plan, PlannedStream
 from streambench.protocols.metrics import (
     ClassCounts,
@@ -178,6 +179,9 @@ class OnlineScore(BaseModel):
         "written before issue 27: every class in `classes`",
     )
     scored_rule: str | None = Field(None, description="why those classes, in words")
+    segment_unit: str | None = Field(
+        None, description="the segment figures' unit: length, frames, where the length came from; null before"
+    )
     decision: DecisionRecord
     headline: Headline
     overall: StreamScore = Field(
@@ -230,11 +234,13 @@ def score(
     classes: Sequence[str],
     failed: Sequence[FailedStream] = (),
     background: str | None = None,
+    segment_origin: str | None = None,
 ) -> OnlineScore:
     """Score recorded outputs; pure, so a saved run can be re-scored with another config. ``failed``:
     the planned streams the adapter failed on (their labels and clock, no output), each test one scored
     as answered wrongly on every unit (module docstring); a failed validation stream fits no threshold.
-    ``background``: the data set's "no event" class (None: a class named "background", if any)."""
+    ``background``: the data set's "no event" class (None: a class named "background", if any).
+    ``segment_origin``: where the data's segment length came from, in words (OnlineScore.segment_unit)."""
     counted = f1_classes(classes, config.exclude_classes, background, config.binary_f1)
     test = [r for r in recordings if r.role == "test"]
     if not test:
@@ -281,6 +287,7 @@ def score(
         classes=names,
         scored_classes=[n for n, k in zip(names, scored, strict=True) if k],
         scored_rule=counted.rule,
+        segment_unit=online_units.segment_unit(test[0], config.segment_length_s, segment_origin),
         decision=decision,
         headline=headline,
         overall=StreamScore(

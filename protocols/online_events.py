@@ -42,6 +42,7 @@ from streambench.protocols.metrics.event_detection import (
     frame_runs,
     smooth_events,
 )
+from streambench.protocols.metrics.event_matching import first_flag_delays
 from streambench.protocols.recording import FailedStream, StreamRecording
 
 __all__ = [
@@ -109,6 +110,10 @@ class ClassEventFigures(BaseModel):
     f1: float | None = Field(description="event-based F1 with the collar; null when precision or recall is")
     onset_delay: DelayFigures | None = Field(description="detected minus reference onset; null: no match")
     offset_delay: DelayFigures | None = Field(description="detected minus reference offset; null: no match")
+    flagged: int | None = Field(None, description="reference events a detection flags, on time or not")
+    flag_delay: DelayFigures | None = Field(
+        None, description="onset of the first detection flagging each reference event minus its onset"
+    )
 
 
 class EventFigures(BaseModel):
@@ -318,6 +323,7 @@ def _class_figures(
     onset: FloatArray,
     offset: FloatArray,
     hours: float,
+    flags: FloatArray,
 ) -> ClassEventFigures:
     precision, recall, f1 = event_prf(matched, reference, detected)
     false_alarms = detected - matched
@@ -334,6 +340,8 @@ def _class_figures(
         f1=_defined(f1),
         onset_delay=_delays(delay_summary(onset)),
         offset_delay=_delays(delay_summary(offset)),
+        flagged=int(flags.size),
+        flag_delay=_delays(delay_summary(flags)),
     )
 
 
@@ -359,6 +367,11 @@ def event_figures(
     extra = [
         sum(s.unmatched_detections[c] for s in streams if s.unmatched_detections) for c in range(len(names))
     ]
+    collar = settings.t_collar_s
+    flags = [  # how late the model first flagged each event, whether the collar matched it or not
+        np.concatenate([first_flag_delays(s.reference[c], s.detected[c], collar) for s in streams])
+        for c in range(len(names))
+    ]
     classes = [
         _class_figures(
             name,
@@ -368,6 +381,7 @@ def event_figures(
             counts.onset_delays_s,
             counts.offset_delays_s,
             hours,
+            flags[c],
         )
         for c, (name, counts) in enumerate(zip(names, result.classes, strict=True))
     ]
@@ -379,6 +393,7 @@ def event_figures(
         np.concatenate([c.onset_delays_s for c in result.classes]),
         np.concatenate([c.offset_delays_s for c in result.classes]),
         hours,
+        np.concatenate(flags),
     )
     defined = [c.f1 for c in classes if c.f1 is not None]
     return EventFigures(

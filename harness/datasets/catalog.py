@@ -47,6 +47,7 @@ __all__ = [
     "make_streams",
     "make_warmup_stream",
     "seeded",
+    "segment_origin",
     "withheld",
 ]
 
@@ -89,6 +90,19 @@ def background_class_of(config: DataConfig) -> str | None:
     ``background_class``). Every protocol's F1 binds it the same way."""
     named = getattr(config, "background_class", None)
     return named if isinstance(named, str) else None
+
+
+def segment_origin(config: DataConfig) -> str:
+    """Where the data's segment length (the unit of the segment figures) comes from, in words: the kind's
+    ``segment_length_s`` as set, or its default (1 s, AVE's segment: seed 004 §6.1.1), or the kind's own
+    fixed 1 s segments (AVE and LLP clips, real/fake utterances)."""
+    field = type(config).model_fields.get("segment_length_s")
+    if field is None:
+        return f"the {config.kind} data's 1 s segments"
+    value = getattr(config, "segment_length_s")  # noqa: B009
+    if value == field.default:
+        return f"data.segment_length_s = {value:g} s, the default: AVE's segment length, seed 004 §6.1.1"
+    return f"data.segment_length_s = {value:g} s, as set"
 
 
 SeedKind = Literal["secret", "public"]

@@ -32,6 +32,7 @@ from streambench.harness.report.measurement import verdict_banner
 from streambench.harness.report.numbers import human, latency_ms, percent, rate_fps, unit_of_ms
 from streambench.harness.results.files import EnvironmentRecord, RunResult
 from streambench.protocols.metrics.bootstrap import Interval
+from streambench.protocols.online_notes import compute_aware_note, segment_note
 
 __all__ = [
     "breakdown_section",
@@ -312,10 +313,12 @@ def f1_section(bundle: RunBundle) -> str:
         f"Offline view (latest prediction per unit, any delay): segment F1 {percent(acc.segment_f1_micro)} "
         f"(macro {percent(acc.segment_f1_macro)}), frame accuracy {percent(acc.frame_accuracy)}."
     )
+    notes = [n for n in (compute_aware_note(m), segment_note(m)) if n]  # what would look broken alone
     return (
         figure_block(f1_curves_figure(curves, m.headline.f1_strict), caption)
         + table(["unit", "mode", *deltas], rows)
         + f"<p>{esc(offline)}</p>"
+        + "".join(f'<p class="why">Why: {esc(note)}.</p>' for note in notes)
         + f'<p class="small">{esc(SEGMENT_VS_FRAME)}</p>'
     )
 

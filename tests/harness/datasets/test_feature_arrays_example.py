@@ -24,4 +24,13 @@ def test_the_keyword_example_runs_from_its_files(tmp_path: Path) -> None:
     assert metrics["classes"] == ["background", "yes", "no"] and metrics["scored_classes"] == ["yes", "no"]
     assert result["scored"]["scored_frames"] == 4 * 300  # 3 s of 10 ms frames per stream
     assert "F1 counts: the classes ['yes', 'no'], micro and macro" in done.stdout
-    assert (run / "report.html").is_file()
+    # the figures that would look broken alone say why: a 1 s segment of 10 ms frames, compute-aware F1@0
+    output = " ".join(done.stdout.split())  # rich wraps long lines at the terminal's width
+    assert (
+        "why: segment F1: 1 s segments of 100 frames of 10 ms (data.segment_length_s = 1 s, the default"
+        in output
+    )
+    assert "why: F1 compute-aware at 0 ms is 0 by construction" in output
+    report = (run / "report.html").read_text()
+    assert "Why: segment F1: 1 s segments of 100 frames of 10 ms" in report
+    assert "streambench report: kws-spotter (torch-module) · kws" in report  # the model's name, then the id

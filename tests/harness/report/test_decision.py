@@ -160,7 +160,8 @@ def test_a_comparison_with_an_invalid_run_greys_its_timings_and_never_bolds_them
     assert len(greyed) == 2 * sum(row.timing for row in rows.values())  # value and difference of each
     sections = {section.anchor: section.body for section in comparison_sections(bundles[:2], None)}
     page = "".join(sections.values())
-    assert f"#2 busy: {BUSY}".replace("'", "&#x27;") in page and "Greyed, never bold" in page
+    # the comparison names a run by its model first (issue 37): #2 is the busy run's busywait adapter
+    assert f"#2 {bundles[1].title}: {BUSY}".replace("'", "&#x27;") in page and "Greyed, never bold" in page
     assert page.count('<span class="fail">INVALID</span>') == 2  # in the verdict's table and the runs'
     headline = sections["compare-headline"].split("</table>")[0]
     timing = headline[headline.index("F1@1000 ms compute-aware") :]  # 7 rows: compute-aware F1 ... RTF
