@@ -180,7 +180,7 @@ class OnlineScore(BaseModel):
     )
     scored_rule: str | None = Field(None, description="why those classes, in words")
     segment_unit: str | None = Field(
-        None, description="the segment figures' unit: length, frames, where the length came from; null before"
+        None, description="the segment figures' unit: its length in frames; null in older results"
     )
     decision: DecisionRecord
     headline: Headline
@@ -234,13 +234,11 @@ def score(
     classes: Sequence[str],
     failed: Sequence[FailedStream] = (),
     background: str | None = None,
-    segment_origin: str | None = None,
 ) -> OnlineScore:
     """Score recorded outputs; pure, so a saved run can be re-scored with another config. ``failed``:
     the planned streams the adapter failed on (their labels and clock, no output), each test one scored
     as answered wrongly on every unit (module docstring); a failed validation stream fits no threshold.
-    ``background``: the data set's "no event" class (None: a class named "background", if any).
-    ``segment_origin``: where the data's segment length came from, in words (OnlineScore.segment_unit)."""
+    ``background``: the data set's "no event" class (None: a class named "background", if any)."""
     counted = f1_classes(classes, config.exclude_classes, background, config.binary_f1)
     test = [r for r in recordings if r.role == "test"]
     if not test:
@@ -287,7 +285,7 @@ def score(
         classes=names,
         scored_classes=[n for n, k in zip(names, scored, strict=True) if k],
         scored_rule=counted.rule,
-        segment_unit=online_units.segment_unit(test[0], config.segment_length_s, segment_origin),
+        segment_unit=online_units.segment_unit(test[0], config.segment_length_s),
         decision=decision,
         headline=headline,
         overall=StreamScore(

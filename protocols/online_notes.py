@@ -9,8 +9,9 @@ console of ``streambench run`` and the report print them beside the figures they
   collar. The line gives what the event figures show of why: how many events the model flagged at all and
   how late (``flagged``, ``flag_delay``), and whether the detections break up (more than 1.5 detections
   per event).
-- **The segment unit**: the length of the segments of the segment F1, in frames, and where the length came
-  from (``OnlineScore.segment_unit``): a 1 s segment of 10 ms frames says why it is 1 s.
+- **The segment unit**: the length of the segment F1's segments, in frames (``OnlineScore.segment_unit``), and
+  where the length came from (the caller's words on the data's setting): a 1 s segment of 10 ms frames says
+  why it is 1 s.
 
 Pure: each function reads a score (older results lack some fields: the line then says less, or nothing).
 """
@@ -70,11 +71,20 @@ def frame_event_note(score: OnlineScore) -> str | None:
     return line
 
 
-def segment_note(score: OnlineScore) -> str | None:
-    """The segment F1's unit and where its length came from; None in results written before it."""
-    return f"segment F1: {score.segment_unit}" if score.segment_unit else None
+def segment_note(score: OnlineScore, origin: str | None = None) -> str | None:
+    """The segment F1's unit, where its length came from (``origin``: the data's setting, in words, unless
+    the protocol set it) and how a segment is scored; None in results written before the unit."""
+    unit = score.segment_unit
+    if not unit:
+        return None
+    where = f" ({origin})" if origin and not unit.endswith(")") else ""
+    return (
+        f"segment F1: {unit}{where}: a segment's labels are its frames' together, its answer the last "
+        "prediction for one of its frames"
+    )
 
 
-def figure_notes(score: OnlineScore) -> list[str]:
+def figure_notes(score: OnlineScore, segment_origin: str | None = None) -> list[str]:
     """Every line that applies, in the order the figures are shown: curves, events, segments."""
-    return [n for n in (compute_aware_note(score), frame_event_note(score), segment_note(score)) if n]
+    notes = (compute_aware_note(score), frame_event_note(score), segment_note(score, segment_origin))
+    return [n for n in notes if n]

@@ -106,20 +106,16 @@ def segments(
     return seg_of_frame, seg_end, num_segments
 
 
-def segment_unit(rec: StreamRecording, segment_length_s: float | None, origin: str | None) -> str | None:
-    """The segment figures' unit in words: its length, how many frames of what period it holds (``rec``'s
-    median), where the length came from (the protocol's ``segment_length_s``, else ``origin``: the data's
-    setting) and how a segment is scored; None when the stream has no segment length."""
+def segment_unit(rec: StreamRecording, segment_length_s: float | None) -> str | None:
+    """The segment figures' unit in words: its length and how many frames of what period it holds (``rec``'s
+    median), marked when the protocol's ``segment_length_s`` set it (else it is the data's); None when the
+    stream has no segment length."""
     seg_ns = round(segment_length_s * 1e9) if segment_length_s is not None else rec.segment_length_ns
     if seg_ns is None:
         return None
     period_ns = float(np.median(np.diff(rec.frame_times_ns, prepend=rec.t0_ns)))
-    where = "protocol.segment_length_s" if segment_length_s is not None else origin or "the data's segments"
-    frames = f"{seg_ns / period_ns:.3g} frames of {period_ns / 1e6:.3g} ms"
-    return (
-        f"{seg_ns / 1e9:g} s segments of {frames} ({where}): a segment's labels are its frames' together, "
-        "its answer the last prediction for one of its frames"
-    )
+    unit = f"{seg_ns / 1e9:g} s segments of {seg_ns / period_ns:.3g} frames of {period_ns / 1e6:.3g} ms"
+    return unit + (" (protocol.segment_length_s)" if segment_length_s is not None else "")
 
 
 def failed_tally(

@@ -73,9 +73,6 @@ def score_online(
     background = result.dataset_config.get("background_class")  # audio_files names its own
     try:
         rescored = online.score(recordings, config, result.adapter_info.classes, failed, background)
-        origin = result.metrics.segment_unit  # the run's words on its segments, where it recorded them
-        if origin is not None and rescored.segment_unit is not None and config.segment_length_s is None:
-            rescored.segment_unit = origin
     except ValueError as exc:
         if exclude_classes is None:
             raise

@@ -21,10 +21,10 @@ that declares the rate and frame size it needs (``AdapterInfo.sample_rate_hz`` /
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Tag
+from pydantic import Discriminator, Tag, TypeAdapter, ValidationError
 
 from streambench.adapters.contract import AdapterInfo, Stream
 from streambench.harness.datasets import audio_files, ave, feature_arrays, llp, spoof, synthetic, video_files
@@ -69,6 +69,7 @@ DataConfig = Annotated[
     Discriminator(_kind),
 ]
 """The configuration of any data set; ``kind`` selects it (default ``"synthetic"``)."""
+_DATA: TypeAdapter[DataConfig] = TypeAdapter(DataConfig)
 
 _LOADERS: dict[str, tuple[Callable[[Any], list[Stream]], Callable[[Any, int], Stream]]] = {
     "synthetic": (synthetic.make_streams, synthetic.make_warmup_stream),
@@ -92,10 +93,16 @@ def background_class_of(config: DataConfig) -> str | None:
     return named if isinstance(named, str) else None
 
 
-def segment_origin(config: DataConfig) -> str:
+def segment_origin(config: DataConfig | Mapping[str, Any]) -> str | None:
     """Where the data's segment length (the unit of the segment figures) comes from, in words: the kind's
     ``segment_length_s`` as set, or its default (1 s, AVE's segment: seed 004 §6.1.1), or the kind's own
-    fixed 1 s segments (AVE and LLP clips, real/fake utterances)."""
+    fixed 1 s segments (AVE and LLP clips, real/fake utterances). ``config`` may be a result's
+    ``dataset_config``; None when it is not a data set's configuration."""
+    if isinstance(config, Mapping):
+        try:
+            config = _DATA.validate_python(dict(config))
+        except ValidationError:
+            return None
     field = type(config).model_fields.get("segment_length_s")
     if field is None:
         return f"the {config.kind} data's 1 s segments"

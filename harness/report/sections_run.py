@@ -5,6 +5,7 @@ there."""
 
 from __future__ import annotations
 
+from streambench.harness.datasets.catalog import segment_origin
 from streambench.harness.datasets.provenance import conversion_warnings
 from streambench.harness.instruments.manifest import EnvironmentManifest
 from streambench.harness.instruments.threads import thread_summary
@@ -313,7 +314,8 @@ def f1_section(bundle: RunBundle) -> str:
         f"Offline view (latest prediction per unit, any delay): segment F1 {percent(acc.segment_f1_micro)} "
         f"(macro {percent(acc.segment_f1_macro)}), frame accuracy {percent(acc.frame_accuracy)}."
     )
-    notes = [n for n in (compute_aware_note(m), segment_note(m)) if n]  # what would look broken alone
+    origin = segment_origin(bundle.result.dataset_config)  # where the data's segment length came from
+    notes = [n for n in (compute_aware_note(m), segment_note(m, origin)) if n]  # would look broken alone
     return (
         figure_block(f1_curves_figure(curves, m.headline.f1_strict), caption)
         + table(["unit", "mode", *deltas], rows)

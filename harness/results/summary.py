@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from streambench.harness.datasets.catalog import segment_origin
 from streambench.harness.datasets.provenance import conversion_warnings
 from streambench.harness.execution.sandbox import SandboxRecord
 from streambench.harness.instruments.threads import thread_summary
@@ -52,7 +53,8 @@ def print_summary(console: Console, result: RunResult) -> None:
         )
     console.print(curve)
     print_events(console, metrics)  # issue 27: the classes F1 counts, event delays, misses, false alarms
-    for note in figure_notes(metrics):  # figures that would look broken alone, each with its reason
+    origin = segment_origin(result.dataset_config)  # where the data's segment length came from
+    for note in figure_notes(metrics, origin):  # figures that would look broken alone, each with its reason
         console.print(f"[bold]why:[/] {safe(note)}", highlight=False)
 
     speed = overall.speed

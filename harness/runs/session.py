@@ -19,7 +19,6 @@ from streambench.harness.datasets.catalog import (
     make_streams,
     make_warmup_stream,
     seeded,
-    segment_origin,
 )
 from streambench.harness.datasets.provenance import source_files
 from streambench.harness.execution.config import RunConfig, run_id_for
@@ -287,8 +286,7 @@ def _session(
             raise NothingScoredError(run_dir, executor.failures, stopped)
         wrong = failed_streams(executor.failures, streams)  # scored as answered wrongly, never dropped
         background = background_class_of(config.data)  # issue 27
-        origin = segment_origin(config.data)
-        metrics = online.score(recordings, config.protocol, subject.info.classes, wrong, background, origin)
+        metrics = online.score(recordings, config.protocol, subject.info.classes, wrong, background)
         quality = measurement_quality(recordings, subject.info.device)
         host_timing = subject.host_timing(recordings)
         audit = (

@@ -64,13 +64,16 @@ def test_detections_that_break_up_are_named() -> None:
 
 def test_the_segment_unit_says_its_frames_and_where_its_length_came_from() -> None:
     origin = "data.segment_length_s = 0.5 s, as set"  # the recordings' streams have 0.5 s segments
-    score = online.score([synchronous(event_labels(3, 5))], CONFIG, CLASSES, segment_origin=origin)
-    assert segment_note(score) == (
+    score = online.score([synchronous(event_labels(3, 5))], CONFIG, CLASSES)
+    assert score.segment_unit == "0.5 s segments of 5 frames of 100 ms"
+    assert segment_note(score, origin) == (
         f"segment F1: 0.5 s segments of 5 frames of 100 ms ({origin}): a segment's labels are its frames' "
         "together, its answer the last prediction for one of its frames"
     )
-    set_here = CONFIG.model_copy(update={"segment_length_s": 1.0})
-    assert "1 s segments of 10 frames of 100 ms (protocol.segment_length_s)" in str(
-        segment_note(online.score([synchronous(event_labels(3, 5))], set_here, CLASSES))
+    set_here = CONFIG.model_copy(update={"segment_length_s": 1.0})  # the protocol's, whatever the data says
+    note = segment_note(online.score([synchronous(event_labels(3, 5))], set_here, CLASSES), origin)
+    assert note is not None and note.startswith(
+        "segment F1: 1 s segments of 10 frames of 100 ms (protocol.segment_length_s): a segment's"
     )
-    assert figure_notes(score) == [compute_aware_note(score), segment_note(score)]
+    assert figure_notes(score, origin) == [compute_aware_note(score), segment_note(score, origin)]
+    assert segment_note(score.model_copy(update={"segment_unit": None})) is None  # an older result
