@@ -222,5 +222,7 @@ def test_report_budget_option_sets_the_verdicts_budget(root: Path, tmp_path: Pat
     done = CliRunner().invoke(app, args)
     assert done.exit_code == 0, done.output
     page = out.read_text()
-    assert "For a latency budget of 200 ms" in page and "the most accurate run that fits is #2 look" in page
+    # the run named by its model (issue 37): the lookahead run's adapter
+    best = "the most accurate run that fits is #2 reference-lookahead"
+    assert "For a latency budget of 200 ms" in page and best in page
     assert page.index('id="compare-verdict"') < page.index('id="compare-runs"')  # the verdict comes first
