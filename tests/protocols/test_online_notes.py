@@ -77,3 +77,17 @@ def test_the_segment_unit_says_its_frames_and_where_its_length_came_from() -> No
     )
     assert figure_notes(score, origin) == [compute_aware_note(score), segment_note(score, origin)]
     assert segment_note(score.model_copy(update={"segment_unit": None})) is None  # an older result
+
+
+def test_a_result_written_before_these_fields_still_reads_and_says_what_it_can() -> None:
+    late = online.score([synchronous(event_labels(3, 5), latency_ms=150.0)], CONFIG, CLASSES)
+    raw = late.model_dump(mode="json")
+    del raw["segment_unit"]
+    for figures in [raw["events"]["overall"], *raw["events"]["classes"]]:
+        del figures["flagged"], figures["flag_delay"]
+    older = online.OnlineScore.model_validate(raw)
+    assert older.segment_unit is None and older.events is not None and older.events.overall.flagged is None
+    notes = figure_notes(older, "data.segment_length_s = 1 s, as set")
+    assert len(notes) == 2 and notes[1].endswith(
+        "an event counts only when a detection starts within ±200 ms of its onset"
+    )
