@@ -9,8 +9,6 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata
-import os
-import sys
 import typing
 from collections.abc import Mapping
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from streambench.adapters.contract import Adapter, AdapterOptions, StreamingAdapter
+from streambench.adapters.importing import import_here
 
 __all__ = ["REGISTRY", "AdapterLoadError", "create_adapter", "resolve"]
 
@@ -115,19 +114,6 @@ class AdapterLoadError(LookupError, ValueError):
     run, hence a ``ValueError`` (what ``streambench.run`` raises for one) as well as a lookup's failure."""
 
 
-def _import_from_cwd(module_name: str) -> Any:
-    """Import ``module_name``; when its top-level package is not found, look in the current directory
-    too, as ``python -m`` would (a console script's path starts at its own directory, not the user's)."""
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        cwd = os.getcwd()
-        if exc.name != module_name.split(".")[0] or cwd in sys.path or "" in sys.path:
-            raise
-        sys.path.insert(0, cwd)
-        return importlib.import_module(module_name)
-
-
 _FLOORS = ("adapters", "harness", "protocols")
 
 
@@ -170,7 +156,7 @@ def resolve(name: str) -> type:
         )
     module_name, _, class_name = target.partition(":")
     try:
-        module = _import_from_cwd(module_name)
+        module = import_here(module_name)  # sys.path, then the working directory, as python -m
     except ImportError as exc:
         moved = _old_path_error(name, module_name, exc)
         if moved is not None:

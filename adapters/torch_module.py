@@ -1,6 +1,8 @@
 """Generic adapter for a user's ``torch.nn.Module`` (issue 8, part 1: "a torch nn.Module wrapper").
 
-The user names a factory, ``"package.module:callable"``, that returns an ``nn.Module``; the adapter
+The user names a factory, ``"package.module:callable"`` (imported as ``python -m`` finds it:
+adapters/importing.py), that returns an ``nn.Module``, called with ``factory_kwargs`` and the data's
+``classes`` / ``input_dims`` where its signature names them (:data:`DATA_BOUND_KWARGS`); the adapter
 drives it one frame at a time at batch 1 (``../shared/DESIGN.md``, "The engine") in one of two modes:
 
 - ``mode="state"``: the module is pure, its recurrent state passed in and out,
@@ -24,7 +26,6 @@ module accepts ``[1, D]`` and returns ``C`` scores (and, in state mode, a ``(log
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
@@ -41,8 +42,10 @@ from streambench.adapters.contract import (
     StreamingAdapter,
     StreamKey,
 )
+from streambench.adapters.importing import offered_arguments, resolve_callable
 
 __all__ = [
+    "DATA_BOUND_KWARGS",
     "RESET_METHODS",
     "DrivenOptions",
     "TorchDriven",
@@ -54,6 +57,11 @@ __all__ = [
     "resolve_modalities",
     "scores_from_output",
 ]
+
+DATA_BOUND_KWARGS = ("classes", "input_dims")
+"""Keyword arguments a factory is offered from the data when its signature names them and
+``factory_kwargs`` does not give them: the data-bound options of the same names (``classes`` a tuple of
+names, ``input_dims`` ``{modality: payload size}`` of every modality of the data)."""
 
 RESET_METHODS = ("reset_state", "reset", "reset_states")
 """Names of the reset method a stateful module may have, in the order they are looked for."""
@@ -104,7 +112,11 @@ class TorchModuleOptions(DrivenOptions):
     """Options of :class:`TorchModuleAdapter`. ``classes`` and ``input_dims`` are data-bound."""
 
     factory: str = Field(description="'package.module:callable' returning an nn.Module")
-    factory_kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of factory")
+    factory_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="keyword arguments of factory; a factory whose signature names classes or input_dims "
+        "also gets them from the data (unless given here)",
+    )
 
 
 def resolve_modalities(
@@ -160,24 +172,6 @@ def scores_from_output(output: torch.Tensor, kind: OutputKind, num_classes: int)
     elif kind == "logits_sigmoid":
         flat = torch.sigmoid(flat)
     return np.ascontiguousarray(flat.cpu().numpy(), dtype=np.float32)
-
-
-def _resolve_factory(spec: str) -> Callable[..., Any]:
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise TorchModuleLoadError(f"factory {spec!r}: expected 'package.module:callable'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise TorchModuleLoadError(f"factory {spec!r}: cannot import {module_name!r}: {exc}") from exc
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise TorchModuleLoadError(f"factory {spec!r}: {module_name!r} has no attribute {attr!r}")
-        target = getattr(target, part)
-    if not callable(target):
-        raise TorchModuleLoadError(f"factory {spec!r} is not callable")
-    return target
 
 
 class TorchDriven(StreamingAdapter):
@@ -355,7 +349,13 @@ class TorchModuleAdapter(TorchDriven):
             raise TorchModuleLoadError("TorchModuleAdapter needs options (at least factory and classes)")
         super().__init__(options)
         if module is None:
-            built = _resolve_factory(options.factory)(**options.factory_kwargs)
+            try:
+                factory = resolve_callable(options.factory, "factory")
+                data = {name: getattr(options, name) for name in DATA_BOUND_KWARGS}
+                kwargs = offered_arguments(factory, options.factory_kwargs, data, "factory_kwargs")
+            except (ImportError, ValueError) as exc:
+                raise TorchModuleLoadError(str(exc)) from exc
+            built = factory(**kwargs)
             if not isinstance(built, torch.nn.Module):
                 raise TorchModuleLoadError(
                     f"factory {options.factory!r} returned {type(built).__name__}, not a torch.nn.Module"

@@ -85,8 +85,8 @@ class CapacityConfig(BaseModel):
     exclude_classes: tuple[str, ...] = Field((), description="classes left out of F1 (as online's)")
     binary_f1: Literal["positive", "all_classes"] = Field(
         "positive",
-        description="a binary task (two classes, one the background): F1 of the positive class, or micro "
-        "over both (the online protocol's rule, protocols/online.py)",
+        description="where the data names a background: F1 of the other classes, or of every class (the "
+        "online protocol's rule, protocols/online.py)",
     )
     classes: tuple[str, ...] | None = Field(
         None, description="data-bound: the data's class names, filled by the run (None: every class counts)"

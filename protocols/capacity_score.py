@@ -9,8 +9,8 @@ was never answered (dropped, or still queued when a hopeless point was cut short
 Accuracy is F1@Δt (seed 004 §6.2.2 (1), Strict, micro) at Δt = the deadline on the computation-aware
 clock: a prediction counts from the completion of the frame that emitted it, so a late answer costs F1
 exactly as it would in deployment. It counts the classes the online protocol's headline F1@Δt counts
-(:func:`f1_columns`: every class not in ``exclude_classes``, except in a binary task, two classes one of
-them the background, where it is the positive class's; protocols/online.py, issue 27), from the same
+(:func:`f1_columns`: every class not in ``exclude_classes`` but the background, where the data names one;
+protocols/online.py), from the same
 functions, so the two protocols' F1 of one model on one data set agree.
 
 Its reference (``CapacityConfig.f1_reference``, protocols/capacity_accuracy.py): ``unloaded`` (default) the

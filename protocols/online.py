@@ -20,12 +20,13 @@ wrongly on every unit (the complement of its reference), which can never score a
 model could have given (protocols/online_units.py, issue 24 item 5); the speed figures are over the
 frames actually measured. The failed streams are listed in :attr:`OnlineScore.failed`.
 
-Which classes an F1 counts (issue 27): every class not in ``exclude_classes``, except in a *binary*
-task — two classes, one of them the background (the data set's "no event" class,
-:func:`~streambench.protocols.online_events.background_class`) — where every F1 is the positive class's
-(``binary_f1="positive"``, the default): micro F1 over both classes of a one-hot binary task equals the
-frame accuracy. :attr:`OnlineScore.scored_classes` names them; ``f1_micro_all_classes`` keeps the micro
-F1 over every class, the figure before issue 27. Accuracy is exact-match over every class either way.
+Which classes an F1 counts (:func:`~streambench.protocols.online_events.scored_classes`): every class not
+in ``exclude_classes`` but the background, whenever the data names one (its "no event" class,
+:func:`~streambench.protocols.online_events.background_class`), binary and multi-class alike
+(``binary_f1="positive"``, the default; micro and macro): counted in, the background dominates micro F1
+(over both classes of a one-hot binary task micro F1 equals the frame accuracy).
+:attr:`OnlineScore.scored_classes` names them; ``f1_micro_all_classes`` keeps the micro F1 over every
+class (``binary_f1="all_classes"`` makes it every F1). Accuracy is exact-match over every class either way.
 Event-level figures (onset / offset delay on the computation-aware clock, misses, false alarms per hour,
 event F1 with a collar) are in :attr:`OnlineScore.events` (protocols/online_events.py).
 """
@@ -38,6 +39,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from streambench.protocols import online_units
 from streambench.protocols.base import Executor, Plan, PlannedStream
 from streambench.protocols.metrics import (
     ClassCounts,
@@ -88,8 +90,9 @@ class OnlineConfig(BaseModel):
     exclude_classes: tuple[str, ...] = Field((), description="classes left out of every metric")
     binary_f1: Literal["positive", "all_classes"] = Field(
         "positive",
-        description="a binary task (two classes, one the background) with nothing excluded: every F1 is "
-        "the positive class's ('positive'), or micro over both ('all_classes', = frame accuracy)",
+        description="where the data names a background class: every F1 counts the other classes "
+        "('positive', binary and multi-class alike), or every class ('all_classes'; in a binary task micro "
+        "F1 over both = frame accuracy)",
     )
     events: EventsConfig = Field(
         default_factory=EventsConfig, description="event matching (protocols/online_events.py)"
@@ -172,10 +175,13 @@ class OnlineScore(BaseModel):
     classes: list[str]
     scored_classes: list[str] | None = Field(
         None,
-        description="the classes every F1 counts (the positive one of a binary task); null in results "
+        description="the classes every F1 counts (all but the data's background); null in results "
         "written before issue 27: every class in `classes`",
     )
     scored_rule: str | None = Field(None, description="why those classes, in words")
+    segment_unit: str | None = Field(
+        None, description="the segment figures' unit: its length in frames; null in older results"
+    )
     decision: DecisionRecord
     headline: Headline
     overall: StreamScore = Field(
@@ -279,6 +285,7 @@ def score(
         classes=names,
         scored_classes=[n for n, k in zip(names, scored, strict=True) if k],
         scored_rule=counted.rule,
+        segment_unit=online_units.segment_unit(test[0], config.segment_length_s),
         decision=decision,
         headline=headline,
         overall=StreamScore(

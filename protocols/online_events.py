@@ -42,6 +42,7 @@ from streambench.protocols.metrics.event_detection import (
     frame_runs,
     smooth_events,
 )
+from streambench.protocols.metrics.event_matching import first_flag_delays
 from streambench.protocols.recording import FailedStream, StreamRecording
 
 __all__ = [
@@ -109,6 +110,10 @@ class ClassEventFigures(BaseModel):
     f1: float | None = Field(description="event-based F1 with the collar; null when precision or recall is")
     onset_delay: DelayFigures | None = Field(description="detected minus reference onset; null: no match")
     offset_delay: DelayFigures | None = Field(description="detected minus reference offset; null: no match")
+    flagged: int | None = Field(None, description="reference events a detection flags, on time or not")
+    flag_delay: DelayFigures | None = Field(
+        None, description="onset of the first detection flagging each reference event minus its onset"
+    )
 
 
 class EventFigures(BaseModel):
@@ -146,23 +151,38 @@ def kept_classes(classes: Sequence[str], excluded: Sequence[str]) -> tuple[np.nd
 
 
 def scored_classes(
-    names: Sequence[str], num_classes: int, background: str | None, excluded: Sequence[str], binary_f1: str
+    names: Sequence[str], background: str | None, excluded: Sequence[str], binary_f1: str
 ) -> tuple[np.ndarray, str]:
-    """Which of the kept classes ``names`` every F1 of the online protocol counts, and why: in a binary
-    task (two classes, one the background, none excluded) with ``binary_f1`` "positive" the other class
-    only; else every kept class (protocols/online.py)."""
-    binary = num_classes == 2 and background is not None and not excluded
-    if binary and binary_f1 == "positive":
-        (positive,) = (n for n in names if n != background)
-        rule = (
-            f"binary task: F1 of the positive class {positive!r} (background {background!r} left out; "
-            "binary_f1 = 'all_classes' gives micro F1 over both, which equals frame accuracy)"
-        )
-        return np.array([n != background for n in names]), rule
-    if excluded:
-        rule = f"every class but the excluded {list(excluded)}"
-    else:
-        rule = "every class" + (" (binary_f1 = 'all_classes')" if binary else "")
+    """Which of the kept classes ``names`` every F1 of the online protocol counts, and why.
+
+    Whenever the data names a background (``background`` is one of ``names``) and ``binary_f1`` is
+    "positive" (the default), every F1 counts the *other* classes, binary and multi-class alike: the event
+    classes a detector is asked to find (DCASE / sed_eval's event classes; scikit-learn's
+    ``f1_score(..., labels=[every class but the background])``). Counted in, the background dominates
+    micro F1 — in a one-hot binary task micro F1 over both classes equals the frame accuracy. With
+    ``binary_f1`` "all_classes", or where no background is kept, every kept class counts. A background
+    that is the only class kept is counted (there is nothing else)."""
+    kept_background = background is not None and background in names and len(names) > 1
+    if kept_background and binary_f1 != "all_classes":
+        scored = np.array([n != background for n in names])
+        others = [n for n in names if n != background]
+        if len(others) == 1:
+            rule = (
+                f"binary task: F1 of the positive class {others[0]!r} (background {background!r} left out; "
+                "binary_f1 = 'all_classes' gives micro F1 over both, which equals frame accuracy)"
+            )
+        else:
+            listed = f"the classes {others}" if len(others) <= 6 else f"the {len(others)} event classes"
+            rule = (
+                f"{listed}, micro and macro (background {background!r} left out; binary_f1 = 'all_classes' "
+                "counts it too, as f1_micro_all_classes does)"
+            )
+        if excluded:
+            rule += f"; excluded: {list(excluded)}"
+        return scored, rule
+    rule = f"every class but the excluded {list(excluded)}" if excluded else "every class"
+    if kept_background:
+        rule += " (binary_f1 = 'all_classes', the background included)"
     return np.ones(len(names), dtype=bool), rule
 
 
@@ -177,7 +197,7 @@ class F1Classes:
     background: str | None
     """the background among the data's classes (None: there is none)."""
     scored: np.ndarray
-    """bool over ``names``: those F1 counts (a binary task's positive class only)."""
+    """bool over ``names``: those F1 counts (every one but the background, where the data names one)."""
     rule: str
     """why those classes, in words (``OnlineScore.scored_rule``)."""
 
@@ -197,7 +217,7 @@ def f1_classes(
     :func:`kept_classes`."""
     keep, names = kept_classes(classes, excluded)
     background = background_class(classes, named_background)
-    scored, rule = scored_classes(names, len(classes), background, excluded, binary_f1)
+    scored, rule = scored_classes(names, background, excluded, binary_f1)
     return F1Classes(keep=keep, names=names, background=background, scored=scored, rule=rule)
 
 
@@ -303,6 +323,7 @@ def _class_figures(
     onset: FloatArray,
     offset: FloatArray,
     hours: float,
+    flags: FloatArray,
 ) -> ClassEventFigures:
     precision, recall, f1 = event_prf(matched, reference, detected)
     false_alarms = detected - matched
@@ -319,6 +340,8 @@ def _class_figures(
         f1=_defined(f1),
         onset_delay=_delays(delay_summary(onset)),
         offset_delay=_delays(delay_summary(offset)),
+        flagged=int(flags.size),
+        flag_delay=_delays(delay_summary(flags)),
     )
 
 
@@ -344,6 +367,11 @@ def event_figures(
     extra = [
         sum(s.unmatched_detections[c] for s in streams if s.unmatched_detections) for c in range(len(names))
     ]
+    collar = settings.t_collar_s
+    flags = [  # how late the model first flagged each event, whether the collar matched it or not
+        np.concatenate([first_flag_delays(s.reference[c], s.detected[c], collar) for s in streams])
+        for c in range(len(names))
+    ]
     classes = [
         _class_figures(
             name,
@@ -353,6 +381,7 @@ def event_figures(
             counts.onset_delays_s,
             counts.offset_delays_s,
             hours,
+            flags[c],
         )
         for c, (name, counts) in enumerate(zip(names, result.classes, strict=True))
     ]
@@ -364,6 +393,7 @@ def event_figures(
         np.concatenate([c.onset_delays_s for c in result.classes]),
         np.concatenate([c.offset_delays_s for c in result.classes]),
         hours,
+        np.concatenate(flags),
     )
     defined = [c.f1 for c in classes if c.f1 is not None]
     return EventFigures(

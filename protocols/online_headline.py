@@ -45,7 +45,7 @@ def make_headline(
     """Intervals over streams: the F1's over the measured test streams (``recs``, their ``tallies``)
     and the failed ones (``failed``, tallies of :func:`streambench.protocols.online_units.failed_tally`), the
     latency's and the RTF's over the measured ones; a warning when latencies spread widely. The F1 counts
-    the ``scored`` columns of the tallies (the positive class of a binary task); whether the model
+    the ``scored`` columns of the tallies (every class but the data's background); whether the model
     predicted anything, every column."""
     n, level = resamples, confidence
     f1 = []

@@ -33,7 +33,17 @@ import numpy as np
 from streambench.protocols.metrics import ClassCounts, class_counts, segment_labels, window_bound_ns
 from streambench.protocols.recording import FailedStream, StreamRecording
 
-__all__ = ["ANY_DELAY", "MODES", "Key", "Mode", "Tally", "failed_tally", "segments", "windows"]
+__all__ = [
+    "ANY_DELAY",
+    "MODES",
+    "Key",
+    "Mode",
+    "Tally",
+    "failed_tally",
+    "segment_unit",
+    "segments",
+    "windows",
+]
 
 Mode = Literal["strict", "early_ok"]
 MODES: tuple[Mode, ...] = ("strict", "early_ok")
@@ -94,6 +104,18 @@ def segments(
     seg_end = np.zeros(num_segments, dtype=np.int64)
     np.maximum.at(seg_end, seg_of_frame, rec.frame_times_ns)
     return seg_of_frame, seg_end, num_segments
+
+
+def segment_unit(rec: StreamRecording, segment_length_s: float | None) -> str | None:
+    """The segment figures' unit in words: its length and how many frames of what period it holds (``rec``'s
+    median), marked when the protocol's ``segment_length_s`` set it (else it is the data's); None when the
+    stream has no segment length."""
+    seg_ns = round(segment_length_s * 1e9) if segment_length_s is not None else rec.segment_length_ns
+    if seg_ns is None:
+        return None
+    period_ns = float(np.median(np.diff(rec.frame_times_ns, prepend=rec.t0_ns)))
+    unit = f"{seg_ns / 1e9:g} s segments of {seg_ns / period_ns:.3g} frames of {period_ns / 1e6:.3g} ms"
+    return unit + (" (protocol.segment_length_s)" if segment_length_s is not None else "")
 
 
 def failed_tally(

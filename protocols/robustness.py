@@ -13,9 +13,9 @@ and accuracy = 0 (the complement of every reference has no true positive) and no
 
 The F1 of every point is the online protocol's F1@Δt (Strict, frame units) of that point's recordings, so
 it counts the classes the online F1 counts (protocols/online.py, issue 27; :func:`score` passes the data's
-``background``): every class not in ``online.exclude_classes``, except in a binary task, two classes one
-of them the background (e.g. speech / non-speech), where it is the positive class's F1; micro over both
-would be the frame accuracy. :attr:`RobustnessReport.f1_counts` says which, in words.
+``background``): every class not in ``online.exclude_classes`` but the background, where the data names
+one (e.g. speech of speech / non-speech; micro over both would be the frame accuracy).
+:attr:`RobustnessReport.f1_counts` says which, in words.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class RobustnessReport(BaseModel):
     f1_counts: str = Field(
         F1_NOT_RECORDED,
         description="the classes every point's F1 counts, in words: the online protocol's rule "
-        "(OnlineScore.scored_rule; a binary task's positive class)",
+        "(OnlineScore.scored_rule; every class but the data's background)",
     )
     clean: PointResult
     points: list[PointResult]
@@ -141,7 +141,7 @@ def score(
 ) -> RobustnessReport:
     """Score each variant's recordings and failed streams (as answered wrongly) and the drop from the
     clean run. ``background``: the data set's "no event" class (``audio_files``' ``background_class``;
-    None: a class named "background", if any), which makes a two-class task binary (module docstring)."""
+    None: a class named "background", if any), which F1 leaves out (module docstring)."""
     results = []
     rule = "no point was scored: every stream failed at every point (F1 = 0 whatever the classes counted)"
     for variant in variants:

@@ -270,3 +270,20 @@ def run_streambench(
         text=True,
         timeout=timeout,
     )
+
+
+def run_example(
+    project: Path, make: list[str], config: str, run_id: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """A docs/ example as a reader runs it, from a copy of the checkout's examples/ in ``project``: ``python
+    MAKE...`` writes its data, then ``streambench run --config CONFIG`` (no PYTHONPATH: the example's
+    package is found in the working directory, as ``python -m`` finds it; 10 warm-up frames). Returns the
+    run's process and its directory."""
+    import shutil
+
+    shutil.copytree(CHECKOUT / "examples", project / "examples")
+    made = subprocess.run([sys.executable, *make], cwd=project, capture_output=True, text=True, check=False)
+    assert made.returncode == 0, made.stderr
+    args = ["run", "--config", config, "--output-dir", "out", "--run-id", run_id, "--warmup-frames", "10"]
+    done = run_streambench([*args, "--no-progress"], cwd=project, PYTHONPATH="")
+    return done, project / "out" / run_id

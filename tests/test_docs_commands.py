@@ -61,7 +61,12 @@ SKIPPED: dict[str, str] = {
 }
 
 # Other commands that are run, not skipped.
-RUN_AS_SHOWN = ("python -m tests.data.speech_like", "pytest examples/test_latency_example.py")
+RUN_AS_SHOWN = (
+    "python -m tests.data.speech_like",
+    "pytest examples/test_latency_example.py",
+    "python examples/kws/make_data.py",  # docs/data.md's examples write their own data
+    "python examples/video/make_clips.py",
+)
 
 # Placeholders of the pages and what they stand for in the scratch project.
 PLACEHOLDERS = {
@@ -427,6 +432,8 @@ def project(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         ["streambench", "run", "--run-id", "docs-run-b", *tiny],
         ["streambench", "run", "--protocol", "detection", "--run-id", "docs-detection", *tiny],
         ["python", "-m", "tests.data.speech_like", "speech"],
+        ["python", "examples/kws/make_data.py", "kws_data"],  # the data docs/data.md's examples run on
+        ["python", "examples/video/make_clips.py", "clips"],
     ):
         done = _streambench(argv, project)
         assert done.returncode == 0, f"{argv}: {done.stdout[-1500:]}{done.stderr[-1500:]}"

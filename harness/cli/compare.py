@@ -66,7 +66,10 @@ def _print_comparison(comparison: Comparison) -> None:
     from streambench.harness.results.markdown import format_change
 
     base, head = comparison.base, comparison.head
-    out.print(f"[bold]{safe(base.run)}[/] → [bold]{safe(head.run)}[/]", highlight=False)
+    out.print(  # the model's name first, the run's id second
+        f"[bold]{safe(base.title)}[/] {safe(base.run)} → [bold]{safe(head.title)}[/] {safe(head.run)}",
+        highlight=False,
+    )
     for note in (comparison.fingerprint_note, comparison.data_note):
         if note:
             out.print(f"[yellow]note:[/] {safe(note)}", highlight=False)
@@ -124,7 +127,9 @@ def _print_comparison(comparison: Comparison) -> None:
 
 def _print_summary(comparisons: list[Comparison]) -> None:
     """After several pairs: one line per head, the gate's outcome for it."""
-    out.print(f"[bold]{safe(comparisons[0].base.run)}[/] against {len(comparisons)} runs:", highlight=False)
+    base = comparisons[0].base
+    title = f"[bold]{safe(base.title)}[/] {safe(base.run)}"
+    out.print(f"{title} against {len(comparisons)} runs:", highlight=False)
     for c in comparisons:
         if c.regressions:
             outcome = f"[bold red]regression:[/] {safe(', '.join(c.regressions))}"
@@ -132,7 +137,7 @@ def _print_summary(comparisons: list[Comparison]) -> None:
             outcome = "[yellow]not called[/] (inconclusive)"
         else:
             outcome = "no regression" if c.rules else "no rules"
-        out.print(f"  → {safe(c.head.run)}: {outcome}", highlight=False)
+        out.print(f"  → {safe(c.head.title)} {safe(c.head.run)}: {outcome}", highlight=False)
 
 
 def compare(

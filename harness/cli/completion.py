@@ -15,7 +15,7 @@ import typer
 
 __all__ = ["adapters", "data_kinds", "datasets", "protocols", "run_ids"]
 
-DATASETS = ("synthetic", "audio_files", "ave", "llp")
+DATASETS = ("synthetic", "audio_files", "feature_arrays", "video_files", "ave", "llp")
 """The ``--dataset`` kinds ``run`` accepts (harness/datasets/catalog.py builds them)."""
 
 

@@ -31,6 +31,8 @@ def _payloads(about: DataSetDescription) -> str:
 
 def _rate(about: DataSetDescription) -> str:
     rate = about.frame_rate_hz
+    if rate is None:
+        return "from the files (a rate, or each frame's timestamp)"
     return f"{rate:g} frame{'' if rate == 1 else 's'}/s ({1000 / rate:g} ms per frame)"
 
 

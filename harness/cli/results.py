@@ -128,7 +128,7 @@ def _print_run(head: RunHeadline) -> None:
 
     fingerprint = head.fingerprint or f"null ({head.fingerprint_reason})"
     out.print(
-        f"[bold]{safe(head.run)}[/]  adapter {safe(head.adapter)} · {'+'.join(head.protocols)} · "
+        f"[bold]{safe(head.title)}[/] {safe(head.run)} · {'+'.join(head.protocols)} · "
         f"{head.created_at:%Y-%m-%d %H:%M:%S} UTC · fingerprint {safe(fingerprint)}",
         highlight=False,
     )

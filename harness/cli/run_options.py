@@ -64,8 +64,9 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               complete=completion.adapters),
     RunOption("option", list[str] | None, None, "adapter option KEY=VALUE (repeatable)", ("adapter_options",),
               ("--option", "-o"), model_type=dict[str, Any]),
-    RunOption("dataset", str, "synthetic", "synthetic (embedded) | audio_files | ave | llp (their files: "
-              "--config)", ("data", "kind"), complete=completion.datasets),
+    RunOption("dataset", str, "synthetic", "synthetic (embedded) | audio_files | feature_arrays | "
+              "video_files | ave | llp (their files: --config)", ("data", "kind"),
+              complete=completion.datasets),
     RunOption("seed", int | None, None, "data set seed: the scored streams are public (marked 'public "
               "seed'); default: a secret seed drawn for the run, written to its result after scoring",
               ("data", "seed"), synthetic_only=True),

@@ -48,8 +48,8 @@ def score_online(
     """Re-score a saved online run from its recorded arrays and print the summary (``--json``: the
     re-scored metrics, in result.json's ``metrics`` shape). The failed test streams are scored as the
     run scored them, as answered wrongly, from the labels saved with them in ``arrays.npz``.
-    ``--exclude-classes`` re-scores without those classes (a binary task scores its positive class by
-    default: issue 27)."""
+    ``--exclude-classes`` re-scores without those classes (F1 leaves the data's background out by
+    default, whatever is excluded)."""
     from streambench.harness.results.files import (
         ResultFileError,
         load_failed_streams,

@@ -31,6 +31,8 @@ __all__ = [
     "check_spans_inside_audio",
     "frame_labels",
     "frame_labels_from_file",
+    "interval_labels",
+    "interval_labels_from_file",
     "read_labels",
 ]
 
@@ -48,16 +50,16 @@ def read_labels(path: Path) -> list[LabelSpan]:
 
 
 def check_spans_inside_audio(
-    spans: Sequence[LabelSpan], labels: Path, audio: Path, duration_s: float
+    spans: Sequence[LabelSpan], labels: Path, audio: Path, duration_s: float, what: str = "audio"
 ) -> None:
-    """Refuse a span that ends after the audio (a label past the end of the recording: the wrong file, or
-    the wrong unit), naming the label file's line and the audio file."""
+    """Refuse a span that ends after the recording (a label past its end: the wrong file, or the wrong
+    unit), naming the label file's line and the recording (``what``: audio, features, video)."""
     for span in spans:
         if span.offset_s > duration_s + _SPAN_TOLERANCE_S:
             raise LabelFileError(
                 labels,
                 span.line,
-                f"span {span.onset_s:g}-{span.offset_s:g} s ({span.label!r}) ends after the audio "
+                f"span {span.onset_s:g}-{span.offset_s:g} s ({span.label!r}) ends after the {what} "
                 f"{os.fspath(audio)} ({duration_s:.3f} s)",
             )
 
@@ -76,10 +78,27 @@ def frame_labels(
     Frame ``i`` covers ``[i * frame_s, min((i + 1) * frame_s, duration_s)]``; a label outside ``classes``
     raises ``KeyError`` (callers turn it into their file's error).
     """
-    index = {name: k for k, name in enumerate(classes)}
-    labels = np.zeros((num_frames, len(classes)), dtype=bool)
     starts = np.arange(num_frames, dtype=np.float64) * frame_s
-    ends = np.minimum(starts + frame_s, duration_s)
+    return interval_labels(
+        spans, classes, background_class, starts, np.minimum(starts + frame_s, duration_s), min_overlap
+    )
+
+
+def interval_labels(
+    spans: Sequence[LabelSpan],
+    classes: Sequence[str],
+    background_class: str | None,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    min_overlap: float,
+) -> np.ndarray:
+    """Multi-hot labels of frames whose capture intervals are ``[starts[i], ends[i]]`` (any lengths: a
+    variable frame rate): class ``c`` where at least ``min_overlap`` of the interval lies inside the union
+    of the spans labelled ``c``; ``background_class`` (None: there is none) where no other class is. A
+    label outside ``classes`` raises ``KeyError``."""
+    index = {name: k for k, name in enumerate(classes)}
+    num_frames = len(starts)
+    labels = np.zeros((num_frames, len(classes)), dtype=bool)
     lengths = np.maximum(ends - starts, 0.0)
     by_label: dict[str, list[tuple[float, float]]] = {}
     for span in spans:
@@ -110,8 +129,24 @@ def frame_labels_from_file(
 ) -> np.ndarray:
     """:func:`frame_labels` of the spans read from ``labels``; a label outside ``classes`` is a
     :class:`~streambench.harness.io.labels.LabelFileError` naming the file, the line and the classes."""
+    starts = np.arange(num_frames, dtype=np.float64) * frame_s
+    ends = np.minimum(starts + frame_s, duration_s)
+    return interval_labels_from_file(spans, labels, classes, background_class, starts, ends, min_overlap)
+
+
+def interval_labels_from_file(
+    spans: Sequence[LabelSpan],
+    labels: Path,
+    classes: tuple[str, ...],
+    background_class: str | None,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    min_overlap: float,
+) -> np.ndarray:
+    """:func:`interval_labels` of the spans read from ``labels``; a label outside ``classes`` is a
+    :class:`~streambench.harness.io.labels.LabelFileError` naming the file, the line and the classes."""
     try:
-        return frame_labels(spans, classes, background_class, num_frames, frame_s, duration_s, min_overlap)
+        return interval_labels(spans, classes, background_class, starts, ends, min_overlap)
     except KeyError as missing:
         line = next((s.line for s in spans if s.label == missing.args[0]), None)
         raise LabelFileError(

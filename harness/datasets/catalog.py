@@ -2,7 +2,8 @@
 
 ``RunConfig.data`` is a :data:`DataConfig`: a tagged union on ``kind`` — ``"synthetic"`` (the default,
 also when ``kind`` is left out), ``"audio_files"`` (WAV + label files), ``"ave"`` (seed 004 §6.1.1),
-``"llp"`` (seed 004 §6.1.2) or ``"synthetic_spoof"`` (real/fake utterances, seed 002).
+``"llp"`` (seed 004 §6.1.2), ``"synthetic_spoof"`` (real/fake utterances, seed 002), ``"feature_arrays"``
+(per-frame arrays from .npy / .npz / HDF5) or ``"video_files"`` (video decoded at its own frame rate).
 :func:`make_streams` gives the scored streams, :func:`make_warmup_stream` the unscored warm-up stream (at
 least ``num_frames`` frames), whatever the kind.
 
@@ -20,18 +21,20 @@ that declares the rate and frame size it needs (``AdapterInfo.sample_rate_hz`` /
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Tag
+from pydantic import Discriminator, Tag, TypeAdapter, ValidationError
 
 from streambench.adapters.contract import AdapterInfo, Stream
-from streambench.harness.datasets import audio_files, ave, llp, spoof, synthetic
+from streambench.harness.datasets import audio_files, ave, feature_arrays, llp, spoof, synthetic, video_files
 from streambench.harness.datasets.audio_files import AudioFilesConfig
 from streambench.harness.datasets.ave import AveConfig
+from streambench.harness.datasets.feature_arrays import FeatureArraysConfig
 from streambench.harness.datasets.llp import LlpConfig
 from streambench.harness.datasets.spoof import SpoofConfig
 from streambench.harness.datasets.synthetic import SyntheticConfig
+from streambench.harness.datasets.video_files import VideoFilesConfig
 
 __all__ = [
     "KINDS",
@@ -44,6 +47,7 @@ __all__ = [
     "make_streams",
     "make_warmup_stream",
     "seeded",
+    "segment_origin",
     "withheld",
 ]
 
@@ -59,10 +63,13 @@ DataConfig = Annotated[
     | Annotated[AudioFilesConfig, Tag("audio_files")]
     | Annotated[AveConfig, Tag("ave")]
     | Annotated[LlpConfig, Tag("llp")]
-    | Annotated[SpoofConfig, Tag("synthetic_spoof")],
+    | Annotated[SpoofConfig, Tag("synthetic_spoof")]
+    | Annotated[FeatureArraysConfig, Tag("feature_arrays")]
+    | Annotated[VideoFilesConfig, Tag("video_files")],
     Discriminator(_kind),
 ]
 """The configuration of any data set; ``kind`` selects it (default ``"synthetic"``)."""
+_DATA: TypeAdapter[DataConfig] = TypeAdapter(DataConfig)
 
 _LOADERS: dict[str, tuple[Callable[[Any], list[Stream]], Callable[[Any, int], Stream]]] = {
     "synthetic": (synthetic.make_streams, synthetic.make_warmup_stream),
@@ -70,16 +77,39 @@ _LOADERS: dict[str, tuple[Callable[[Any], list[Stream]], Callable[[Any, int], St
     "ave": (ave.streams, ave.warmup_stream),
     "llp": (llp.streams, llp.warmup_stream),
     "synthetic_spoof": (spoof.streams, spoof.warmup_stream),
+    "feature_arrays": (feature_arrays.streams, feature_arrays.warmup_stream),
+    "video_files": (video_files.streams, video_files.warmup_stream),
 }
 KINDS: tuple[str, ...] = tuple(_LOADERS)
 """Every data set kind ``RunConfig.data.kind`` accepts, the default (``"synthetic"``) first."""
 
 
 def background_class_of(config: DataConfig) -> str | None:
-    """The "no event" class the data set names (``audio_files``' ``background_class``, e.g. non-speech);
-    None for a kind that names none, where the online protocol looks for a class called "background"
-    (protocols/online_events.py ``background_class``). Every protocol's F1 binds it the same way."""
-    return config.background_class if isinstance(config, AudioFilesConfig) else None
+    """The "no event" class the data set names (the ``background_class`` of ``audio_files``,
+    ``feature_arrays`` and ``video_files``, e.g. non-speech); None for a kind that names none, where the
+    online protocol looks for a class called "background" (protocols/online_events.py
+    ``background_class``). Every protocol's F1 binds it the same way."""
+    named = getattr(config, "background_class", None)
+    return named if isinstance(named, str) else None
+
+
+def segment_origin(config: DataConfig | Mapping[str, Any]) -> str | None:
+    """Where the data's segment length (the unit of the segment figures) comes from, in words: the kind's
+    ``segment_length_s`` as set, or its default (1 s, AVE's segment: seed 004 §6.1.1), or the kind's own
+    fixed 1 s segments (AVE and LLP clips, real/fake utterances). ``config`` may be a result's
+    ``dataset_config``; None when it is not a data set's configuration."""
+    if isinstance(config, Mapping):
+        try:
+            config = _DATA.validate_python(dict(config))
+        except ValidationError:
+            return None
+    field = type(config).model_fields.get("segment_length_s")
+    if field is None:
+        return f"the {config.kind} data's 1 s segments"
+    value = getattr(config, "segment_length_s")  # noqa: B009
+    if value == field.default:
+        return f"data.segment_length_s = {value:g} s, the default: AVE's segment length, seed 004 §6.1.1"
+    return f"data.segment_length_s = {value:g} s, as set"
 
 
 SeedKind = Literal["secret", "public"]

@@ -3,9 +3,10 @@ shapes, frame rate, classes, label format, default streams and every option.
 
 Kinds the harness generates (``synthetic``, ``synthetic_spoof``) are described from a stream built from
 their default configuration (its first frame: a few milliseconds of numpy), so every figure is what the
-data set produces. Kinds read from files (``audio_files``, ``ave``, ``llp``) are described from their
-modules' declarations (class lists, segment counts) and their configurations' defaults; nothing is read,
-and a payload shape is the one the released files (or the default framing) give.
+data set produces. Kinds read from files (``audio_files``, ``ave``, ``llp``, ``feature_arrays``,
+``video_files``) are described from their modules' declarations (class lists, segment counts) and their
+configurations' defaults; nothing is read, and a payload shape is the one the released files (or the
+default framing) give, or none where the files decide it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pydantic import BaseModel, Field
 from streambench.harness.datasets import ave, llp, spoof, synthetic
 from streambench.harness.datasets.audio_files import AudioFilesConfig
 from streambench.harness.datasets.catalog import KINDS, make_streams
+from streambench.harness.datasets.feature_arrays import FeatureArraysConfig
+from streambench.harness.datasets.video_files import VideoFilesConfig
 
 __all__ = [
     "CONFIGS",
@@ -42,6 +45,8 @@ CONFIGS: dict[str, type[BaseModel]] = {
     "ave": ave.AveConfig,
     "llp": llp.LlpConfig,
     "synthetic_spoof": spoof.SpoofConfig,
+    "feature_arrays": FeatureArraysConfig,
+    "video_files": VideoFilesConfig,
 }
 """The configuration model of each kind (``RunConfig.data``, selected by ``kind``)."""
 
@@ -77,7 +82,9 @@ class DataSetDescription(BaseModel):
     described_from: str = Field(description="a built stream, or the module's declarations")
     modalities: list[str]
     payloads: list[Payload]
-    frame_rate_hz: float = Field(description="frames per second of the default configuration")
+    frame_rate_hz: float | None = Field(
+        description="frames per second of the default configuration; None: the files' (or their timestamps)"
+    )
     segment_length_s: float | None = Field(description="unit of the segment-level figures")
     num_classes: int | None = Field(description="None: read from the files")
     classes: list[str] | None
@@ -311,12 +318,69 @@ def _llp() -> DataSetDescription:
     )
 
 
+_FROM_FILES = "classes when given, else background_class then the labels of the event lists, sorted"
+_LABELS = (
+    "an event list per stream (.txt/.labels Audacity, .csv onset,offset,label: a frame gets a label when at "
+    "least min_overlap of its capture interval lies inside), or per-frame arrays ([T] class indices or "
+    "[T, C] multi-hot; classes required)"
+)
+
+
+def _file_kind(
+    kind: str, model: type[BaseModel], summary: str, payload: Payload, labels: str, streams: str
+) -> DataSetDescription:
+    return DataSetDescription(
+        kind=kind,
+        summary=summary,
+        source="files",
+        described_from="the configuration's defaults (nothing read)",
+        modalities=[payload.modality],
+        payloads=[payload],
+        frame_rate_hz=None,
+        segment_length_s=_default(model, "segment_length_s"),
+        num_classes=None,
+        classes=None,
+        classes_note=_FROM_FILES,
+        labels=labels,
+        default_streams=streams,
+        num_streams=None,
+        stream_duration_s=None,
+        options=option_rows(model),
+    )
+
+
+def _feature_arrays() -> DataSetDescription:
+    note = "row i of each [T, ...] array, float32; .npz keys / HDF5 datasets are the modalities"
+    return _file_kind(
+        "feature_arrays",
+        FeatureArraysConfig,
+        "per-frame arrays (.npy, .npz, HDF5) at frame_rate_hz or each file's timestamps, with labels",
+        Payload(modality=_default(FeatureArraysConfig, "modality"), shape=None, note=note),
+        _LABELS + " in the file (labels_key) or beside it",
+        "one stream per file (an HDF5 file of groups: per group), its length",
+    )
+
+
+def _video_files() -> DataSetDescription:
+    note = "[H, W, 3] rgb24 ([H, W] gray), scaled to width x height if set; float32 in [0, 1] with dtype"
+    return _file_kind(
+        "video_files",
+        VideoFilesConfig,
+        "video files decoded by PyAV at their own frame rate (variable: by timestamps), with labels",
+        Payload(modality=_default(VideoFilesConfig, "modality"), shape=None, dtype="uint8", note=note),
+        _LABELS + ", one per video (same stem)",
+        "one stream per video file, every frame",
+    )
+
+
 _DESCRIBERS: dict[str, Callable[[], DataSetDescription]] = {
     "synthetic": _synthetic,
     "audio_files": _audio_files,
     "ave": _ave,
     "llp": _llp,
     "synthetic_spoof": _spoof,
+    "feature_arrays": _feature_arrays,
+    "video_files": _video_files,
 }
 
 

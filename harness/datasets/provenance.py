@@ -128,4 +128,6 @@ def framing_of(data: BaseModel | Mapping[str, Any]) -> Framing | None:
         return Framing(frame_rate_hz=float(tree.get("fps") or SyntheticConfig.model_fields["fps"].default))
     if kind in _SEGMENT_KINDS:
         return Framing(frame_rate_hz=1.0)
+    if kind == "feature_arrays" and tree.get("frame_rate_hz"):  # else each file's timestamps
+        return Framing(frame_rate_hz=float(tree["frame_rate_hz"]))
     return None

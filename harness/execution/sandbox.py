@@ -307,11 +307,12 @@ def sandbox_policy(config: Any, adapter_paths: Sequence[str] | None = None) -> S
     """The sealed worker's policy for a run (``config``: a
     :class:`streambench.harness.execution.config.RunConfig`; ``adapter_paths``: where the worker finds the
     adapter's code, :class:`~streambench.harness.execution.worker_paths.WorkerPaths` ``adapter``, by
-    default the working directory's and this process's path). Denied:
-    every path the data set's configuration names (its roots, label and manifest files), the results
-    store (``output_dir``, and the default ``results/`` here too) and a baseline run. Readable besides
-    the defaults: the adapter's own module (:func:`adapter_code`), what lies in ``adapter_paths`` and
-    every adapter option that names an existing file or directory (weights, TorchScript / ONNX files)."""
+    default the working directory's and this process's path). Denied: every path the data set's
+    configuration names (its roots, label and manifest files), the results store (``output_dir``, and
+    the default ``results/`` here too) and a baseline run. Readable besides the defaults: the adapter's
+    own module (:func:`adapter_code`), a ``factory`` option's module (torch-module's model code, found the
+    same way), what lies in ``adapter_paths`` and every adapter option that names an existing file or
+    directory (weights, TorchScript / ONNX files)."""
     # the run's store, and the default one wherever this run writes (earlier runs' recordings and labels)
     denied = [config.output_dir, Path("results"), *_paths_in(config.data.model_dump(mode="json"))]
     if config.baseline is not None:
@@ -321,6 +322,9 @@ def sandbox_policy(config: Any, adapter_paths: Sequence[str] | None = None) -> S
 
         adapter_paths = worker_paths().adapter
     code = adapter_code(config.adapter, adapter_paths)
+    factory = config.adapter_options.get("factory")
+    if isinstance(factory, str):  # torch-module's factory= names the model's code as module:callable
+        code = [*code, *adapter_code(factory, adapter_paths)]
     extra = [*code, *(value for value in _paths_in(config.adapter_options) if os.path.exists(value))]
     return policy_for(denied=denied, extra_read=extra, adapter_paths=adapter_paths)
 

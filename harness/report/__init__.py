@@ -99,9 +99,9 @@ def _run_summary(index: int, bundle: RunBundle) -> str:
 
 def _title(bundles: Sequence[RunBundle]) -> str:
     if len(bundles) == 1:
-        return f"streambench report: {bundles[0].name}"
+        return f"streambench report: {bundles[0].label}"
     if len(bundles) == 2:
-        return f"streambench comparison: {bundles[0].name} vs {bundles[1].name}"
+        return f"streambench comparison: {bundles[0].label} vs {bundles[1].label}"
     return f"streambench comparison: {len(bundles)} runs"
 
 
@@ -120,7 +120,7 @@ def build_report(
     for i, bundle in enumerate(bundles):
         sections = _run_sections(i, bundle)
         if len(bundles) == 1:
-            groups.append(Group(f"run{i}", f"Run: {bundle.name}", sections))
+            groups.append(Group(f"run{i}", f"Run: {bundle.label}", sections))
         else:
             groups.append(
                 Group(f"run{i}", f"Run {run_label(i, bundle)}", sections, True, _run_summary(i, bundle))

@@ -41,6 +41,9 @@ class RunBundle:
 
     run_dir: Path
     name: str
+    title: str = ""
+    """How the run is named before its id: the model's name, then its adapter (results/headline.py
+    ``run_title``); empty: only the name (the id) is known."""
     results: dict[str, BaseModel] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     recordings: list[StreamRecording] | None = None
@@ -65,6 +68,11 @@ class RunBundle:
             if owner is not None and owner not in self.results:
                 lacking.setdefault(owner, []).append(spec)
         return lacking
+
+    @property
+    def label(self) -> str:
+        """The run's name first, its id second: ``kws-spotter (torch-module) · 20261129-…``."""
+        return f"{self.title} · {self.name}" if self.title and self.title != self.name else self.name
 
     @property
     def result(self) -> RunResult | None:

@@ -40,8 +40,9 @@ def common_delta(results: Sequence[RunResult], wanted: float | None) -> float | 
 
 
 def run_label(index: int, bundle: RunBundle) -> str:
-    """How a run is named across the comparison: its number and name (``#2 look``)."""
-    return f"#{index + 1} {bundle.name}"
+    """How a run is named across the comparison's tables and plots: its number and its model's name
+    (``#2 kws-spotter (torch-module)``; the runs table gives each number's id), else its id."""
+    return f"#{index + 1} {bundle.title or bundle.name}"
 
 
 def _data_note(first: RunResult, other: RunResult) -> str:
@@ -65,7 +66,7 @@ def _runs_section(compared: Sequence[tuple[int, RunBundle]], skipped: Sequence[R
         rows.append(
             (
                 esc(f"#{i + 1}"),
-                esc(bundle.name) + ("" if r.run_id == bundle.name else f"<br><code>{esc(r.run_id)}</code>"),
+                f"<strong>{esc(bundle.title or bundle.name)}</strong><br><code>{esc(r.run_id)}</code>",
                 f"{esc(r.adapter)} <code>{esc(r.adapter_info.name)}</code>",
                 esc(r.dataset if r is results[0] else _data_note(results[0], r)),
                 esc(len(r.streams.get("test", []))),

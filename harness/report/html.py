@@ -161,6 +161,7 @@ figcaption{font-size:.88em;color:#444;max-width:60em}.null{color:#8a6d3b;font-st
 .absent{color:#8a6d3b;background:#fcf8e3;padding:.4em .7em;border-left:3px solid #e0c060}
 .absent ul{margin:.3em 0}.small{font-size:.85em;color:#555}
 .warn{color:#a94442}.pass{color:#2e7d32}.fail{color:#c62828;font-weight:bold}.differs{font-weight:bold}.nw{white-space:nowrap}
+.why{border-left:3px solid #8a6d3b;padding-left:.5em}
 details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
 details.group{border:1px solid #ddd;border-radius:4px;padding:.3em .8em;margin:.8em 0}
 details.group>summary{font-size:1.15em;padding:.2em 0}

@@ -8,6 +8,7 @@ from streambench.harness.report.bundle import RunBundle
 from streambench.harness.report.html import absent, esc, missing, num, table
 from streambench.harness.report.numbers import duration_s, percent
 from streambench.protocols.online_events import ClassEventFigures, DelayFigures
+from streambench.protocols.online_notes import frame_event_note
 
 __all__ = ["events_section"]
 
@@ -80,4 +81,6 @@ def events_section(bundle: RunBundle) -> str:
         rows += [_row(c.name, c) for c in events.classes]
     if len(events.classes) > 1 and events.macro_f1 is not None:
         detail += f" Mean of the classes' event F1: {percent(events.macro_f1)}."
-    return f"<p>{esc(sentence)}</p>" + table(_HEADERS, rows) + f"<p>{esc(detail)}</p>"
+    gap = frame_event_note(result.metrics)  # frame and event F1 far apart: why, in one line
+    why = f'<p class="why">Why: {esc(gap)}.</p>' if gap else ""
+    return f"<p>{esc(sentence)}</p>" + table(_HEADERS, rows) + why + f"<p>{esc(detail)}</p>"

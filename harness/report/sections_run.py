@@ -5,6 +5,7 @@ there."""
 
 from __future__ import annotations
 
+from streambench.harness.datasets.catalog import segment_origin
 from streambench.harness.datasets.provenance import conversion_warnings
 from streambench.harness.instruments.manifest import EnvironmentManifest
 from streambench.harness.instruments.threads import thread_summary
@@ -33,6 +34,7 @@ from streambench.harness.report.numbers import human, latency_ms, percent, rate_
 from streambench.harness.results.files import EnvironmentRecord, RunResult
 from streambench.harness.results.trust import execution_label, trust_gaps
 from streambench.protocols.metrics.bootstrap import Interval
+from streambench.protocols.online_notes import compute_aware_note, segment_note
 
 __all__ = [
     "breakdown_section",
@@ -318,10 +320,13 @@ def f1_section(bundle: RunBundle) -> str:
         f"Offline view (latest prediction per unit, any delay): segment F1 {percent(acc.segment_f1_micro)} "
         f"(macro {percent(acc.segment_f1_macro)}), frame accuracy {percent(acc.frame_accuracy)}."
     )
+    origin = segment_origin(bundle.result.dataset_config)  # where the data's segment length came from
+    notes = [n for n in (compute_aware_note(m), segment_note(m, origin)) if n]  # would look broken alone
     return (
         figure_block(f1_curves_figure(curves, m.headline.f1_strict), caption)
         + table(["unit", "mode", *deltas], rows)
         + f"<p>{esc(offline)}</p>"
+        + "".join(f'<p class="why">Why: {esc(note)}.</p>' for note in notes)
         + f'<p class="small">{esc(SEGMENT_VS_FRAME)}</p>'
     )
 

@@ -20,7 +20,7 @@ from streambench.harness.datasets.provenance import Framing
 from streambench.harness.results.quality import MeasurementQuality
 from streambench.protocols.metrics.bootstrap import Interval
 
-__all__ = ["CAPTION", "LATENCY_KEYS", "DataRecord", "Figure", "RunHeadline", "interval_fields"]
+__all__ = ["CAPTION", "LATENCY_KEYS", "DataRecord", "Figure", "RunHeadline", "interval_fields", "run_title"]
 
 CAPTION = (
     "F1@Δt: Strict, frame units, micro, algorithmic clock (docs/metrics.md); frame accuracy: offline view; "
@@ -81,6 +81,13 @@ class DataRecord(BaseModel):
         )
 
 
+def run_title(name: str | None, adapter: str) -> str:
+    """How reports and comparisons name a run before its id: the model's name (the user's ``name`` option,
+    else the adapter's ``AdapterInfo.name``), with the adapter it ran through when that differs
+    (``kws-spotter (torch-module)``); the adapter alone where no name is recorded."""
+    return adapter if not name or name == adapter else f"{name} ({adapter})"
+
+
 class RunHeadline(BaseModel):
     """The headline of one run directory: every result file in it, figures in a fixed order."""
 
@@ -90,6 +97,9 @@ class RunHeadline(BaseModel):
     run_id: str
     protocols: list[str] = Field(description="the protocols whose result files the run holds")
     adapter: str
+    name: str | None = Field(
+        None, description="the model's name (the name option, else AdapterInfo.name); null in older entries"
+    )
     created_at: datetime
     fingerprint: str | None
     fingerprint_reason: str | None = None
@@ -108,6 +118,11 @@ class RunHeadline(BaseModel):
     threads: str | None = Field(
         None, description="the thread setting that governed the model (issue 27); null in older entries"
     )
+
+    @property
+    def title(self) -> str:
+        """The run's name before its id (:func:`run_title`)."""
+        return run_title(self.name, self.adapter)
 
     def figure(self, key: str) -> Figure | None:
         return next((f for f in self.figures if f.key == key), None)

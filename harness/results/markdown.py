@@ -162,7 +162,8 @@ def compare_markdown(comparison: Comparison) -> str:
     else:
         status = "No --fail-on rules: changes shown, nothing judged."
     lines = [
-        f"### streambench compare {escape_md(base.run)} → {escape_md(head.run)}",
+        f"### streambench compare {escape_md(base.title)} ({escape_md(base.run)}) → "
+        f"{escape_md(head.title)} ({escape_md(head.run)})",
         "",
         status,
         "",
@@ -207,8 +208,10 @@ def compare_markdown(comparison: Comparison) -> str:
 def compare_many_markdown(comparisons: list[Comparison]) -> str:
     """The base against each of several heads (``compare BASE HEAD HEAD...``): one status line over every
     pair, then each pair as :func:`compare_markdown` shows two runs."""
-    regressions = [f"{c.head.run}: {', '.join(c.regressions)}" for c in comparisons if c.regressions]
-    refused = [c.head.run for c in comparisons if c.refusal and not c.regressions]
+    regressions = [
+        f"{c.head.title} ({c.head.run}): {', '.join(c.regressions)}" for c in comparisons if c.regressions
+    ]
+    refused = [f"{c.head.title} ({c.head.run})" for c in comparisons if c.refusal and not c.regressions]
     if regressions:
         status = "**Regression(s)** against the base: " + "; ".join(escape_md(r) for r in regressions)
     elif refused:
@@ -217,6 +220,6 @@ def compare_many_markdown(comparisons: list[Comparison]) -> str:
         status = f"**No regression** in any of the {len(comparisons)} runs against the base"
     else:
         status = "No --fail-on rules: changes shown, nothing judged."
-    base = comparisons[0].base.run if comparisons else ""
+    base = f"{comparisons[0].base.title} ({comparisons[0].base.run})" if comparisons else ""
     parts = [f"## streambench compare: base {escape_md(base)} against {len(comparisons)} runs\n\n{status}\n"]
     return "\n".join(parts + [compare_markdown(c) for c in comparisons])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from streambench.harness.datasets.catalog import segment_origin
 from streambench.harness.datasets.provenance import conversion_warnings
 from streambench.harness.execution.sandbox import SandboxRecord
 from streambench.harness.instruments.threads import thread_summary
@@ -14,6 +15,7 @@ from streambench.harness.results.files import RunResult
 from streambench.harness.results.summary_events import print_events
 from streambench.harness.results.trust import trust_gaps
 from streambench.protocols.causality import CausalityReport, measured_label
+from streambench.protocols.online_notes import figure_notes
 from streambench.protocols.robustness import RobustnessReport
 
 
@@ -52,6 +54,9 @@ def print_summary(console: Console, result: RunResult) -> None:
         )
     console.print(curve)
     print_events(console, metrics)  # issue 27: the classes F1 counts, event delays, misses, false alarms
+    origin = segment_origin(result.dataset_config)  # where the data's segment length came from
+    for note in figure_notes(metrics, origin):  # figures that would look broken alone, each with its reason
+        console.print(f"[bold]why:[/] {safe(note)}", highlight=False)
 
     speed = overall.speed
     lat = speed.latency
@@ -97,11 +102,14 @@ def print_summary(console: Console, result: RunResult) -> None:
 
     head = metrics.headline
     f1_0, mean_ms = head.f1_strict[0], head.mean_latency_ms
+    macro = frame["strict"]
     console.print(
         f"{100 * f1_0.confidence:.0f} % intervals over {f1_0.n_streams} streams (bootstrap): "
-        f"F1@{deltas[0]:g} ms Strict {_pct(f1_0.estimate)} [{_pct(f1_0.low)}, {_pct(f1_0.high)}] % · "
+        f"F1@{deltas[0]:g} ms Strict {_pct(f1_0.estimate)} [{_pct(f1_0.low)}, {_pct(f1_0.high)}] % "
+        f"(macro {_pct(macro[0].f1_macro)} %) · "
         f"F1@{deltas[-1]:g} ms Strict {_pct(head.f1_strict[-1].estimate)} "
-        f"[{_pct(head.f1_strict[-1].low)}, {_pct(head.f1_strict[-1].high)}] % · "
+        f"[{_pct(head.f1_strict[-1].low)}, {_pct(head.f1_strict[-1].high)}] % "
+        f"(macro {_pct(macro[-1].f1_macro)} %) · "
         f"mean latency {mean_ms.estimate:.4f} [{mean_ms.low:.4f}, {mean_ms.high:.4f}] ms · "
         f"latency IQR/median {100 * head.latency_spread:.0f} %",
         highlight=False,

@@ -33,7 +33,7 @@ from streambench.harness.results.files import (
     load_result,
     write_protocol_result,
 )
-from streambench.harness.results.headline import DataRecord, Figure, RunHeadline
+from streambench.harness.results.headline import DataRecord, Figure, RunHeadline, run_title
 from streambench.harness.results.quality import MeasurementQuality
 from streambench.harness.results.store import ReindexReport, StoreError
 from streambench.harness.results.trust import execution_label
@@ -106,6 +106,7 @@ def load_headline(run_dir: Path) -> RunHeadline:
         run_id=str(getattr(first, "run_id")),  # noqa: B009
         protocols=[name for name, _ in found],
         adapter=str(getattr(first, "adapter")),  # noqa: B009
+        name=next((n for _, r in found if (n := model_name(r)) is not None), None),
         created_at=created.astimezone(timezone.utc),
         fingerprint=fingerprint,
         fingerprint_reason=None if fingerprint is not None else f"{files} record no environment fingerprint",
@@ -117,6 +118,18 @@ def load_headline(run_dir: Path) -> RunHeadline:
         execution=next((m for _, r in found if (m := execution_mode_of(r)) is not None), None),
         threads=next((thread_summary(r.threads) for _, r in found if isinstance(r, RunResult)), None),
     )
+
+
+def model_name(result: BaseModel) -> str | None:
+    """The model's name a result records: the user's ``name`` adapter option where given, else the
+    adapter's ``AdapterInfo.name`` (``adapter_info``, ``adapter_name``); None where it records neither."""
+    run = getattr(result, "run", None)
+    options = getattr(result, "adapter_options", None) or getattr(run, "adapter_options", None)
+    if isinstance(options, dict) and isinstance(options.get("name"), str) and options["name"]:
+        return str(options["name"])
+    info = getattr(result, "adapter_info", None)
+    name = getattr(info, "name", None) or getattr(result, "adapter_name", None)
+    return name if isinstance(name, str) else None
 
 
 def execution_mode_of(result: BaseModel) -> str | None:
@@ -375,6 +388,7 @@ def load_bundle(run_dir: Path) -> RunBundle:
             continue
         if len(bundle.results) == 1:  # the first protocol found names the run
             bundle.name = str(getattr(loaded, "run_id"))  # noqa: B009
+            bundle.title = run_title(model_name(loaded), str(getattr(loaded, "adapter", bundle.name)))
         if not sections:
             bundle.headlines[protocol.name] = protocol.headline(loaded)
     return bundle

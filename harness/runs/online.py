@@ -45,7 +45,7 @@ from streambench.protocols.online_speed import measured_latency
 __all__ = ["EVENTS_CAPTION", "OnlineProtocol", "event_figures", "online_figures", "online_warnings"]
 
 EVENTS_CAPTION = (
-    "; F1 counts the scored classes (a binary task's positive class: result.json metrics.scored_classes); "
+    "; F1 counts the scored classes (all but the data's background: result.json metrics.scored_classes); "
     "events: every event class pooled, onset delay = when the detection's prediction finished minus when "
     "the event started (computation-aware clock, replayed latencies), event F1 with the onset collar"
 )

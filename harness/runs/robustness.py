@@ -6,7 +6,7 @@ harness/datasets/perturb.py. An adapter error on a stream of a variant is record
 (stream, frame, error), the point goes on with its next stream and the sweep with its next point (seed 004
 §6.2.2 (3): "模型需处理缺失，不应崩溃"); the failed stream counts in the point's F1 as answered wrongly
 (protocols/robustness.py; issue 24 item 5), never left out. The F1 counts the classes the online F1
-counts, the data's ``background_class`` bound as in an online run (a binary task's positive class).
+counts, the data's ``background_class`` bound as in an online run (every class but the background).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ class RobustnessProtocol(Printed, Reported, Swept, RunProtocol):
     run_options = frozenset({"isolate", "sealed"})
     caption = (
         "robustness: f1[<point>] is F1@report_delta_ms (Strict, frame) at that point, counting the classes "
-        "the online F1 counts (a binary task's positive class: robustness.json report.f1_counts)"
+        "the online F1 counts (all but the data's background: robustness.json report.f1_counts)"
     )
 
     def load_config(self, path: Path | None) -> BaseModel | None:

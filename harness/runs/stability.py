@@ -3,7 +3,7 @@
 The engine records every ``Prediction.features`` (``EngineConfig.record=("features",)``, an unpaced run);
 the recordings are scored twice, by the stability protocol (Jaccard, lifetime in both conventions,
 transient ratio, turnover, flips, and flips against 2K(1 − J), per stream and overall) and by the online
-protocol (F1@Δt, seed 004 §6.2.2; the classes the online F1 counts, a binary task's positive class, the
+protocol (F1@Δt, seed 004 §6.2.2; the classes the online F1 counts, all but the background, the
 data's ``background_class`` bound as in an online run), so a more stable code is judged side by side with
 what it cost in accuracy (seed 000 "关键洞察": stability against EER). Writes
 ``results/<run_id>/stability.json`` and the recordings (features included) as ``stability_arrays.npz``
@@ -305,7 +305,7 @@ class StabilityProtocol(Printed, RunProtocol):
     config_file = True
     caption = (
         "stability: f1@<Δt>ms is the online F1@Δt (Strict, frame) of the same run, counting the classes the "
-        "online F1 counts (a binary task's positive class: stability.json events.f1_counts)"
+        "online F1 counts (all but the data's background: stability.json events.f1_counts)"
     )
 
     def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:

@@ -38,6 +38,7 @@ __all__ = [
     "check_conditions",
     "check_seconds",
     "events_from_frames",
+    "first_flag_delays",
     "frame_runs",
     "match_events",
     "match_pairs",
@@ -286,3 +287,20 @@ def match_pairs(
     cost = np.abs(det[d, column] - ref[r, column])
     mr, md = _maximum_matching(r, d, cost, ref.shape[0], det.shape[0])
     return EventMatch(reference=mr, detected=md)
+
+
+def first_flag_delays(ref: FloatArray, det: FloatArray, collar: float) -> FloatArray:
+    """How late the model first flagged each reference event, on time or not: for each event that some
+    detection flags — one starting no earlier than its onset minus ``collar`` and before the next event's
+    onset (the stream's end for the last) — the first such detection's onset minus the event's onset, in
+    seconds. Events in onset order, as :func:`match_pairs` takes them (``[N, 2]`` onset, offset)."""
+    if ref.shape[0] == 0 or det.shape[0] == 0:
+        return np.zeros(0, dtype=np.float64)
+    order = np.argsort(ref[:, 0], kind="stable")
+    onsets = ref[order, 0]
+    until = np.append(onsets[1:], np.inf)
+    starts = np.sort(det[:, 0])
+    first = np.searchsorted(starts, onsets - collar, side="left")
+    found = first < starts.size
+    found[found] = starts[first[found]] < until[found]
+    return np.asarray(starts[first[found]] - onsets[found], dtype=np.float64)

@@ -272,3 +272,50 @@ def test_every_modality_of_the_data_is_fed_unless_told_otherwise(models: str) ->
     audio_only = {"factory": f"{models}:StepGru", "modalities": "audio"}
     with pytest.raises(AdapterLoadError, match=r"\[1, 1\] \(modalities audio\) fails.*audio 1, visual 3"):
         create_adapter("torch-module", audio_only, data_bound=bound)
+
+
+class SizedHead(nn.Module):
+    """A linear head sized by what its factory is told: ``[1, D] -> [1, C]`` in state mode."""
+
+    def __init__(self, dims: int, num_classes: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(dims, num_classes)
+
+    def forward(self, x: torch.Tensor, state: None) -> tuple[torch.Tensor, None]:
+        return self.fc(x), state
+
+
+def test_a_factory_that_names_classes_and_input_dims_gets_the_datas(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37 item 3: the data-bound classes and input_dims reach the factory as they reach adapters, so
+    a model adapts to the data without factory_kwargs; factory_kwargs still win, and a factory that does
+    not name them is called as before."""
+    told: list[tuple[tuple[str, ...], dict[str, int], int]] = []
+
+    def build(classes: tuple[str, ...], input_dims: dict[str, int], scale: int = 1) -> SizedHead:
+        told.append((classes, input_dims, scale))
+        return SizedHead(sum(input_dims.values()), len(classes))
+
+    module = types.ModuleType("sized_torch_models")
+    module.build = build  # type: ignore[attr-defined]
+    module.fixed = lambda: SizedHead(5, 2)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sized_torch_models", module)
+    bound = {"classes": ("bg", "yes", "no"), "input_dims": {"audio": 40, "visual": 3}}
+    adapter = create_adapter("torch-module", {"factory": "sized_torch_models:build"}, data_bound=bound)
+    assert told == [(("bg", "yes", "no"), {"audio": 40, "visual": 3}, 1)]
+    out = adapter.predict(
+        Frame(0, 0.01, {"audio": np.zeros(40, np.float32), "visual": np.ones(3, np.float32)})
+    )
+    assert isinstance(out, Prediction) and out.scores.shape == (3,)
+    options = {"factory": "sized_torch_models:build", "factory_kwargs": {"scale": 2, "classes": ["a", "b"]}}
+    create_adapter("torch-module", {**options, "classes": ["a", "b"]}, data_bound=bound)
+    assert told[-1] == (["a", "b"], {"audio": 40, "visual": 3}, 2)
+    plain = create_adapter(
+        "torch-module",
+        {"factory": "sized_torch_models:fixed"},
+        data_bound=bound | {"classes": ("bg", "yes"), "input_dims": {"audio": 5}},
+    )
+    assert plain.info.classes == ("bg", "yes")
+    with pytest.raises(
+        AdapterLoadError, match="takes 'input_dims', which the data fills, but no data is known"
+    ):
+        create_adapter("torch-module", {"factory": "sized_torch_models:build", "classes": ["a"]})

@@ -153,14 +153,22 @@ def test_a_binary_tasks_f1_is_the_positive_classs_by_default() -> None:
     assert point(excluded, 0, "strict").f1_micro == pytest.approx(6 / 7, abs=1e-8)
 
 
-def test_more_than_two_classes_score_every_class_and_give_events_per_class() -> None:
+def test_more_than_two_classes_leave_the_background_out_of_f1_and_give_events_per_class() -> None:
     classes = ("background", "dog", "cat")
     labels = np.zeros((10, 3), dtype=bool)
     labels[:, 0] = True
     labels[2:4] = [False, True, False]
     labels[6:9] = [False, False, True]
     score = online.score([synchronous(labels)], CONFIG, classes)
-    assert score.scored_classes == list(classes)
+    # one rule for binary and multi-class tasks: the background named by the data is left out of F1
+    assert score.scored_classes == ["dog", "cat"]
+    assert (
+        score.scored_rule is not None and "['dog', 'cat'], micro and macro (background" in score.scored_rule
+    )
+    everything = online.score(
+        [synchronous(labels)], CONFIG.model_copy(update={"binary_f1": "all_classes"}), classes
+    )
+    assert everything.scored_classes == list(classes) and "background included" in str(everything.scored_rule)
     assert score.events is not None and [c.name for c in score.events.classes] == ["dog", "cat"]
     assert [c.matched for c in score.events.classes] == [1, 1] and score.events.macro_f1 == 1.0
     assert score.events.overall.onset_delay is not None and score.events.overall.onset_delay.n == 2

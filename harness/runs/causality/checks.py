@@ -370,8 +370,8 @@ def timed_untimed_f1(
 ) -> str:
     """The ``timed_untimed`` detail's F1@Δt of both runs at the smallest Δt of the run's online
     configuration (0 ms by default; Strict, frame): the online protocol's, the data's ``background_class``
-    bound as in an online run, so it counts the classes the online F1 counts (a binary task's positive
-    class; protocols/online.py, issue 27), and says which."""
+    bound as in an online run, so it counts the classes the online F1 counts (every class but the
+    background; protocols/online.py), and says which."""
     background = background_class_of(run.data)
     delta = run.protocol.deltas_ms[0]
     scores = [online.score(recs, run.protocol, classes, background=background) for recs in (timed, untimed)]

@@ -86,6 +86,9 @@ AUDIO_8K = Framing(frame_rate_hz=31.25, frame_samples=256, sample_rate_hz=8000)
         (SyntheticConfig(fps=10.0, segment_length_s=1.0), Framing(frame_rate_hz=10.0)),
         ({}, Framing(frame_rate_hz=25.0)),  # kind left out: synthetic, its default fps
         ({"kind": "ave"}, Framing(frame_rate_hz=1.0)),
+        ({"kind": "feature_arrays", "frame_rate_hz": 100.0}, Framing(frame_rate_hz=100.0)),  # 10 ms frames
+        ({"kind": "feature_arrays"}, None),  # each file's own timestamps
+        ({"kind": "video_files"}, None),  # each video's own rate
         ({"kind": "unknown"}, None),
     ],
 )  # fmt: skip

@@ -369,6 +369,30 @@ def test_an_adapter_module_found_only_in_the_current_directory_is_readable_and_i
         policy_for(denied=[tmp_path], extra_read=found)
 
 
+def test_a_torch_module_factory_found_only_in_the_current_directory_is_readable_and_importable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37 item 3: ``--adapter torch-module --option factory=kws.models:build`` from the project's
+    root: the factory's package is the model's code, readable by the sealed worker and its directory put
+    on the worker's sys.path before it is confined, as for an adapter named module:Class."""
+    from streambench.harness.execution.config import RunConfig
+    from streambench.harness.execution.sandbox import sandbox_policy
+
+    (tmp_path / "kws37").mkdir()
+    (tmp_path / "kws37" / "__init__.py").write_text("raise SystemExit('executed')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    config = RunConfig(
+        adapter="torch-module", adapter_options={"factory": "kws37.models:build"}, output_dir=tmp_path / "r"
+    )
+    policy = sandbox_policy(config)
+    try:
+        assert str(tmp_path / "kws37") in policy.read_paths and policy.import_paths == [str(tmp_path)]
+        assert str(tmp_path) not in policy.read_paths  # the package, not the whole directory
+    finally:
+        discard(policy)
+
+
 def _event_score(model: FileReaderAdapter, frame: Frame) -> float:
     out = model.predict(frame)
     assert isinstance(out, Prediction)

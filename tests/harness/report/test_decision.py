@@ -160,7 +160,8 @@ def test_a_comparison_with_an_invalid_run_greys_its_timings_and_never_bolds_them
     assert len(greyed) == 2 * sum(row.timing for row in rows.values())  # value and difference of each
     sections = {section.anchor: section.body for section in comparison_sections(bundles[:2], None)}
     page = "".join(sections.values())
-    assert f"#2 busy: {BUSY}".replace("'", "&#x27;") in page and "Greyed, never bold" in page
+    # the comparison names a run by its model first (issue 37): #2 is the busy run's busywait adapter
+    assert f"#2 {bundles[1].title}: {BUSY}".replace("'", "&#x27;") in page and "Greyed, never bold" in page
     assert page.count('<span class="fail">INVALID</span>') == 2  # in the verdict's table and the runs'
     headline = sections["compare-headline"].split("</table>")[0]
     timing = headline[headline.index("F1@1000 ms compute-aware") :]  # 7 rows: compute-aware F1 ... RTF
@@ -221,5 +222,7 @@ def test_report_budget_option_sets_the_verdicts_budget(root: Path, tmp_path: Pat
     done = CliRunner().invoke(app, args)
     assert done.exit_code == 0, done.output
     page = out.read_text()
-    assert "For a latency budget of 200 ms" in page and "the most accurate run that fits is #2 look" in page
+    # the run named by its model (issue 37): the lookahead run's adapter
+    best = "the most accurate run that fits is #2 reference-lookahead"
+    assert "For a latency budget of 200 ms" in page and best in page
     assert page.index('id="compare-verdict"') < page.index('id="compare-runs"')  # the verdict comes first

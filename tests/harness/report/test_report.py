@@ -102,6 +102,13 @@ def test_single_run_has_every_picture_with_the_runs_own_numbers(root: Path, repo
         for point in bundle.result.metrics.overall.accuracy.curves[unit]["strict"]:
             assert f"{point.f1_micro * 100:.2f} %" in f1  # a share, as every view prints it
     assert "compute-aware (replayed latencies)" in f1
+    # the figures that look broken alone say why (issue 37): compute-aware F1@0 ms, the segment unit, and
+    # the reference model's event F1 far below its frame F1 (its onsets ramp up over 0.4 s, past the collar)
+    assert '<p class="why">Why: F1 compute-aware at 0 ms is 0 by construction' in f1
+    assert "Why: segment F1: 1 s segments of 25 frames of 40 ms (data.segment_length_s = 1 s" in f1
+    why_gap = r'<p class="why">Why: frame F1 [\d.]+ % \(Strict, 1000 ms\) vs event F1 [\d.]+ %.*?</p>'
+    gap = re.search(why_gap, html)
+    assert gap is not None and "events were flagged, a median" in gap.group(0)
     # breakdown rows, robustness points, causality verdict, manifest items
     for row in bundle.result.metrics.overall.speed.breakdown:
         assert f"<td>{row.ms_per_frame:.4g}</td>" in sections["run0-breakdown"]
@@ -153,7 +160,9 @@ def test_comparison_front_and_absent_sections(root: Path, reports: dict[str, str
         [ref.metrics.f1_at(delta), look.metrics.f1_at(delta)],
     )
     pareto = sections["compare-pareto"]
-    on = [name for name, front in zip(("#1 ref", "#2 look"), expected, strict=True) if front]
+    titles = (f"#1 {load_bundle(root / 'ref').title}", f"#2 {load_bundle(root / 'look').title}")
+    assert titles == ("#1 reference-causal (reference)", "#2 reference-lookahead")  # the model's name first
+    on = [name for name, front in zip(titles, expected, strict=True) if front]
     assert f"On the front: {', '.join(on)}." in pareto and '<svg class="plot"' in pareto
     assert f"F1@{delta:g} ms" in pareto
     # no energy measured on this machine: the energy front says so, with the instrument's reason
@@ -249,7 +258,7 @@ def test_headline_figures_show_each_run_and_the_difference_with_its_interval(
 def test_latency_distributions_are_overlaid_on_one_log_axis(reports: dict[str, str]) -> None:
     latency = _sections(reports["two"])["compare-latency"]
     assert latency.count('<svg class="plot"') == 1
-    for name in ("#1 ref: p50", "#2 look: p50"):
+    for name in ("#1 reference-causal (reference): p50", "#2 reference-lookahead: p50"):
         assert name in latency  # each run's curve, labelled with its p50 and p99
     assert "logarithmic" in latency
 
@@ -273,7 +282,7 @@ def test_every_shown_string_is_escaped(root: Path) -> None:
         None,
         None,
     )
-    bundle.name = HOSTILE
+    bundle.name = bundle.title = HOSTILE
     # the run's own sections, and the comparison (its Pareto labels carry the adapter name)
     compared = comparison_sections([bundle, load_bundle(root / "look")], None)
     html = build_report([bundle]) + "".join(section.body for section in compared)
@@ -306,7 +315,8 @@ def test_cli_writes_the_report(root: Path, tmp_path: Path) -> None:
     done = runner.invoke(app, ["report", "look", "--results-dir", str(root)])
     assert done.exit_code == 0, done.output
     written = root / "look" / "report.html"  # default: beside the run's files
-    assert written.is_file() and "streambench report: look" in written.read_text()
+    # named by its model first, its id second (issue 37)
+    assert written.is_file() and "streambench report: reference-lookahead · look" in written.read_text()
     out = tmp_path / "r.html"
     bad = runner.invoke(app, ["report", "missing-run", "--results-dir", str(root), "-o", str(out)])
     assert bad.exit_code == 2 and "missing-run" in bad.output

@@ -364,8 +364,9 @@ def test_cli_compares_the_base_with_each_other_run(busy: Path) -> None:
     assert pairs[0]["regressions"] == [] and pairs[1]["regressions"] == ["p50"]
     code, output = invoke(*args)
     assert code == 1 and output.count("base → ") == 2
-    assert "base against 2 runs:" in output and "→ slowed: regression: p50" in output
-    assert "→ rerun: no regression" in output
+    # each run named by its model first, its id second (issue 37)
+    assert "busywait base against 2 runs:" in output and "→ busywait slowed: regression: p50" in output
+    assert "→ busywait rerun: no regression" in output
     code, output = invoke("base", "rerun", "rerun", "--results-dir", str(busy), "--fail-on", GATE, "--force")
     assert code == 0, output
     code, output = invoke("base", "rerun", "--results-dir", str(busy), "--json")

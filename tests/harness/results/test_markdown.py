@@ -75,7 +75,9 @@ def test_compare_markdown_shows_both_sides_and_the_verdict(run: tuple[RunResult,
     comparison = compare_runs(base, head, FailOnSpec.parse("p50:+50%"), samples, samples * 2)
     text = compare_markdown(comparison)
     lines = text.splitlines()
-    assert lines[0] == "### streambench compare md-run → slower"
+    # each run named by its model first, its id second (issue 37)
+    named = "reference-causal (reference)"
+    assert lines[0] == f"### streambench compare {named} (md-run) → {named} (slower)"
     assert lines[2] == "**1 regression(s):** p50"
     p50 = f"| latency p50 (ms) | {lat.p50_ms:.3f} | {2 * lat.p50_ms:.3f} | {lat.p50_ms:+.4g} (+100.0 %) |"
     assert any(
@@ -173,5 +175,6 @@ def test_the_measurement_verdict_is_shown_beside_the_figures(run: tuple[RunResul
     assert "+0 (+0.0 %) (INVALID)_" in p50 and "INVALID" not in f1  # the timings only
     assert "(INVALID)" not in compare_markdown(compare_runs(base, base))
     many = compare_many_markdown(compare_each(base, [base, busy], FailOnSpec.parse("f1@100ms:-1pp")))
-    assert many.startswith("## streambench compare: base md-run against 2 runs\n\n**No regression** in any")
-    assert many.count("### streambench compare md-run → ") == 2
+    named = "reference-causal (reference)"
+    assert many.startswith(f"## streambench compare: base {named} (md-run) against 2 runs\n\n**No regression")
+    assert many.count(f"### streambench compare {named} (md-run) → ") == 2
