@@ -68,6 +68,8 @@ def test_adapters_import_only_the_contract(path: Path) -> None:
     # more planted offenders, on the offenders' honest model (adapters/offenders/__init__.py)
     if path.name == "sneaky.py" or path.parent.name == "offenders":
         allowed.add("streambench.adapters.offenders")
+    if path.name == "hidden_work.py":  # more clock offenders, on the clock offenders' busy work
+        allowed.add("streambench.adapters.offenders.clock")
     assert ours <= allowed, f"{path.name} imports {sorted(ours)}"
 
 
