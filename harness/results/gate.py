@@ -67,6 +67,7 @@ __all__ = [
     "hodges_lehmann_bounds",
     "judge",
     "min_pairs",
+    "overall_verdict",
     "per_look_confidence",
     "round_figures",
 ]
@@ -313,6 +314,15 @@ def _judge_rule(rule: FailRule, effect: Effect, confidence: float, pass_confiden
     )
 
 
+def overall_verdict(rules: Sequence[RuleVerdict]) -> Verdict:
+    """The gate over its rules: regression if any rule regressed, else inconclusive if any rule is, else
+    no regression."""
+    kinds = {v.verdict for v in rules}
+    if "regression" in kinds:
+        return "regression"
+    return "inconclusive" if "inconclusive" in kinds else "no regression"
+
+
 def check_gate(rules: Sequence[FailRule], confidence: float, pass_confidence: float) -> None:
     """Refuse what the gate cannot judge — before any round is measured
     (:func:`streambench.harness.runs.ab.run_ab` calls it first, for ``ab`` and the pytest fixture alike): a
@@ -378,14 +388,7 @@ def judge(
                 }
             )
         verdicts.append(verdict)
-    kinds = {v.verdict for v in verdicts}
-    overall: Verdict = (
-        "regression"
-        if "regression" in kinds
-        else "inconclusive"
-        if "inconclusive" in kinds
-        else "no regression"
-    )
+    overall = overall_verdict(verdicts)
     return GateResult(
         verdict=overall,
         exit_code=EXIT_CODES[overall],

@@ -16,7 +16,7 @@ Each verdict names the clock that decided it (:attr:`RuleVerdict.clock`).
 
 from __future__ import annotations
 
-from streambench.harness.results.gate import EXIT_CODES, GateResult, RuleVerdict, Verdict
+from streambench.harness.results.gate import EXIT_CODES, GateResult, RuleVerdict, overall_verdict
 
 __all__ = ["both_clocks", "split_confidence"]
 
@@ -45,14 +45,7 @@ def both_clocks(wall: GateResult, cpu: GateResult) -> GateResult:
     if [r.rule for r in wall.rules] != [r.rule for r in cpu.rules] or wall.pairs != cpu.pairs:
         raise ValueError("both clocks must be judged on the same pairs and rules")
     rules = [_rule(w, c) for w, c in zip(wall.rules, cpu.rules, strict=True)]
-    kinds = {r.verdict for r in rules}
-    overall: Verdict = (
-        "regression"
-        if "regression" in kinds
-        else "inconclusive"
-        if "inconclusive" in kinds
-        else "no regression"
-    )
+    overall = overall_verdict(rules)
     return wall.model_copy(
         update={
             "verdict": overall,

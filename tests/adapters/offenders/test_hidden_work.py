@@ -8,24 +8,15 @@ import os
 
 import pytest
 
-from streambench.harness.datasets.synthetic import SyntheticConfig
 from streambench.harness.execution.adapter_errors import AdapterError
-from streambench.harness.execution.config import IsolationConfig, RunConfig
+from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.host_timing import judge_host_timing
 from streambench.harness.execution.isolation import IsolatedEngine
 from streambench.harness.execution.worker_process import pin
 from streambench.harness.runs.session_subject import own_threads_share
+from tests.harness.execution.test_host_timing import _sealed
 
 WORK_US = 3000.0
-
-
-def _sealed(adapter: str, **options: object) -> RunConfig:
-    return RunConfig(
-        adapter=adapter,
-        adapter_options=dict(options),
-        data=SyntheticConfig(seed=3, num_streams=2, duration_s=2.0),
-        isolation=IsolationConfig(sealed=True),
-    )
 
 
 def _judged(config: RunConfig, one_core: bool = False):  # type: ignore[no-untyped-def]
