@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -73,7 +74,8 @@ def _no_progress(done: int, total: int) -> None:
 
 def engine_at(revision: str) -> ModuleType:
     """``harness/execution/engine.py`` as it was at ``revision``, loaded beside this one (it imports the
-    other harness modules of this checkout)."""
+    other harness modules of this checkout; a revision from before the one namespace, streambench 0.2,
+    imports them as top-level ``adapters`` / ``harness`` / ``protocols``, read here as ``streambench.*``)."""
     try:
         source = subprocess.run(
             ["git", "-C", str(ROOT), "show", f"{revision}:harness/execution/engine.py"],
@@ -81,6 +83,9 @@ def engine_at(revision: str) -> ModuleType:
         ).stdout  # fmt: skip
     except (OSError, subprocess.CalledProcessError) as exc:
         pytest.skip(f"no engine.py at {revision!r} to compare with: {exc}")
+    source = re.sub(
+        r"^(from|import) (adapters|harness|protocols)\b", r"\1 streambench.\2", source, flags=re.M
+    )
     name = f"_engine_at_{revision}"
     spec = importlib.util.spec_from_loader(name, loader=None)
     assert spec is not None
