@@ -47,9 +47,9 @@ class Model(nn.Module):
         return self.out(h)
 
 
-def build(input_dim: int = 64, classes: int = 29) -> nn.Module:
+def build(input_dim: int = 64, n_classes: int = 29) -> nn.Module:
     torch.manual_seed(0)
-    return Model(input_dim, classes)
+    return Model(input_dim, n_classes)
 '''
 
 OPTIONS = {"factory": "kws.models:build", "mode": "stateful", "modalities": ["audio"]}

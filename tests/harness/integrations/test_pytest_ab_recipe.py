@@ -43,9 +43,9 @@ class Model(nn.Module):
         return self.out(h)
 
 
-def build(input_dim=64, classes=29):
+def build(input_dim=64, n_classes=29):
     torch.manual_seed(0)
-    return Model(input_dim, classes)
+    return Model(input_dim, n_classes)
 """
 
 
