@@ -16,8 +16,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
+import streambench.adapters.served.streambench_serving_pb2 as pb
 from streambench.adapters.contract import Frame, PredictOutput
-from streambench.adapters.served import streambench_serving_pb2 as pb
 from streambench.adapters.served.common import (
     ServedAdapter,
     ServedError,
