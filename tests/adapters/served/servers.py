@@ -39,6 +39,7 @@ from served_model import SessionModel  # noqa: E402
 __all__ = [
     "BOUND",
     "STREAMS",
+    "SessionCount",
     "SessionModel",
     "batched_equals_alone",
     "delay_proxy",
@@ -156,11 +157,13 @@ def websocket_server(handler: Handler | None = None) -> Iterator[str]:
         yield f"ws://127.0.0.1:{port}"
 
 
-def faulty_session(fault: str, at: int, delay_s: float = 0.0) -> Handler:
-    """The example's session with one fault at frame ``at`` of every session: ``drop`` (the connection
-    aborted, no close handshake), ``silent`` (no reply, the connection kept open), ``slow`` (the reply
-    ``delay_s`` late), ``garbage`` (a reply that is not JSON), ``wrong_index`` (the reply names another
-    frame), ``short_scores`` (three scores), ``error`` (the server says its model failed)."""
+def faulty_session(fault: str, at: int, delay_s: float = 0.0, times: int | None = None) -> Handler:
+    """The example's session with one fault at frame ``at`` of every session (of the first ``times``
+    sessions to reach it): ``drop`` (the connection aborted, no close handshake), ``silent`` (no reply,
+    the connection kept open), ``slow`` (the reply ``delay_s`` late), ``garbage`` (a reply that is not
+    JSON), ``wrong_index`` (the reply names another frame), ``short_scores`` (three scores), ``error`` (the
+    server says its model failed)."""
+    left = [times]
 
     async def session(ws: Any) -> None:
         json.loads(await ws.recv())
@@ -174,7 +177,7 @@ def faulty_session(fault: str, at: int, delay_s: float = 0.0) -> Handler:
                 for m, v in request["inputs"].items()
             }
             reply = model.answer(index, request["t"], inputs)
-            if index == at:
+            if index == at and _fires(left):
                 if fault == "drop":
                     ws.transport.abort()
                     return
@@ -186,6 +189,31 @@ def faulty_session(fault: str, at: int, delay_s: float = 0.0) -> Handler:
             await ws.send(reply if isinstance(reply, str) else json.dumps(reply))
 
     return session
+
+
+def _fires(left: list[int | None]) -> bool:
+    """Whether a fault fires this time (``left[0]``: how many more times; None: always)."""
+    if left[0] is None:
+        return True
+    left[0] -= 1
+    return left[0] >= 0
+
+
+class SessionCount:
+    """Wraps a session handler: how many sessions are open now, and the most at once."""
+
+    def __init__(self, handler: Handler | None = None) -> None:
+        self.handler = handler or websocket_example.session
+        self.open = 0
+        self.most = 0
+
+    async def __call__(self, ws: Any) -> None:
+        self.open += 1
+        self.most = max(self.most, self.open)
+        try:
+            await self.handler(ws)
+        finally:
+            self.open -= 1
 
 
 def _spoilt(reply: dict[str, Any], fault: str) -> dict[str, Any] | str:
