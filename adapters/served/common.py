@@ -15,7 +15,9 @@ records it as the stream's failure at that frame, and the next stream opens a ne
 
 Batch mode (``max_batch_size``, the capacity protocol's ``batched`` serving): one frame of each of several
 live streams, each stream its own session, all sent before any reply is awaited, so the server holds them
-at once, as N concurrent clients would have it.
+at once, as N concurrent clients would have it. A batch names streams by opaque keys and never says that
+one ended, so a session no batch has used for ``idle_session_s`` is ended (a live stream sends a frame every
+period; one silent for seconds has ended).
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ class ServedOptions(AdapterOptions):
     reply_timeout_s: float = Field(10.0, gt=0, description="longest wait for the reply to one frame")
     max_batch_size: int = Field(
         64, ge=0, description="batch mode (capacity's batched serving): sessions sent a frame at once; 0: off"
+    )
+    idle_session_s: float = Field(
+        10.0, gt=0, description="batch mode: a session no batch has used for this long is ended"
     )
     name: str | None = Field(None, description="the model's name in results (default: the server's)")
 
@@ -189,6 +194,8 @@ class ServedAdapter(StreamingAdapter):
         self.num_classes = len(served_classes)
         self._session: Session | None = None
         self._sessions: dict[StreamKey, Session] = {}
+        self._used: dict[StreamKey, float] = {}  # batch mode: when each session was last sent a frame
+        self._next_sweep = 0.0
 
     @abc.abstractmethod
     def _describe(self) -> tuple[str, Sequence[str]]:
@@ -227,11 +234,16 @@ class ServedAdapter(StreamingAdapter):
         sent before the first reply is awaited; every reply within ``reply_timeout_s`` of the sending."""
         if not self.max_batch_size:
             raise NotImplementedError(f"{self.info.name}: batch mode is off (max_batch_size = 0)")
+        now = time.monotonic()
+        if now >= self._next_sweep:
+            self._end_idle(now)
         sessions = []
+        used = self._used
         for key, frame in items:
             session = self._sessions.get(key)
             if session is None:
                 session = self._sessions[key] = self._open()
+            used[key] = now
             session.send(frame)
             sessions.append(session)
         deadline = time.monotonic() + self.opts.reply_timeout_s
@@ -241,6 +253,15 @@ class ServedAdapter(StreamingAdapter):
             outputs.append(out)
         return outputs
 
+    def _end_idle(self, now: float) -> None:
+        """End the sessions no batch has used for ``idle_session_s`` (their streams ended: a key is never
+        used again), looked for at most once a second."""
+        self._next_sweep = now + 1.0
+        limit = now - self.opts.idle_session_s
+        for key in [k for k, last in self._used.items() if last < limit]:
+            del self._used[key]
+            _quietly_close(self._sessions.pop(key))
+
     def close(self) -> None:
         """End every open session."""
         for session in [self._session, *self._sessions.values()]:
@@ -248,6 +269,7 @@ class ServedAdapter(StreamingAdapter):
                 _quietly_close(session)
         self._session = None
         self._sessions.clear()
+        self._used.clear()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # interpreter shutdown

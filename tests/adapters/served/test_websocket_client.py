@@ -6,6 +6,8 @@ frame, within the stated timeout."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ from streambench.harness.execution.engine import AdapterCallError, Engine
 from tests.adapters.served.servers import (
     BOUND,
     STREAMS,
+    SessionCount,
     batched_equals_alone,
     delay_proxy,
     faulty_session,
@@ -106,3 +109,18 @@ def test_batch_mode_serves_each_stream_on_its_own_concurrent_session() -> None:
     with websocket_server() as url:
         adapter = create_adapter("websocket", {"url": url}, data_bound=BOUND)
         assert batched_equals_alone(adapter) == len(STREAMS)
+
+
+def test_batch_mode_ends_the_sessions_of_streams_that_ended() -> None:
+    sessions = SessionCount()
+    with websocket_server(sessions) as url:
+        adapter = create_adapter("websocket", {"url": url, "idle_session_s": 0.2}, data_bound=BOUND)
+        frames = [next(iter(s.frames())) for s in STREAMS]
+        adapter.predict_batch([(k, f) for k, f in enumerate(frames)])  # type: ignore[attr-defined]
+        time.sleep(1.1)  # past the idle limit and the once-a-second look
+        adapter.predict_batch([(10, frames[0])])  # type: ignore[attr-defined]
+        assert list(adapter._sessions) == [10]  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 10
+        while sessions.open > 1 and time.monotonic() < deadline:  # the ended ones close on the server too
+            time.sleep(0.05)
+        assert sessions.open == 1
