@@ -53,8 +53,8 @@ SKIPPED: dict[str, str] = {
     "git worktree add": "needs a clone with a remote branch (origin/main)",
     "pytest tests/test_latency_gate.py": "the reader's own test file and base checkout; the streambench_ab "
     "fixture it calls is run by tests/harness/integrations/test_pytest_ab.py",
-    "python examples/serving/websocket_server.py": "starts a server in the background: the docs_commands tier "
-    "starts the example servers itself (on free ports, put in place of the pages' ports)",
+    "python examples/serving/websocket_server.py": "starts a server in the background: the docs_commands "
+    "tier starts the example servers itself (on free ports, put in place of the pages' ports)",
     "python examples/serving/grpc_server.py": "as the WebSocket example server",
 }
 
