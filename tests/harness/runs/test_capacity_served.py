@@ -4,14 +4,16 @@ the test on 127.0.0.1), timed end to end on the load generator's clock."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.serving_worker import ServingError
 from streambench.harness.runs.capacity import execute_capacity
 from streambench.protocols.capacity import CapacityConfig
-from tests.adapters.served.servers import SessionCount, grpc_server, websocket_server
+from tests.adapters.served.servers import SessionCount, faulty_session, grpc_server, websocket_server
 
 QUICK = {"streams": 4, "confidence": 0.5, "target_miss_rate": 0.2, "slack_misses": 0, "min_point_s": 1.0}
 
@@ -52,3 +54,24 @@ def test_sealed_serving_workers_reach_the_server_and_serve_it_batched(tmp_path: 
     with grpc_server() as url:
         config = _run(tmp_path, "grpc", url, isolate=True, serving="batched", max_batch=4)
     assert config.serving == "batched"
+
+
+def test_a_silent_server_ends_the_search_naming_the_live_stream_and_frame_within_the_timeout(
+    tmp_path: Path,
+) -> None:
+    run = RunConfig.model_validate(
+        {
+            "adapter": "websocket",
+            "adapter_options": {"url": "", "reply_timeout_s": 0.5},
+            "data": {"seed": 3, "num_streams": 3, "duration_s": 2},
+            "engine": {"warmup_frames": 5},
+            "output_dir": tmp_path,
+            "isolate": False,
+        }
+    )
+    with websocket_server(faulty_session("silent", at=7, times=1)) as url:
+        run.adapter_options["url"] = url
+        started = time.monotonic()
+        with pytest.raises(ServingError, match=r"stream 0, frame 7: .*no reply to frame 7 within 0\.5 s"):
+            execute_capacity(run, CapacityConfig.model_validate({**QUICK, "budget_s": 60}))
+    assert time.monotonic() - started < 30  # the reply timeout, not the load generator's 30 s per batch
