@@ -41,6 +41,7 @@ __all__ = [
     "STREAMS",
     "SessionCount",
     "SessionModel",
+    "answers_as_in_process",
     "batched_equals_alone",
     "delay_proxy",
     "faulty_grpc",
@@ -69,6 +70,20 @@ def served_engine(kind: str, url: str, **options: object) -> Engine:
 def in_process_engine() -> Engine:
     """The reference model in this process, as the servers serve it."""
     return Engine(create_adapter("reference", data_bound=BOUND), EngineConfig(warmup_frames=0))
+
+
+def answers_as_in_process(served: Engine) -> None:
+    """Every stream of :data:`STREAMS` through ``served`` and through the reference model in this process:
+    the same predictions, to the bit (float32 values travel unchanged), and a model-only figure on every
+    frame within the frame's end-to-end time (both on this machine's clock)."""
+    local = in_process_engine()
+    for stream in STREAMS:
+        remote, here = served.run_stream(stream), local.run_stream(stream)
+        np.testing.assert_array_equal(remote.scores, here.scores)
+        np.testing.assert_array_equal(remote.refers_to, here.refers_to)
+        assert remote.server_ns is not None and (remote.server_ns > 0).all()
+        assert (remote.latency_ns >= remote.server_ns).all()
+    assert here.server_ns is None
 
 
 def single(out: object) -> Prediction:

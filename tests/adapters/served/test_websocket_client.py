@@ -17,10 +17,10 @@ from tests.adapters.served.servers import (
     BOUND,
     STREAMS,
     SessionCount,
+    answers_as_in_process,
     batched_equals_alone,
     delay_proxy,
     faulty_session,
-    in_process_engine,
     served_engine,
     websocket_server,
 )
@@ -31,18 +31,10 @@ def _engine(url: str, **options: object) -> Engine:
 
 
 def test_the_served_reference_model_answers_as_the_in_process_one() -> None:
-    local = in_process_engine()
     with websocket_server() as url:
         served = _engine(url)
         assert served.adapter.info.name == "websocket:reference-causal"
-        for stream in STREAMS:
-            remote, here = served.run_stream(stream), local.run_stream(stream)
-            np.testing.assert_array_equal(remote.scores, here.scores)  # float32 through JSON: exact
-            np.testing.assert_array_equal(remote.refers_to, here.refers_to)
-            assert remote.server_ns is not None and (remote.server_ns > 0).all()
-            # the client's round trip holds the server's model time (both on this machine's clock)
-            assert (remote.latency_ns >= remote.server_ns).all()
-        assert here.server_ns is None
+        answers_as_in_process(served)  # float32 through JSON: exact
 
 
 def test_a_delay_on_the_wire_shows_end_to_end_and_not_in_the_model_only_figure() -> None:
