@@ -62,7 +62,7 @@ class ServedOptions(AdapterOptions):
         None, min_length=1, description="class names, in the data's order; None: the server's"
     )
     input_dims: dict[str, Annotated[int, Field(ge=1)]] | None = Field(
-        None, min_length=1, description="payload size per modality (data-bound)"
+        None, min_length=1, description="payload size per modality"
     )
     modalities: tuple[str, ...] | None = Field(
         None, min_length=1, description="the payloads sent (default: every modality of the data)"

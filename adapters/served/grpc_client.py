@@ -16,7 +16,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
-import streambench.adapters.served.streambench_serving_pb2 as pb
 from streambench.adapters.contract import Frame, PredictOutput
 from streambench.adapters.served.common import (
     ServedAdapter,
@@ -28,6 +27,13 @@ from streambench.adapters.served.common import (
     predictions_of,
     sent_payloads,
 )
+
+try:
+    import streambench.adapters.served.streambench_serving_pb2 as pb
+except ImportError as exc:  # protobuf is missing: the extra names what to install
+    raise ImportError(
+        f"the grpc adapter needs grpcio and protobuf: pip install 'streambench[grpc]' ({exc})"
+    ) from exc
 
 __all__ = ["SERVICE", "GrpcAdapter", "GrpcSession"]
 
