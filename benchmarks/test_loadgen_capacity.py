@@ -50,12 +50,7 @@ import pytest
 
 from streambench.adapters.registry import create_adapter
 from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams, make_warmup_stream
-from streambench.harness.execution.capacity_search import (  # _measure: one point, as the search measures it
-    ServingPool,
-    SourceStreams,
-    _measure,
-    run_search,
-)
+from streambench.harness.execution.capacity_search import ServingPool, SourceStreams, run_search
 from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.load_generator import (
     PointSetup,
@@ -71,10 +66,11 @@ from streambench.protocols.capacity import (
     CapacityConfig,
     CapacitySearch,
     arrival_schedule,
+    max_passing_misses,
     planned_frames,
     point_duration_s,
 )
-from streambench.protocols.capacity_score import CapacityScore, score_point
+from streambench.protocols.capacity_score import CapacityPoint, CapacityScore, score_point
 
 pytestmark = pytest.mark.benchmark
 lg = pytest.importorskip("mlperf_loadgen")
@@ -252,19 +248,32 @@ def loadgen_search(scenario: str, pool: ServingPool, sources: SourceStreams) -> 
 # -- dispatch overhead per frame --------------------------------------------------------------------------
 
 
-def _streambench_null(pool: ServingPool, sources: SourceStreams, n: int = 8) -> tuple[float, float]:
-    """Median response (ms) of ``null`` frames, N = 8 streams for 4 s, through ``pool``'s lane, and the
-    99th percentile of the dispatcher's release lag (ms): how late after its arrival a frame was released."""
-    schedule = arrival_schedule(n, sources.times_ns, 4_000_000_000, sources.period_ns, 0)
-    pool.request(0, b"P" + (n + 1).to_bytes(4, "little"))
-    setup = PointSetup(
-        schedule, assign_least_loaded(n, 1), sources.encoded, sources.num_classes, 10**9, 1, 0, "queue"
+def _streambench_point(
+    n: int, seconds: float, pool: ServingPool, sources: SourceStreams, config: CapacityConfig
+) -> CapacityPoint:
+    """One point of N streams for ``seconds`` through ``pool``'s lane as the search runs one: its instances
+    prepared, the schedule released and served by the load generator (cut short once it cannot pass), every
+    stream forgotten after it, scored by the protocol."""
+    schedule = arrival_schedule(
+        n, sources.times_ns, round(seconds * 1e9), sources.period_ns, config.phase_seed
     )
+    pool.request(0, b"P" + (n + 1).to_bytes(4, "little"))
+    limit = max_passing_misses(schedule.num_frames, config.target_miss_rate, config.confidence)
+    setup = PointSetup(
+        schedule, assign_least_loaded(n, 1), sources.encoded, sources.num_classes,
+        config.deadline_ns(sources.period_ns), 1, 0, config.policy, limit,
+    )  # fmt: skip
     try:
         served = run_point(setup, pool.lanes, WallClock())
     finally:
         pool.request(0, b"Z")
-    point = score_point(schedule, served, sources.labels, CapacityConfig(), None)
+    return score_point(schedule, served, sources.labels, config, None)
+
+
+def _streambench_null(pool: ServingPool, sources: SourceStreams, n: int = 8) -> tuple[float, float]:
+    """Median response (ms) of ``null`` frames, N = 8 streams for 4 s, through ``pool``'s lane, and the
+    99th percentile of the dispatcher's release lag (ms): how late after its arrival a frame was released."""
+    point = _streambench_point(n, 4.0, pool, sources, CapacityConfig(deadline_ms=1000.0))
     return float(point.response_p50_ms or 0.0), float(point.release_lag_p99_us or 0.0) / 1e3
 
 
@@ -374,9 +383,7 @@ def test_point_by_point(label: str) -> None:
         for round_ in (1, 2):
             passed: dict[str, dict[int, bool]] = {"streambench": {}, "MultiStream": {}, "Server": {}}
             for n in range(1, 8):
-                point = _measure(
-                    n, point_duration_s(n, sources.fps, config), sources, config, pool, WallClock(), None
-                )
+                point = _streambench_point(n, point_duration_s(n, sources.fps, config), pool, sources, config)
                 passed["streambench"][n] = point.passed
                 line = [
                     f"N={n} streambench {'pass' if point.passed else 'fail'} ({point.misses} misses, p50 "
