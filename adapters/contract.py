@@ -28,6 +28,7 @@ __all__ = [
     "Frame",
     "PredictOutput",
     "Prediction",
+    "ServerTimes",
     "StageTimer",
     "Stream",
     "StreamKey",
@@ -178,6 +179,31 @@ class StageTimer:
         """Totals (ns) per stage since the last drain, in the order the stages were first used."""
         totals, self.totals_ns = self.totals_ns, {}
         return totals
+
+
+class ServerTimes:
+    """The server's own per-frame figure, for an adapter that sends each frame to a model served elsewhere
+    (adapters/served/, docs/serving.md): how long the server says its model took on the frame (model-only),
+    beside the engine's own time of ``predict()`` (send to reply on the client's clock: end to end).
+
+    The adapter keeps one as ``self.server_times`` and calls :meth:`add` once per ``predict()`` with the
+    figure its reply carried (ns; ``None``: the reply carried none); the engine drains it after each stream,
+    outside every timed window, into ``StreamRecording.server_ns``. It is the server's word: the harness
+    records and shows it, and never scores or times anything by it (docs/trust.md)."""
+
+    __slots__ = ("_ns",)
+
+    def __init__(self) -> None:
+        self._ns: list[int] = []
+
+    def add(self, ns: int | None) -> None:
+        """The figure of the frame just answered (``None``: none in the reply)."""
+        self._ns.append(-1 if ns is None else ns)
+
+    def drain(self) -> list[int]:
+        """The figures since the last drain, one per ``predict()``, -1 where a reply carried none."""
+        figures, self._ns = self._ns, []
+        return figures
 
 
 class AdapterInfo(BaseModel):

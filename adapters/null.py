@@ -86,10 +86,16 @@ class BusyWaitOptions(NullOptions):
     """Options of :class:`BusyWaitAdapter`."""
 
     duration_us: float = Field(1000.0, gt=0, description="time each predict() spins, in microseconds")
+    sleep: bool = Field(
+        False,
+        description="wait without spinning (time.sleep): the same service time without using the CPU, so "
+        "other work on the machine stretches it only by the wake-up (a capacity benchmark's control)",
+    )
 
 
 class BusyWaitAdapter(NullAdapter):
-    """``predict()`` spins on ``time.perf_counter_ns()`` for ``duration_us``; keeps no state.
+    """``predict()`` spins on ``time.perf_counter_ns()`` for ``duration_us`` (or sleeps that long, ``sleep``);
+    keeps no state.
 
     The engine reads the same clock around the call, so every latency it records is at least the
     duration.
@@ -102,10 +108,15 @@ class BusyWaitAdapter(NullAdapter):
         super().__init__(options)
         assert isinstance(self.options, BusyWaitOptions)
         self.duration_ns = round(self.options.duration_us * 1000)
+        self.sleep = self.options.sleep
 
     def predict(self, frame: Frame) -> PredictOutput:
         clock = time.perf_counter_ns
         end = clock() + self.duration_ns
+        if self.sleep:
+            while (left := end - clock()) > 0:  # time.sleep may wake early on a signal
+                time.sleep(left / 1e9)
+            return self._prediction
         while clock() < end:
             pass
         return self._prediction

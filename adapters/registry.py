@@ -79,6 +79,11 @@ REGISTRY: dict[str, str] = {
     "silero-vad-onnx": "streambench.adapters.silero:SileroVadOnnx",  # extra: streambench[vad]
     # seed 000: TopK sparse encoder, `--option variant=timestep|window` (stability protocol)
     "topk-encoder": "streambench.adapters.topk_encoder:TopKEncoderAdapter",
+    # a model served elsewhere, one session per stream (docs/serving.md)
+    # extras: streambench[websocket], [grpc], [triton]
+    "websocket": "streambench.adapters.served.websocket_client:WebSocketAdapter",
+    "grpc": "streambench.adapters.served.grpc_client:GrpcAdapter",
+    "triton": "streambench.adapters.served.triton_client:TritonAdapter",
     # detection protocol (seed 002)
     "reference-detector": "streambench.adapters.spoof_detector:SpoofDetectorAdapter",
 }

@@ -1,5 +1,6 @@
 """The speed side of the online protocol: latency, RTF, the stage breakdown, paced or replayed
-timelines and the CUDA device share (seed 004 §6.2.2 (2), §6.3.1 (3); DESIGN.md "The engine").
+timelines, the CUDA device share (seed 004 §6.2.2 (2), §6.3.1 (3); DESIGN.md "The engine") and, for a
+served model, the server's own model-only figure beside the end-to-end one (docs/serving.md).
 
 Pure: computed from recordings, like the rest of the protocol.
 """
@@ -50,6 +51,28 @@ class DeviceFigures(BaseModel):
     first_divergent: list[str] = Field(description="up to five 'stream:frame' of divergent frames")
 
 
+class ServedFigures(BaseModel):
+    """A served model (docs/serving.md): ``predict()`` is a frame's round trip to the server on the
+    client's clock (end to end); where the reply carried the server's own time of its model (model-only),
+    the difference per frame is the serving overhead (network, (de)serialisation, the server's framework
+    and queue). Over the frames whose reply carried a figure; the figures are the server's word."""
+
+    frames: int = Field(description="frames measured (end to end)")
+    frames_with_figure: int = Field(description="frames whose reply carried the server's figure")
+    end_to_end: LatencySummary | None = Field(
+        None, description="send -> reply on the client's clock, over the frames with a figure"
+    )
+    model_only: LatencySummary | None = Field(None, description="the server's figure (its word)")
+    overhead_mean_ms: float | None = None
+    overhead_p50_ms: float | None = Field(None, description="50th percentile of end to end - model-only")
+    overhead_p95_ms: float | None = None
+    overhead_p99_ms: float | None = None
+    model_above_end_to_end: int = Field(
+        0, description="frames whose server figure exceeds the client's round trip (it cannot be right)"
+    )
+    reason: str | None = Field(None, description="why there is no model-only figure")
+
+
 class SpeedFigures(BaseModel):
     """The speed side: per-frame latency of ``predict()``, FPS, RTF and the stage breakdown."""
 
@@ -59,6 +82,7 @@ class SpeedFigures(BaseModel):
     duration_s: float
     replay: ReplayFigures
     device: DeviceFigures | None = Field(None, description="CUDA adapters only")
+    served: ServedFigures | None = Field(None, description="adapters of a served model only")
     breakdown: list[StageRow] = Field(
         default_factory=list,
         description="named stages, then the time outside any stage; empty without stages",
@@ -77,6 +101,7 @@ def speed_figures(
     return SpeedFigures(
         replay=_replay(recs, policy),
         device=_device(recs, divergence_factor),
+        served=served_figures(recs),
         breakdown=_breakdown(recs, int(latency_ns.sum()), latency_ns.size),
         latency=summary,
         rtf=rtf(processing_s, duration_s),
@@ -144,4 +169,43 @@ def _device(recs: Sequence[StreamRecording], factor: float) -> DeviceFigures | N
         latency=latency_summary(np.concatenate(device)),
         divergent_frames=len(flagged),
         first_divergent=flagged[:5],
+    )
+
+
+def served_figures(recs: Sequence[StreamRecording]) -> ServedFigures | None:
+    """End to end, model-only and their difference over the measured frames whose reply carried the
+    server's figure (:class:`ServedFigures`); None when no stream was recorded from a served model."""
+    if all(r.server_ns is None for r in recs):
+        return None
+    client: list[np.ndarray] = []
+    server: list[np.ndarray] = []
+    frames = 0
+    for rec in recs:
+        measured = (
+            np.ones(rec.num_frames, dtype=bool) if rec.paced_start_ns is None else rec.paced_start_ns >= 0
+        )
+        frames += int(measured.sum())
+        if rec.server_ns is None:
+            continue
+        kept = measured & (rec.server_ns >= 0)
+        client.append(rec.latency_ns[kept])
+        server.append(rec.server_ns[kept])
+    end_to_end = np.concatenate(client) if client else np.zeros(0, dtype=np.int64)
+    model = np.concatenate(server) if server else np.zeros(0, dtype=np.int64)
+    if model.size == 0:
+        return ServedFigures(
+            frames=frames, frames_with_figure=0, reason="no reply carried the server's own figure (model_ns)"
+        )
+    overhead = (end_to_end - model).astype(np.float64) / 1e6
+    p50, p95, p99 = np.percentile(overhead, [50.0, 95.0, 99.0])
+    return ServedFigures(
+        frames=frames,
+        frames_with_figure=int(model.size),
+        end_to_end=latency_summary(end_to_end),
+        model_only=latency_summary(model),
+        overhead_mean_ms=float(overhead.mean()),
+        overhead_p50_ms=float(p50),
+        overhead_p95_ms=float(p95),
+        overhead_p99_ms=float(p99),
+        model_above_end_to_end=int((overhead < 0).sum()),
     )

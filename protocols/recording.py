@@ -44,6 +44,10 @@ class StreamRecording:
       pacer dropped (``paced_policy`` "drop"), whose latency is then 0 and not a measurement.
     - ``device_ns`` ``[T]`` int64 (CUDA adapters only): device time of each ``predict()`` from a CUDA
       event pair recorded around it.
+    - ``server_ns`` ``[T]`` int64 (adapters of a served model only, their
+      :class:`~streambench.adapters.contract.ServerTimes`): the server's own model-only time of each frame
+      as its reply stated it, -1 where it stated none; the engine's ``latency_ns`` of such an adapter is
+      the frame's end-to-end time on the client's clock.
     - ``features`` ``[P, K]`` and ``weights`` ``[P, M]`` (only when the engine was asked to record them,
       ``EngineConfig.record``): ``Prediction.features`` (top-k indices, or an activation vector) and
       ``Prediction.weights`` (a distribution over domains) of prediction p, for the stability and router
@@ -80,6 +84,7 @@ class StreamRecording:
     paced_start_ns: np.ndarray | None = None
     paced_policy: str | None = None
     device_ns: np.ndarray | None = None
+    server_ns: np.ndarray | None = None
     features: np.ndarray | None = None
     weights: np.ndarray | None = None
     beyond_end: int = 0
@@ -142,6 +147,8 @@ def to_arrays(recordings: Sequence[StreamRecording]) -> dict[str, np.ndarray]:
         out[f"s{i}/stage_ns"] = np.array(list(rec.stage_ns.values()), dtype=np.int64)
         if rec.device_ns is not None:
             out[f"s{i}/device_ns"] = rec.device_ns
+        if rec.server_ns is not None:
+            out[f"s{i}/server_ns"] = rec.server_ns
         for extra in ("features", "weights"):
             if getattr(rec, extra) is not None:
                 out[f"s{i}/{extra}"] = getattr(rec, extra)
@@ -200,6 +207,7 @@ def from_arrays(arrays: Mapping[str, np.ndarray]) -> list[StreamRecording]:
                 else None,
                 paced_policy=str(arrays[f"s{i}/paced_policy"]) if f"s{i}/paced_policy" in arrays else None,
                 device_ns=np.asarray(arrays[f"s{i}/device_ns"]) if f"s{i}/device_ns" in arrays else None,
+                server_ns=np.asarray(arrays[f"s{i}/server_ns"]) if f"s{i}/server_ns" in arrays else None,
                 features=np.asarray(arrays[f"s{i}/features"]) if f"s{i}/features" in arrays else None,
                 weights=np.asarray(arrays[f"s{i}/weights"]) if f"s{i}/weights" in arrays else None,
                 beyond_end=_count(arrays, f"s{i}/beyond_end", stream_id),

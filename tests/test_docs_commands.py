@@ -58,7 +58,14 @@ SKIPPED: dict[str, str] = {
     "verbatim by tests/harness/integrations/test_pytest_ab_recipe.py",
     "pytest tests/test_latency_gate.py": "the reader's own test file and base checkout; the streambench_ab "
     "fixture it calls is run by tests/harness/integrations/test_pytest_ab.py",
+    "python examples/serving/websocket_server.py": "starts a server in the background: the docs_commands "
+    "tier starts the example servers itself (on free ports, put in place of the pages' ports)",
+    "python examples/serving/grpc_server.py": "as the WebSocket example server",
 }
+
+SERVED = {"websocket": "ws://127.0.0.1:8765", "grpc": "127.0.0.1:50051"}
+"""The addresses docs/serving.md gives its example servers; the docs_commands tier starts each server on a
+free port and puts its address in place of these."""
 
 # Other commands that are run, not skipped.
 RUN_AS_SHOWN = (
@@ -498,10 +505,45 @@ def _run_params() -> list[Any]:
     return params
 
 
+@pytest.fixture(scope="module")
+def example_servers(project: Path) -> Iterator[dict[str, str]]:
+    """examples/serving/'s WebSocket and gRPC servers, each on a free port; yields the pages' address of
+    each server mapped to its real one. They are ended on the way out."""
+    started: list[subprocess.Popen[str]] = []
+    addresses = {}
+    try:
+        for kind, shown in SERVED.items():
+            script = project / "examples" / "serving" / f"{kind}_server.py"
+            server = subprocess.Popen(
+                [sys.executable, str(script), "--port", "0"], cwd=project, stdout=subprocess.PIPE, text=True
+            )
+            started.append(server)
+            assert server.stdout is not None
+            line = server.stdout.readline()  # "serving reference on ws://127.0.0.1:40211"
+            assert " on " in line, f"{script} did not start: {line!r}"
+            addresses[shown] = line.strip().rpartition(" on ")[2]
+        yield addresses
+    finally:
+        for server in started:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(10)
+
+
+def _served_at(argv: list[str], addresses: dict[str, str]) -> list[str]:
+    """The command with the pages' server addresses replaced by the running servers'."""
+    for shown, real in addresses.items():
+        argv = [word.replace(shown, real) for word in argv]
+    return argv
+
+
 @pytest.mark.docs_commands
 @pytest.mark.parametrize("shown", _run_params())
-def test_every_shown_command_runs(shown: Shown, project: Path) -> None:
-    argv = tiny(filled(shown))
+def test_every_shown_command_runs(shown: Shown, project: Path, example_servers: dict[str, str]) -> None:
+    argv = _served_at(tiny(filled(shown)), example_servers)
     if "--benchmark-compare" in argv and not (project / ".benchmarks").exists():  # run alone: its baseline
         saved = _streambench(["pytest", "examples/test_latency_example.py", "--benchmark-autosave"], project)
         assert saved.returncode == 0, saved.stdout[-3000:]

@@ -30,6 +30,7 @@ from streambench.adapters.contract import (
     Frame,
     Prediction,
     PredictOutput,
+    ServerTimes,
     StageTimer,
     Stream,
     StreamingAdapter,
@@ -147,6 +148,8 @@ class Engine:
         self.warmup_frames_run = 0
         stages = getattr(adapter, "stages", None)
         self.stages: StageTimer | None = stages if isinstance(stages, StageTimer) else None
+        server_times = getattr(adapter, "server_times", None)
+        self.server_times = server_times if isinstance(server_times, ServerTimes) else None
 
     def warm_up(self, stream: Stream) -> int:
         """Feed up to ``warmup_frames`` frames of an unscored stream, then reset. Returns frames fed."""
@@ -197,6 +200,8 @@ class Engine:
         self._reset(stream.stream_id)
         if self.stages is not None:
             self.stages.drain()  # stage time of warm-up or reset belongs to no stream
+        if self.server_times is not None:
+            self.server_times.drain()  # nor does a server's figure of them
         times_ns = np.round(stream.frame_times * 1e9).astype(np.int64)
         t0_ns = round(stream.t0 * 1e9)
         paced_start: np.ndarray | None = None
@@ -251,6 +256,7 @@ class Engine:
             fed = np.flatnonzero(paced_start >= 0) if paced_start is not None else np.arange(len(frames))
             device_ns[fed] = timer.read_ns()
         stage_ns = self.stages.drain() if self.stages is not None else {}
+        server_ns = self._server_ns(stream.stream_id, len(frames), paced_start, untimed)
         segment_ns = round(stream.segment_length_s * 1e9) if stream.segment_length_s else None
         return StreamRecording(
             stream_id=stream.stream_id,
@@ -267,6 +273,7 @@ class Engine:
             paced_start_ns=paced_start,
             paced_policy=self.config.paced_policy if paced_start is not None else None,
             device_ns=device_ns,
+            server_ns=server_ns,
             beyond_end=0 if inside is None else int((~inside).sum()),
             cpu_ns=cpu_ns,
             cpu_clock=cpu_clock if cpu_clock != "off" else None,
@@ -459,6 +466,28 @@ class Engine:
             first = int(np.argmax(~np.isfinite(scores).all(axis=1)))
             raise self.checks.error(stream_id, int(emitted[first]), "scores contain NaN or Inf")
         return np.asarray(latency, dtype=np.int64), emitted, refers_to, scores
+
+    def _server_ns(
+        self, stream_id: str, frames: int, paced_start: np.ndarray | None, untimed: bool
+    ) -> np.ndarray | None:
+        """The server's figure per frame (-1: none; a frame the pacer dropped has none), drained from the
+        adapter's :class:`ServerTimes` after the stream; one per ``predict()`` call, else the adapter's
+        error naming the stream."""
+        if self.server_times is None:
+            return None
+        figures = self.server_times.drain()
+        if untimed:
+            return None
+        fed = np.flatnonzero(paced_start >= 0) if paced_start is not None else np.arange(frames)
+        if len(figures) != fed.size:
+            raise self.checks.error(
+                stream_id,
+                frames - 1,
+                f"server_times holds {len(figures)} figures for {fed.size} predict() calls (one per call)",
+            )
+        server_ns = np.full(frames, -1, dtype=np.int64)
+        server_ns[fed] = figures
+        return server_ns
 
     def _reset(self, stream_id: str) -> None:
         try:

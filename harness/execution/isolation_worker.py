@@ -63,8 +63,8 @@ FINISHED = -3
 
 class WorkerAdapter:
     """The worker's adapter as the engine sees it: ``predict`` stores the frame's index in the shared
-    progress slot, then forwards to the adapter; ``reset_state`` stores -1, then forwards; ``info`` and
-    ``stages`` are the adapter's own.
+    progress slot, then forwards to the adapter; ``reset_state`` stores -1, then forwards; ``info``,
+    ``stages`` and ``server_times`` (a served model's per-frame figures) are the adapter's own.
 
     ``predict`` is a closure set per instance (its call costs one frame less than a method's: no
     ``self`` to look attributes up on). Only the engine calls it, inside its timed loop; this proxy
@@ -72,7 +72,7 @@ class WorkerAdapter:
     tests/test_layering.py, lets only harness/execution/engine.py name it as an attribute).
     """
 
-    __slots__ = ("_outbox", "_reset", "_slot", "info", "predict", "stages")
+    __slots__ = ("_outbox", "_reset", "_slot", "info", "predict", "server_times", "stages")
 
     predict: Callable[[Frame], PredictOutput]
 
@@ -98,6 +98,7 @@ class WorkerAdapter:
         self._slot = slot
         self.info = adapter.info
         self.stages = getattr(adapter, "stages", None)
+        self.server_times = getattr(adapter, "server_times", None)
 
     def reset_state(self) -> None:
         self._slot[0] = RESETTING

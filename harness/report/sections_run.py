@@ -35,6 +35,7 @@ from streambench.harness.results.files import EnvironmentRecord, RunResult
 from streambench.harness.results.trust import execution_label, trust_gaps
 from streambench.protocols.metrics.bootstrap import Interval
 from streambench.protocols.online_notes import compute_aware_note, segment_note
+from streambench.protocols.online_speed import ServedFigures
 
 __all__ = [
     "breakdown_section",
@@ -165,11 +166,52 @@ def _speed_rows(r: RunResult) -> list[tuple[str, str, str]]:
             esc("1 / mean latency"),
         ),
         ("RTF", _interval(m.headline.rtf), esc("processing / stream duration")),
+        *_served_rows(m.overall.speed.served),
         (
             "deadline-miss rate",
             num(m.overall.speed.replay.deadline_miss_rate),
             esc(
                 "measured (paced)" if m.overall.speed.replay.measured else "replayed from recorded latencies"
+            ),
+        ),
+    ]
+
+
+def _served_rows(served: ServedFigures | None) -> list[tuple[str, str, str]]:
+    """A served model (docs/serving.md): end to end, the server's model-only figure and the difference."""
+    if served is None:
+        return []
+    if served.model_only is None or served.end_to_end is None:
+        return [("server model-only p50 / p95", missing(served.reason or "none"), esc("the server's word"))]
+    e2e, model = served.end_to_end, served.model_only
+    n = f"{served.frames_with_figure} of {served.frames} frames"
+    return [
+        (
+            "end to end p50 / p95 / p99",
+            esc(" / ".join(latency_ms(v) for v in (e2e.p50_ms, e2e.p95_ms, e2e.p99_ms))),
+            esc(f"send -> reply on the client's clock, {n}"),
+        ),
+        (
+            "server model-only p50 / p95 / p99",
+            esc(" / ".join(latency_ms(v) for v in (model.p50_ms, model.p95_ms, model.p99_ms))),
+            esc("the server's word, from its replies"),
+        ),
+        (
+            "serving overhead p50 / p95 / p99",
+            esc(
+                " / ".join(
+                    latency_ms(v)
+                    for v in (served.overhead_p50_ms, served.overhead_p95_ms, served.overhead_p99_ms)
+                    if v is not None
+                )
+            ),
+            esc(
+                "end to end - model-only, per frame"
+                + (
+                    f"; {served.model_above_end_to_end} frames with model-only above end to end"
+                    if served.model_above_end_to_end
+                    else ""
+                )
             ),
         ),
     ]

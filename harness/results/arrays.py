@@ -65,6 +65,7 @@ def read_arrays(path: Path, error: type[Exception]) -> tuple[list[StreamRecordin
         "scores": ("f", 2, "P"),
         "paced_start_ns": ("iu", 1, "T"),
         "device_ns": ("iu", 1, "T"),
+        "server_ns": ("iu", 1, "T"),
         "cpu_ns": ("iu", 1, "T"),
         "host_ns": ("iu", 1, "T"),
     }

@@ -16,6 +16,7 @@ from streambench.harness.results.summary_events import print_events
 from streambench.harness.results.trust import trust_gaps
 from streambench.protocols.causality import CausalityReport, measured_label
 from streambench.protocols.online_notes import figure_notes
+from streambench.protocols.online_speed import ServedFigures
 from streambench.protocols.robustness import RobustnessReport
 
 
@@ -80,6 +81,8 @@ def print_summary(console: Console, result: RunResult) -> None:
             f"{speed.device.divergent_frames} frames flagged {safe(speed.device.first_divergent)}",
             highlight=False,
         )
+    if speed.served is not None:
+        console.print(served_line(speed.served), highlight=False)
     replayed = speed.replay
     stale = "–" if replayed.p95_staleness_ms is None else f"{replayed.p95_staleness_ms:.1f} ms"
     console.print(
@@ -337,3 +340,25 @@ def _sandbox(record: SandboxRecord | None) -> str:
     if record.status == "sandboxed":
         return f" ({safe(record.mechanism or 'sandboxed')})"
     return f" ([yellow]unsandboxed[/]: {safe(record.reason or '')})"
+
+
+def served_line(served: ServedFigures) -> str:
+    """One line for a served model: end to end (the latency above), the server's model-only figure and the
+    serving overhead between them (docs/serving.md), or why there is no model-only figure."""
+    if served.model_only is None or served.end_to_end is None:
+        return (
+            "served model: the latency above is end to end (the client's clock); model-only: none "
+            f"({served.reason})"
+        )
+    e2e, model = served.end_to_end, served.model_only
+    flagged = (
+        f" · {served.model_above_end_to_end} frames with model-only above end to end"
+        if served.model_above_end_to_end
+        else ""
+    )
+    return (
+        f"served model over {served.frames_with_figure}/{served.frames} frames (ms, p50/p95): end to end "
+        f"{e2e.p50_ms:.3f}/{e2e.p95_ms:.3f} · model-only (server's word) "
+        f"{model.p50_ms:.3f}/{model.p95_ms:.3f} · serving overhead "
+        f"{served.overhead_p50_ms:.3f}/{served.overhead_p95_ms:.3f}{flagged}"
+    )

@@ -274,8 +274,36 @@ def online_figures(result: RunResult) -> list[Figure]:
             n_frames=result.resources.frames_measured if energy is not None else None,
         )
     )
+    figures.extend(served_model_figures(result))
     figures.extend(event_figures(result))
     return figures
+
+
+def served_model_figures(result: RunResult) -> list[Figure]:
+    """A served model only (docs/serving.md): the server's own model-only figure p50 / p95 and the serving
+    overhead (end to end - model-only, per frame) p50 / p95, over the frames whose reply carried the
+    server's figure; null with the reason where none did. The latency figures above are end to end."""
+    served = result.metrics.overall.speed.served
+    if served is None:
+        return []
+    rows = (
+        ("model_only", "server model-only", served.model_only and served.model_only.p50_ms,
+         served.model_only and served.model_only.p95_ms),
+        ("serving_overhead", "serving overhead", served.overhead_p50_ms, served.overhead_p95_ms),
+    )  # fmt: skip
+    return [
+        Figure(
+            key=f"{key}_{q}",
+            label=f"{label} {q}",
+            unit="ms",
+            better="lower",
+            value=value,
+            reason=None if value is not None else served.reason,
+            n_frames=served.frames_with_figure or None,
+        )
+        for key, label, p50, p95 in rows
+        for q, value in (("p50", p50), ("p95", p95))
+    ]
 
 
 def event_figures(result: RunResult) -> list[Figure]:

@@ -7,6 +7,7 @@ busy-wait spinning on the engine's clock is never measured below its duration)."
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -44,6 +45,14 @@ def test_busywait_latency_is_never_below_its_duration() -> None:
     assert recording.latency_ns.shape == (30,)
     assert (recording.latency_ns >= 200_000).all()
     assert recording.scores.shape == (30, 2) and np.allclose(recording.scores, 0.5)
+
+
+def test_busywait_may_sleep_its_duration_instead_of_spinning() -> None:
+    adapter = BusyWaitAdapter(BusyWaitOptions(duration_us=20_000, sleep=True))
+    cpu = time.thread_time_ns()
+    recording = Engine(adapter, EngineConfig(warmup_frames=0)).run_stream(make_stream(num_frames=5))
+    assert (recording.latency_ns >= 20_000_000).all()  # never below its duration, as spinning
+    assert time.thread_time_ns() - cpu < 50_000_000  # 100 ms waited, nearly none of it on the CPU
 
 
 def test_busywait_returns_the_same_read_only_prediction() -> None:
