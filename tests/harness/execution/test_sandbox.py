@@ -373,8 +373,9 @@ def test_a_torch_module_factory_found_only_in_the_current_directory_is_readable_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 37 item 3: ``--adapter torch-module --option factory=kws.models:build`` from the project's
-    root: the factory's package is the model's code, readable by the sealed worker and its directory put
-    on the worker's sys.path before it is confined, as for an adapter named module:Class."""
+    root: the factory's package is the model's code, readable by the sealed worker, and its directory listed
+    before the worker is confined (first on its path once confined), as for an adapter named
+    module:Class."""
     from streambench.harness.execution.config import RunConfig
     from streambench.harness.execution.sandbox import sandbox_policy
 
@@ -387,8 +388,8 @@ def test_a_torch_module_factory_found_only_in_the_current_directory_is_readable_
     )
     policy = sandbox_policy(config)
     try:
-        assert str(tmp_path / "kws37") in policy.read_paths and policy.import_paths == [str(tmp_path)]
-        assert str(tmp_path) not in policy.read_paths  # the package, not the whole directory
+        assert str(tmp_path / "kws37") in policy.read_paths and policy.listed_paths[0] == str(tmp_path)
+        assert str(tmp_path) not in policy.read_paths  # carved: it holds the denied store
     finally:
         discard(policy)
 
