@@ -7,8 +7,9 @@ working directory on ``sys.path``; ``-S``: the ``site`` module is not imported, 
 ``sitecustomize`` / ``usercustomize`` module runs). Its path grows in three steps (:class:`WorkerPaths`):
 
 1. before the sandbox, the standard library, then ``harness``: the directory this streambench is imported
-   from and the site directories, as plain entries (their ``.pth`` files not run) — enough to import the
-   harness and its dependencies, nothing of the adapter's;
+   from, the site directories and the directories their ``.pth`` files name, as plain entries (no
+   ``import`` line of a ``.pth`` file runs) — enough to import the harness and its dependencies wherever
+   the environment keeps them, nothing of the adapter's;
 2. once confined and once the pipe's floor is calibrated (harness/execution/sealed_worker.py), ``adapter``
    first: a side's own checkout (``streambench ab --base-path``), else the working directory then this
    process's ``sys.path`` (as ``python -m`` looks), so every import the adapter makes — its module, a
@@ -61,6 +62,28 @@ def site_dirs() -> list[str]:
     return _unique_dirs(found)
 
 
+def pth_dirs(directory: str) -> list[str]:
+    """The directories the ``.pth`` files of ``directory`` add to the path, read as :func:`site.addpackage`
+    reads them (a line is a directory relative to ``directory``; ``#`` lines and ``import`` lines are not
+    directories) without running anything."""
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".pth"))
+    except OSError:
+        return []
+    found: list[str] = []
+    for name in names:
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as pth:
+                lines = pth.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            line = line.rstrip()
+            if line and not line.startswith(("#", "import ", "import\t")):
+                found.append(os.path.join(directory, line))
+    return _unique_dirs(found)
+
+
 def harness_root() -> str:
     """The directory this streambench is imported from (a checkout's root, or site-packages)."""
     import streambench
@@ -77,7 +100,8 @@ def worker_paths(own: Sequence[str] = ()) -> WorkerPaths:
     else:
         here = os.getcwd()
         adapter = _unique_dirs([here, *(entry or here for entry in sys.path)])
-    return WorkerPaths(harness=_unique_dirs([harness_root(), *sites]), site=sites, adapter=adapter)
+    named = [entry for directory in sites for entry in pth_dirs(directory)]
+    return WorkerPaths(harness=_unique_dirs([harness_root(), *sites, *named]), site=sites, adapter=adapter)
 
 
 def start_hooks(paths: WorkerPaths) -> list[str]:

@@ -14,7 +14,13 @@ from streambench.harness.execution.config import IsolationConfig, RunConfig
 from streambench.harness.execution.engine import EngineConfig
 from streambench.harness.execution.isolation import IsolatedEngine
 from streambench.harness.execution.sandbox import landlock_abi
-from streambench.harness.execution.worker_paths import WorkerPaths, harness_root, start_hooks, worker_paths
+from streambench.harness.execution.worker_paths import (
+    WorkerPaths,
+    harness_root,
+    pth_dirs,
+    start_hooks,
+    worker_paths,
+)
 from streambench.harness.execution.worker_process import WorkerCommand
 
 ABI, WHY = landlock_abi()
@@ -45,6 +51,22 @@ def test_start_up_hooks_on_the_path_are_named(tmp_path: Path) -> None:
         WorkerPaths(harness=[], site=[str(tmp_path / "site")], adapter=[str(tmp_path / "own")])
     )
     assert found == [str(tmp_path / "own" / "sitecustomize.py"), str(tmp_path / "site" / "hook.pth")]
+
+
+def test_directories_a_pth_file_names_are_on_the_harness_path_without_running_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An environment that keeps its dependencies elsewhere (a .pth path line, as a borrowed or editable
+    install does) still imports the harness before the sandbox; the file's import line does not run."""
+    site_dir, borrowed, relative = tmp_path / "site", tmp_path / "borrowed", tmp_path / "site" / "rel"
+    for directory in (site_dir, borrowed, relative):
+        directory.mkdir(parents=True, exist_ok=True)
+    (site_dir / "a.pth").write_text(f"# a comment\n{borrowed}\nrel\n{tmp_path / 'missing'}\nimport nothing\n")
+    assert pth_dirs(str(site_dir)) == [str(borrowed), str(relative)]
+    monkeypatch.setattr(paths_module, "site_dirs", lambda: [str(site_dir)])
+    found = worker_paths([str(tmp_path)])
+    assert str(borrowed) in found.harness and str(relative) in found.harness
+    assert found.site == [str(site_dir)]
 
 
 PROBE = """
