@@ -1,0 +1,79 @@
+"""What the light commands import (harness/cli/__init__.py: each command imports its machinery inside the
+command): ``--help``, ``runs``, ``show`` of an indexed run, ``adapters`` and ``data`` start without torch,
+the engine, the run session, the online protocol's scoring or the result files' models. Which modules, not
+how long: the time is benchmarks/test_cli_startup.py's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import quick_run
+
+HEAVY = (
+    "torch",
+    "scipy",
+    "matplotlib",
+    "streambench.harness.execution.engine",
+    "streambench.harness.runs.session",
+    "streambench.harness.runs.online",
+    "streambench.protocols.online",
+    "streambench.harness.results.files",
+    "streambench.adapters.offenders",
+)
+"""What no light command imports."""
+
+
+def imported(argv: list[str], cwd: Path) -> set[str]:
+    """The modules the ``streambench`` command ``argv`` imports (``python -X importtime``, a fresh
+    interpreter), after checking it succeeds."""
+    code = "from streambench.harness.cli import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code, *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
+    return {line.rsplit("|", 1)[1].strip() for line in lines[1:]}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One run, indexed as ``run`` indexes it."""
+    root = tmp_path_factory.mktemp("startup") / "results"
+    quick_run(root, "listed")
+    return root
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["runs"], ["show", "listed"], ["adapters"], ["data"]],
+    ids=lambda argv: " ".join(argv),
+)
+def test_a_light_command_imports_no_machinery(argv: list[str], results: Path, tmp_path: Path) -> None:
+    if argv[0] in ("runs", "show"):
+        argv = [*argv, "--results-dir", str(results)]
+    modules = imported(argv, tmp_path)
+    assert "streambench.harness.cli" in modules  # the check sees the command's imports
+    assert sorted(set(HEAVY) & modules) == []
+
+
+def test_help_imports_no_numpy(tmp_path: Path) -> None:
+    """``--help`` needs the commands' names and options: no data, no model, no result."""
+    modules = imported(["--help"], tmp_path)
+    assert "numpy" not in modules
+    ours = sorted(m for m in modules if m.startswith("streambench.") and ".cli" not in m)
+    assert ours == [
+        "streambench.harness",
+        "streambench.harness.io",
+        "streambench.harness.io.safe_text",
+        "streambench.harness.runs",
+        "streambench.harness.runs.registry",
+    ]
