@@ -58,8 +58,9 @@ def result_files() -> list[str]:
     return [registry.result_file(name) for name in registry.names()]
 
 
-def has_results(run_dir: Path) -> bool:
-    return any((run_dir / name).is_file() for name in result_files())
+def has_results(run_dir: Path, files: Sequence[str] | None = None) -> bool:
+    """Whether ``run_dir`` holds a result file (of ``files``; None: every registered protocol's)."""
+    return any((run_dir / name).is_file() for name in (result_files() if files is None else files))
 
 
 def load_headline(run_dir: Path) -> RunHeadline:
@@ -294,7 +295,8 @@ def index_written(run_dir: Path) -> None:
 def _run_dirs(results_dir: Path) -> list[Path]:
     if not results_dir.is_dir():
         raise StoreError(f"{results_dir}: no such results directory")
-    return sorted(p for p in results_dir.iterdir() if p.is_dir() and has_results(p))
+    files = result_files()  # once: the plug-ins' entry points are read from the installed metadata
+    return sorted(p for p in results_dir.iterdir() if p.is_dir() and has_results(p, files))
 
 
 def reindex(results_dir: Path) -> ReindexReport:

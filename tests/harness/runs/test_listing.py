@@ -6,6 +6,7 @@ directory is read and the row written again."""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from streambench.harness.results import store
 from streambench.harness.results.headline import RunHeadline
 from streambench.harness.results.store import StoreError
-from streambench.harness.runs import catalog, listing
+from streambench.harness.runs import catalog, listing, registry
 from tests.support import quick_run
 
 RUN = "20260101-000000-null-aaaaaa"
@@ -91,3 +92,21 @@ def test_a_garbled_row_is_not_trusted(results: Path, reads: list[Path]) -> None:
 def test_a_run_outside_the_store_is_read_from_its_directory(results: Path, reads: list[Path]) -> None:
     head, notes = listing.find_run(str(results / RUN), results.parent)
     assert reads == [results / RUN] and notes == [] and head.run == RUN
+
+
+def test_listing_reads_the_plug_ins_once_whatever_the_number_of_runs(
+    results: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The installed plug-ins' entry points (a scan of every distribution's metadata, ~10 ms) are read a
+    fixed number of times per listing, not once per run directory (150 runs took 1.5 s to list)."""
+    reads = []
+    scan = registry._plugins
+    monkeypatch.setattr(registry, "_plugins", lambda: reads.append(1) or scan())
+    listing.survey_runs(results)
+    one = len(reads)
+    for k in range(4):
+        shutil.copytree(results / RUN, results / f"{RUN}-{k}")
+    assert len(listing.survey_runs(results).heads) == 5  # the copies indexed on the way
+    reads.clear()
+    assert len(listing.survey_runs(results).heads) == 5
+    assert len(reads) == one
