@@ -19,7 +19,6 @@ which lives below it) costs no numpy, pydantic or torch.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,11 +35,6 @@ if TYPE_CHECKING:
     from streambench.harness.results.files import RunResult
     from streambench.harness.runs.ab import ABReport
     from streambench.harness.runs.interface import Outcome
-
-try:
-    __version__ = version("streambench")
-except PackageNotFoundError:  # a source tree on sys.path, not installed
-    __version__ = "0+unknown"
 
 _PUBLIC = {
     # for adapter authors: the data contract (DESIGN.md "The data contract")
@@ -76,7 +70,21 @@ __all__ = [
 ]
 
 
+def _version() -> str:
+    """The installed distribution's version (importlib.metadata, imported when asked: it costs the command
+    line tens of milliseconds); ``0+unknown`` for a source tree on sys.path that is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("streambench")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = found = _version()
+        return found
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'streambench' has no attribute {name!r}")

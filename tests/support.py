@@ -287,3 +287,17 @@ def run_example(
     args = ["run", "--config", config, "--output-dir", "out", "--run-id", run_id, "--warmup-frames", "10"]
     done = run_streambench([*args, "--no-progress"], cwd=project, PYTHONPATH="")
     return done, project / "out" / run_id
+
+
+def quick_run(output_dir: Path, run_id: str, adapter: str = "null") -> Path:
+    """A short online run (2 synthetic streams of 1 s, no warm-up, in process), written and indexed as
+    ``streambench run`` writes one; its run directory."""
+    from streambench.harness.execution.config import RunConfig
+    from streambench.harness.runs.session import execute_run
+
+    data = {"num_streams": 2, "duration_s": 1.0}
+    config = RunConfig.model_validate(
+        {"adapter": adapter, "data": data, "engine": {"warmup_frames": 0}, "isolate": False}
+        | {"output_dir": output_dir, "run_id": run_id}
+    )
+    return execute_run(config)[2]

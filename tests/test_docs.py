@@ -1,9 +1,10 @@
-"""The documentation is self-contained (issue 17): README.md and docs/*.md link only to files (and sections)
-that exist in the repository, cite the source documents by title rather than by a path outside it, and
-docs/metrics.md defines every figure a result's headline can hold. The README is a guide and docs/ its
-reference, built as a site by MkDocs (issue 26, item 3): every page is in the site's navigation, every
-measured figure sits in docs/performance.md with its command, machine and date, and the README carries no
-measurement log. (The commands the pages show are run by tests/test_docs_commands.py.)"""
+"""The documentation is self-contained: README.md and docs/*.md link only to files (and sections) that exist
+in the repository, cite the source documents by title rather than by a path outside it, and docs/metrics.md
+defines every figure a result's headline can hold. The README is a guide and docs/ its reference, built as
+a site by MkDocs: every page is in the site's navigation, the docs' home page and the README's list, every
+measured figure sits in docs/performance.md with its command, machine and date, the README carries no
+measurement log, and no page shows the number of an issue (the code's history, for commit messages). (The
+commands the pages show are run by tests/test_docs_commands.py.)"""
 
 from __future__ import annotations
 
@@ -153,6 +154,53 @@ def test_every_page_is_in_the_sites_navigation() -> None:
     listed = re.findall(r":\s*([\w-]+\.md)\s*$", nav, flags=re.M)
     assert sorted(listed) == sorted(p.name for p in DOCS)
     assert "strict: true" in config and "anchors: warn" in config  # broken #anchors fail the build too
+
+
+_ISSUE = re.compile(r"\b[Ii]ssues? #?\d+")
+"""An issue's number ("issue 28", "Issues 24, 25", "issue #28"): the history of the code, nothing a reader of
+the pages can use (commit messages carry it)."""
+
+
+def issue_numbers(page: Path, root: Path = ROOT) -> list[str]:
+    """Every line of ``page`` (prose or code) that shows an issue's number."""
+    text = page.read_text(encoding="utf-8")
+    where = page.relative_to(root)
+    lines = enumerate(text.splitlines(), 1)
+    return [f"{where}:{n}: {line.strip()}" for n, line in lines if _ISSUE.search(line)]
+
+
+def unlisted(index: Path, pages: list[Path]) -> list[str]:
+    """The pages of ``pages`` (the index itself aside) that ``index`` links to nowhere."""
+    targets = {(index.parent / target.partition("#")[0]).resolve() for _, target in links(index)}
+    return [p.name for p in pages if p.resolve() != index.resolve() and p.resolve() not in targets]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_shows_an_issue_number(page: Path) -> None:
+    assert issue_numbers(page) == []
+
+
+def test_the_docs_index_and_the_readme_list_every_page() -> None:
+    """docs/index.md (the site's home) and the README's Documentation list link every page of docs/."""
+    assert unlisted(ROOT / "docs" / "index.md", DOCS) == []
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listing = readme[readme.index("\n## Documentation\n") :]
+    targets = {target.partition("#")[0] for target in re.findall(r"\]\((docs/[^)]+)\)", listing)}
+    assert sorted(p.name for p in DOCS if p.name != "index.md" and f"docs/{p.name}" not in targets) == []
+
+
+def test_the_index_and_issue_checks_find_planted_problems(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("a.md", "b.md", "c.md"):
+        (docs / name).write_text(f"# {name}\n")
+    index = docs / "index.md"
+    index.write_text("# Home\n\n[A](a.md) and [the B section](b.md#b)\n")
+    assert unlisted(index, sorted(docs.glob("*.md"))) == ["c.md"]
+    page = docs / "a.md"
+    page.write_text("# A\n\nSince issue 28 it works\n(Issue #3, item 2).\nRank #1 of 3 issues.\n")
+    found = issue_numbers(page, tmp_path)
+    assert found == ["docs/a.md:3: Since issue 28 it works", "docs/a.md:4: (Issue #3, item 2)."]
 
 
 def test_the_readme_is_a_guide_not_a_lab_notebook() -> None:

@@ -41,6 +41,8 @@ SHELL_BLOCKS = {"bash", "sh", "shell", "console"}
 
 # Commands shown in the docs that no test runs, each with the reason (matched on the command's start).
 SKIPPED: dict[str, str] = {
+    "python3 -m venv": "creates the reader's virtual environment; .ci/run makes its own before anything",
+    ". .venv/bin/activate": "enters that environment (the shell's own '.'; .ci/run does the same)",
     "pip install": "installs from the package registry (network); .ci/run installs the same way in a fresh "
     "virtual environment before anything else runs",
     "ruff check": "part of the test command, which .ci/run runs",

@@ -183,14 +183,13 @@ def show(
     markdown: MarkdownFlag = False,
 ) -> None:
     """Print one run's headline figures with their bootstrap intervals."""
-    from streambench.harness.results.files import ResultFileError
     from streambench.harness.results.markdown import run_markdown
     from streambench.harness.results.store import StoreError
     from streambench.harness.runs.listing import find_run
 
     try:
         head, notes = find_run(run, results_dir)
-    except (StoreError, ResultFileError) as exc:
+    except StoreError as exc:
         raise fail(str(exc)) from None
     _notes(notes)
     if as_json:

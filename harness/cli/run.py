@@ -10,15 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from streambench.harness.cli import completion
 from streambench.harness.cli.common import check_output_dir, err, fail, out, show_traceback
@@ -26,7 +17,9 @@ from streambench.harness.cli.hygiene import command_stdout
 from streambench.harness.io.safe_text import safe
 from streambench.harness.runs import registry
 
-if TYPE_CHECKING:  # the run's machinery is imported by the command that runs (CLI start-up)
+if TYPE_CHECKING:  # the run's machinery (and the progress bar) is imported by the command that runs
+    from rich.progress import Progress, TaskID
+
     from streambench.harness.execution.executor import ProgressHook
     from streambench.harness.runs.interface import Outcome, RunProtocol
 
@@ -237,6 +230,15 @@ class _BarHook:
 def progress_bar(enabled: bool, console: Console = err) -> Progress:
     """The run's progress bar: on ``console`` (stderr), removed when done, redrawn only by
     :class:`_BarHook` (no refresh thread)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

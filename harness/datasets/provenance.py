@@ -13,14 +13,11 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
-
-from streambench.harness.datasets.audio_files import AudioFilesConfig
-from streambench.harness.datasets.spoof import SpoofConfig
-from streambench.harness.datasets.synthetic import SyntheticConfig
 
 if TYPE_CHECKING:
     from streambench.adapters.contract import Stream
@@ -30,10 +27,12 @@ __all__ = ["Framing", "conversion_warnings", "framing_of", "source_files"]
 _SHOWN = 3
 """Stream ids named in a warning before "and N more"."""
 
-_SAMPLE_FRAMED: dict[str, type[AudioFilesConfig] | type[SpoofConfig]] = {
-    "audio_files": AudioFilesConfig,
-    "synthetic_spoof": SpoofConfig,
+_SAMPLE_FRAMED = {
+    "audio_files": "streambench.harness.datasets.audio_files:AudioFilesConfig",
+    "synthetic_spoof": "streambench.harness.datasets.spoof:SpoofConfig",
 }
+"""Kinds framed in samples, and their configuration (imported by :func:`framing_of`: a run's headline holds
+a :class:`Framing` and reads none of them)."""
 _SEGMENT_KINDS = ("ave", "llp")
 """Kinds with one frame per 1 s segment (seed 004 §6.1: AVE and LLP clips of ten 1 s segments)."""
 
@@ -120,11 +119,14 @@ def framing_of(data: BaseModel | Mapping[str, Any]) -> Framing | None:
     tree = data.model_dump(mode="json") if isinstance(data, BaseModel) else dict(data)
     kind = str(tree.get("kind", "synthetic"))
     if kind in _SAMPLE_FRAMED:
-        fields = _SAMPLE_FRAMED[kind].model_fields
+        module, _, name = _SAMPLE_FRAMED[kind].partition(":")
+        fields = getattr(importlib.import_module(module), name).model_fields
         rate = int(tree.get("sample_rate_hz") or fields["sample_rate_hz"].default)
         samples = int(tree.get("frame_samples") or fields["frame_samples"].default)
         return Framing(frame_rate_hz=rate / samples, frame_samples=samples, sample_rate_hz=rate)
     if kind == "synthetic":
+        from streambench.harness.datasets.synthetic import SyntheticConfig
+
         return Framing(frame_rate_hz=float(tree.get("fps") or SyntheticConfig.model_fields["fps"].default))
     if kind in _SEGMENT_KINDS:
         return Framing(frame_rate_hz=1.0)

@@ -11,9 +11,9 @@ answered faster than its stream's real time whenever one stream fits in the dead
 scored as the loaded ones (protocols/capacity_accuracy.py).
 
 **A failure** (:class:`~streambench.protocols.capacity_score.CapacityFailure`): an error reply, a bad
-output, a worker that ended or a batch not answered within the frame timeout, named by the point's N, the
-live stream, the data-set stream its session played and the frame (and every frame of the batch), as
-``run`` records one.
+output, bytes that are no reply, a worker that ended or a batch not answered within the frame timeout,
+named by the point's N, the live stream, the data-set stream its session played and the frame (and every
+frame of the batch), as ``run`` records one.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from streambench.harness.execution.load_generator import PointFailure, decode_outputs, raise_reply
-from streambench.harness.execution.serving_lanes import ServingTimeout, WorkerEnded
+from streambench.harness.execution.serving_lanes import BadServingReply, ServingTimeout, WorkerEnded
 from streambench.harness.execution.serving_worker import FIRST, LAST, ServingError, encode_batch
 from streambench.protocols.capacity import ArrivalSchedule
 from streambench.protocols.capacity_accuracy import Outputs, UnloadedReference
@@ -80,6 +80,8 @@ def replay_unloaded(
                 reply = lane.request(message, timeout_s)
             except ServingTimeout as exc:
                 raise PointFailure("timeout", str(exc), [f], None, "FrameTimeout") from None
+            except BadServingReply as exc:
+                raise PointFailure("error", str(exc), [f], None, "BadReply") from None
             except ServingError as exc:
                 raise PointFailure("died", str(exc), [f], None, "WorkerEnded") from None
             if reply[:1] != b"R":
@@ -104,6 +106,8 @@ def describe_failure(
         kind, error_type, trace, worker = "timeout", "ServingTimeout", "", None
     elif isinstance(exc, WorkerEnded):
         kind, error_type, trace, worker = "died", "WorkerEnded", "", None
+    elif isinstance(exc, BadServingReply):  # between points: bytes that are no answer
+        kind, error_type, trace, worker = "error", "BadReply", "", None
     else:  # the adapter failed on a control message ("Type: message"): building or resetting instances
         kind, error_type, trace, worker = "error", str(exc).partition(":")[0] or "ServingError", "", None
     batch: list[str] = []

@@ -20,9 +20,9 @@ finish. The protocol (protocols/capacity_score.py) scores what this returns.
 
 Workers (harness/execution/serving_lanes.py): :class:`SealedLane` (a sealed worker process,
 harness/execution/serving_worker.py) or :class:`InProcessLane` (this process: tests, and the dispatcher's
-own cost in ``benchmarks/``). A failure of the adapter during a point (an error reply, a bad output, a
-worker gone, a batch not answered within the frame timeout) raises :class:`PointFailure` naming the frames
-concerned. The clock
+own cost in ``benchmarks/``). A failure of the adapter during a point (an error reply, a bad output, bytes
+that are no reply, a worker gone, a batch not answered within the frame timeout) raises
+:class:`PointFailure` naming the frames concerned. The clock
 and the wait are injected (:class:`WallClock`), so tests drive the loop on a simulated one.
 """
 
@@ -38,7 +38,13 @@ from typing import Protocol
 import numpy as np
 
 from streambench.harness.execution.batcher import DynamicBatcher
-from streambench.harness.execution.serving_lanes import InProcessLane, SealedLane, ServingTimeout, WorkerEnded
+from streambench.harness.execution.serving_lanes import (
+    BadServingReply,
+    InProcessLane,
+    SealedLane,
+    ServingTimeout,
+    WorkerEnded,
+)
 from streambench.harness.execution.serving_worker import FIRST, LAST, ServingError, decode_reply, encode_batch
 from streambench.protocols.capacity import ArrivalSchedule
 from streambench.protocols.capacity_score import NOT_SERVED, ServedFrames
@@ -227,6 +233,8 @@ def run_point(setup: PointSetup, lanes: Sequence[Lane], clock: LoopClock) -> Ser
             sent = now_of() - base
             try:
                 lanes[k].send(message)
+            except ServingTimeout as exc:  # it stopped reading its connection
+                raise PointFailure("timeout", str(exc), frames, k, "FrameTimeout") from None
             except ServingError as exc:  # the worker is gone (a broken pipe)
                 raise PointFailure("died", str(exc), frames, k, "WorkerEnded") from None
             size = len(frames)
@@ -256,6 +264,8 @@ def run_point(setup: PointSetup, lanes: Sequence[Lane], clock: LoopClock) -> Ser
             k = lane_index[id(lane)]
             try:
                 reply = lane.receive()
+            except BadServingReply as exc:  # bytes the model wrote to its connection
+                raise PointFailure("error", str(exc), in_flight[k][0], k, "BadReply") from None
             except ServingError as exc:  # the worker ended inside the batch
                 raise PointFailure("died", str(exc), in_flight[k][0], k, "WorkerEnded") from None
             done = now_of() - base
@@ -291,7 +301,8 @@ def raise_reply(reply: bytes, frames: list[int], lane: int, num_classes: int) ->
     """An error reply as a :class:`PointFailure`: the item it names (else the whole batch), the worker's
     error type, message and traceback."""
     if reply[:1] != b"E":
-        raise PointFailure("error", f"the worker's reply starts with {reply[:1]!r}", frames, lane)
+        what = f"the worker sent what is no reply: {reply[:60]!r}"
+        raise PointFailure("error", what, frames, lane, "BadReply")
     try:
         error = json.loads(reply[1:])
         item = int(error.get("item", -1))
@@ -309,7 +320,10 @@ def decode_outputs(
     are not finite raise, naming the stream and the frame."""
     emitted_parts, refers_parts, score_parts = [], [], []
     for frames, reply in replies:
-        counts, refers, scores = decode_reply(reply, num_classes)
+        try:
+            counts, refers, scores = decode_reply(reply, num_classes, len(frames))
+        except ServingError as exc:  # a reply that is not one (checked after the point: the loop is lean)
+            raise PointFailure("error", str(exc), frames, None, "BadReply") from None
         emitted = np.repeat(np.asarray(frames, dtype=np.int64), counts)
         emitted_parts.append(emitted)
         refers_parts.append(np.where(refers < 0, schedule.frame[emitted], refers))

@@ -6,7 +6,8 @@ worker, that replays sessions unloaded and serves no loaded point (harness/execu
 
 The run's isolation limits reach every worker: ``--memory-limit-mb`` caps what the adapter may add to its
 worker once built (RLIMIT_AS, as the isolated worker's), ``--frame-timeout`` ends a batch (or a replayed
-frame) not answered in time (the load generator's timeout; the worker is then ended)."""
+frame) not answered in time (the load generator's timeout; the worker is then ended) and a reply cut off
+mid-message (harness/execution/serving_lanes.py reads the workers as untrusted input)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def sealed_pool(
             policies.append(policy)
             sandbox = json.dumps({"policy": policy.model_dump(), "mode": run.isolation.sandbox})
             try:
-                lane = SealedLane(spec, sandbox, run.isolation.start_timeout_s)
+                lane = SealedLane(spec, sandbox, run.isolation.start_timeout_s, run.isolation.frame_timeout_s)
                 lanes.append(lane)
                 lane.warm(warmup)
             except (ServingError, ServingTimeout) as exc:  # before any point: a clear error, as run's

@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from streambench.adapters.contract import Adapter, Frame, Prediction, PredictOutput, StreamKey
-from streambench.harness.execution.sealed_feed import decode_frame
+from streambench.harness.execution.sealed_feed import decode_frame, pipe_lost
 from streambench.harness.instruments.threads import ThreadConfig
 
 __all__ = [
@@ -128,19 +128,35 @@ def _encode_reply(outputs: Sequence[PredictOutput], num_classes: int) -> bytes:
     return head + counts.tobytes() + np.asarray(refers, dtype=np.int64).tobytes() + block.tobytes()
 
 
-def decode_reply(message: bytes, num_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(predictions per item [n], refers_to [P] (-1: the frame itself), scores [P, C])``; a ``b"E"``
-    reply raises :class:`ServingError` with the worker's message."""
+def decode_reply(
+    message: bytes, num_classes: int, items: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(predictions per item [n], refers_to [P] (-1: the frame itself), scores [P, C])`` of a batch of
+    ``items`` frames (None: any number); a ``b"E"`` reply raises :class:`ServingError` with the worker's
+    message, and so does a reply that is not one (the worker's process is untrusted: its bytes are checked
+    against the counts they announce)."""
     if message[:1] == b"E":
         error = json.loads(message[1:])
         raise ServingError(f"{error['type']}: {error['message']}", int(error.get("item", -1)))
+    if message[:1] != b"R" or len(message) < 1 + _REPLY.size:
+        raise ServingError(f"the worker sent what is no reply: {message[:60]!r}")
     n, p = _REPLY.unpack_from(message, 1)
+    size = 1 + _REPLY.size + 4 * n + (8 + 4 * num_classes) * p
+    if len(message) != size:
+        raise ServingError(
+            f"the worker's reply announces {n} item(s) and {p} prediction(s), {size:,} bytes: it holds "
+            f"{len(message):,}"
+        )
+    if items is not None and n != items:
+        raise ServingError(f"the worker's reply answers {n} frame(s) of a batch of {items}")
     offset = 1 + _REPLY.size
     counts = np.frombuffer(message, dtype=np.int32, count=n, offset=offset)
     offset += 4 * n
     refers = np.frombuffer(message, dtype=np.int64, count=p, offset=offset)
     offset += 8 * p
     scores = np.frombuffer(message, dtype=np.float32, count=p * num_classes, offset=offset)
+    if (counts < 0).any() or int(counts.sum()) != p or (refers < -1).any():
+        raise ServingError("the worker's reply: predictions per frame that do not add up, or refers_to < 0")
     return counts, refers, scores.reshape(p, num_classes)
 
 
@@ -257,15 +273,17 @@ def serving_main(spec_json: str, conn: Connection, slot: Any) -> None:
         return
     info = core.adapter.info.model_dump(mode="json")
     ready = {"kind": "ready", "info": info, "max_batch_size": core.max_batch_size, "memory_limit_note": note}
-    conn.send_bytes(json.dumps(ready).encode())
+    _send(conn, json.dumps(ready).encode())
     while True:
         try:
             message = conn.recv_bytes()
-        except (EOFError, OSError):
+        except EOFError:  # the harness closed its end
             return
+        except OSError:  # this end is: closed (by the model) or broken
+            pipe_lost()
         kind = message[:1]
         if kind == b"B":
-            conn.send_bytes(core.serve(message))
+            _send(conn, core.serve(message))
             continue
         if kind not in (b"P", b"W", b"Z"):
             return
@@ -279,7 +297,16 @@ def serving_main(spec_json: str, conn: Connection, slot: Any) -> None:
                 answer = b"Z"
         except Exception as exc:  # the adapter failed outside a batch (building, warming up, resetting)
             answer = b"E" + json.dumps({"type": type(exc).__name__, "message": str(exc), "item": -1}).encode()
-        conn.send_bytes(answer)
+        _send(conn, answer)
+
+
+def _send(conn: Connection, message: bytes) -> None:
+    """A reply to the harness; a connection that failed under this worker (closed by the model closing
+    its process's descriptors, or broken) ends the worker quietly (:func:`pipe_lost`, exit 74)."""
+    try:
+        conn.send_bytes(message)
+    except OSError:
+        pipe_lost()
 
 
 def join_frames(frames: Sequence[bytes]) -> bytes:

@@ -28,6 +28,7 @@ __all__ = [
     "WorkerError",
     "WorkerLoadError",
     "crash_error",
+    "exit_meaning",
     "reply_error",
     "timeout_error",
 ]
@@ -55,6 +56,12 @@ _EXITS = {
     ORPHANED: "it found the harness gone",
 }
 """What a worker's own exit statuses mean (harness/execution/isolation_worker.py, sealed_feed.py)."""
+
+
+def exit_meaning(code: int | None) -> str | None:
+    """What a worker's own exit status says of its end (its connection lost, the harness gone); None for
+    any other status."""
+    return _EXITS.get(code) if code is not None else None
 
 
 class RemoteTraceback(Exception):

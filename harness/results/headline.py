@@ -12,13 +12,15 @@ Nothing is derived that was not measured: a figure without a value carries ``rea
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from streambench.harness.datasets.provenance import Framing
 from streambench.harness.results.quality import MeasurementQuality
-from streambench.protocols.metrics.bootstrap import Interval
+
+if TYPE_CHECKING:  # the metrics package is not imported to read headlines (streambench runs, show)
+    from streambench.protocols.metrics.bootstrap import Interval
 
 __all__ = ["CAPTION", "LATENCY_KEYS", "DataRecord", "Figure", "RunHeadline", "interval_fields", "run_title"]
 

@@ -9,10 +9,13 @@ shown as "null" with its reason, never as a number.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from streambench.harness.results.compare import Comparison, FigureChange
 from streambench.harness.results.headline import LATENCY_KEYS, Figure, RunHeadline
 from streambench.harness.results.quality import verdict_line
+
+if TYPE_CHECKING:  # a run's summary (streambench runs, show) needs no comparison
+    from streambench.harness.results.compare import Comparison, FigureChange
 
 __all__ = [
     "compare_many_markdown",

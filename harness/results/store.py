@@ -34,7 +34,6 @@ from typing import TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from streambench.harness.io.store_layout import DAMAGED_SUFFIX, DB_FILE, DB_SIDECARS
-from streambench.harness.results.files import ResultFileError
 from streambench.harness.results.headline import RunHeadline
 
 __all__ = [
@@ -46,6 +45,7 @@ __all__ = [
     "close_matches",
     "database_path",
     "indexed",
+    "indexed_run",
     "move_aside",
     "rebuild",
     "sync",
@@ -317,6 +317,19 @@ def indexed(results_dir: Path) -> list[RunHeadline]:
         return _rows(conn, database_path(results_dir))
 
 
+def indexed_run(results_dir: Path, run: str) -> tuple[RunHeadline, datetime] | None:
+    """One run's headline as the index has it and when it was indexed (UTC); None when the index has no
+    readable row for it (no directory is read)."""
+    with _connect(results_dir) as conn:
+        row = conn.execute("SELECT headline, indexed_at FROM runs WHERE run = ?", (run,)).fetchone()
+    if row is None:
+        return None
+    try:
+        return RunHeadline.model_validate_json(row[0]), datetime.fromisoformat(row[1])
+    except (ValueError, TypeError):  # a garbled row (ValidationError is a ValueError): read the directory
+        return None
+
+
 def sync(
     results_dir: Path, present: Mapping[str, Path], load: Callable[[Path], RunHeadline]
 ) -> tuple[list[RunHeadline], dict[str, str]]:
@@ -325,7 +338,10 @@ def sync(
     unreadable: dict[str, str] = {}
     with _connect(results_dir) as conn:
         known = {row[0] for row in conn.execute("SELECT run FROM runs")}
-        for name in sorted(set(present) - known):
+        new = sorted(set(present) - known)
+        if new:  # the result files' models are imported only to read a run's files (CLI start-up)
+            from streambench.harness.results.files import ResultFileError
+        for name in new:
             try:
                 head = load(present[name])
             except ResultFileError as exc:

@@ -17,30 +17,16 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from streambench.harness.datasets.catalog import SeedKind, seeded
-from streambench.harness.datasets.provenance import framing_of
-from streambench.harness.execution.config import RunConfig
-from streambench.harness.instruments.model_files import model_files
-from streambench.harness.instruments.threads import thread_summary
-from streambench.harness.io.atomic import atomic_write_text
-from streambench.harness.io.store_layout import check_run_dir
 from streambench.harness.results import store
-from streambench.harness.results.files import (
-    RESULT_FILE,
-    EnvironmentRecord,
-    ResultFileError,
-    RunResult,
-    load_result,
-    write_protocol_result,
-)
 from streambench.harness.results.headline import DataRecord, Figure, RunHeadline, run_title
-from streambench.harness.results.quality import MeasurementQuality
 from streambench.harness.results.store import ReindexReport, StoreError
-from streambench.harness.results.trust import execution_label
-from streambench.harness.runs import parts, registry
+from streambench.harness.runs import registry
 
-if TYPE_CHECKING:  # the report (matplotlib and all) is imported when a report is built, not to list runs
+if TYPE_CHECKING:  # imported by the functions that read or write result files: listing runs reads the index
+    from streambench.harness.datasets.catalog import SeedKind
+    from streambench.harness.execution.config import RunConfig
     from streambench.harness.report.bundle import RunBundle
+    from streambench.harness.results.files import RunResult
 
 __all__ = [
     "check_joinable",
@@ -67,23 +53,31 @@ __all__ = [
 
 
 def result_files() -> list[str]:
-    """The result file of every registered protocol, in listing order."""
-    return [p.result_file for p in registry.protocols()]
+    """The result file of every registered protocol, in listing order (a built-in protocol's is known
+    without importing it: :func:`streambench.harness.runs.registry.result_file`)."""
+    return [registry.result_file(name) for name in registry.names()]
 
 
-def has_results(run_dir: Path) -> bool:
-    return any((run_dir / name).is_file() for name in result_files())
+def has_results(run_dir: Path, files: Sequence[str] | None = None) -> bool:
+    """Whether ``run_dir`` holds a result file (of ``files``; None: every registered protocol's)."""
+    return any((run_dir / name).is_file() for name in (result_files() if files is None else files))
 
 
 def load_headline(run_dir: Path) -> RunHeadline:
     """Read every result file of a run directory and extract its headline; names the file on error."""
+    from streambench.harness.instruments.threads import thread_summary
+    from streambench.harness.results.files import ResultFileError, RunResult
+    from streambench.harness.results.quality import MeasurementQuality
+    from streambench.harness.runs import parts
+
     if not run_dir.is_dir():
         raise ResultFileError(f"{run_dir}: no such run directory")
     found: list[tuple[str, BaseModel]] = []
     figures, notes, captions = [], [], []
-    for protocol in registry.protocols():
-        if not (run_dir / protocol.result_file).is_file():
+    for name in registry.names():  # only the protocols whose files are there are imported
+        if not (run_dir / registry.result_file(name)).is_file():
             continue
+        protocol = registry.get(name)
         result = protocol.load_result(run_dir)
         found.append((protocol.name, result))
         figures.extend(protocol.headline(result))
@@ -134,6 +128,9 @@ def model_name(result: BaseModel) -> str | None:
 
 def execution_mode_of(result: BaseModel) -> str | None:
     """Where a result's adapter ran (sealed, isolated, in-process); None where an older file says not."""
+    from streambench.harness.results.files import RunResult
+    from streambench.harness.results.trust import execution_label
+
     if isinstance(result, RunResult):
         return execution_label(result.execution.mode, result.execution.sandbox)
     mode = getattr(result, "execution_mode", None)
@@ -143,6 +140,10 @@ def execution_mode_of(result: BaseModel) -> str | None:
 def data_record(result: BaseModel) -> DataRecord | None:
     """The data a protocol's result scored (:class:`DataRecord`): read off the online result's seeds,
     or any other result's run configuration and manifest; None where the result records neither."""
+    from streambench.harness.datasets.provenance import framing_of
+    from streambench.harness.execution.config import RunConfig
+    from streambench.harness.results.files import EnvironmentRecord, RunResult
+
     if isinstance(result, RunResult):
         return DataRecord(
             kind=result.dataset,
@@ -203,6 +204,8 @@ def measured_differences(scored: RunResult, config: RunConfig) -> list[str]:
     ]
     recorded = scored.environment.model_files.value
     if not differences and isinstance(recorded, dict):
+        from streambench.harness.instruments.model_files import model_files
+
         now = model_files(config.adapter_options)
         for option, entry in recorded.items():
             digest = entry.get("sha256") if isinstance(entry, dict) else None
@@ -219,6 +222,9 @@ def check_joinable(config: RunConfig) -> None:
     16: it would write outside the store). Nothing else to check for a new run directory."""
     if config.run_id is None:
         return
+    from streambench.harness.io.store_layout import check_run_dir
+    from streambench.harness.results.files import RESULT_FILE, ResultFileError, load_result
+
     check_run_dir(config.output_dir / config.run_id)
     path = config.output_dir / config.run_id / RESULT_FILE
     if not path.is_file():
@@ -243,6 +249,9 @@ def fix_data_seed(config: RunConfig) -> tuple[RunConfig, SeedKind | None]:
     harness's process, before any stream is built. An unset seed of a job that joins an existing run directory
     (``--run-id`` of an online run with a secret seed) takes that run's seed, so both results score the
     same streams; otherwise a new secret one is drawn."""
+    from streambench.harness.datasets.catalog import seeded
+    from streambench.harness.results.files import RESULT_FILE, ResultFileError, load_result
+
     secret = None
     if getattr(config.data, "seed", 0) is None and config.run_id is not None:
         path = config.output_dir / config.run_id / RESULT_FILE
@@ -260,6 +269,8 @@ def fix_data_seed(config: RunConfig) -> tuple[RunConfig, SeedKind | None]:
 def write_indexed(output_dir: Path, run_id: str, filename: str, result: BaseModel) -> Path:
     """Write a protocol's result file (:func:`~streambench.harness.results.files.write_protocol_result`) and
     index the run; returns the run directory."""
+    from streambench.harness.results.files import write_protocol_result
+
     run_dir = write_protocol_result(output_dir, run_id, filename, result)
     index_written(run_dir)
     return run_dir
@@ -297,7 +308,8 @@ def index_written(run_dir: Path) -> None:
 def _run_dirs(results_dir: Path) -> list[Path]:
     if not results_dir.is_dir():
         raise StoreError(f"{results_dir}: no such results directory")
-    return sorted(p for p in results_dir.iterdir() if p.is_dir() and has_results(p))
+    files = result_files()  # once: the plug-ins' entry points are read from the installed metadata
+    return sorted(p for p in results_dir.iterdir() if p.is_dir() and has_results(p, files))
 
 
 def reindex(results_dir: Path) -> ReindexReport:
@@ -314,6 +326,8 @@ def reindex(results_dir: Path) -> ReindexReport:
 def read_runs(results_dir: Path) -> tuple[list[RunHeadline], dict[str, str]]:
     """The headline of every run directory, read from the directories alone (no index), newest first;
     and the directories that could not be read, with the reason."""
+    from streambench.harness.results.files import ResultFileError
+
     heads, skipped = [], {}
     for run_dir in _run_dirs(results_dir):
         try:
@@ -375,6 +389,7 @@ def load_bundle(run_dir: Path) -> RunBundle:
     part becomes a reason, not an error. A protocol with no sections of its own is listed by its headline
     figures."""
     from streambench.harness.report.bundle import RunBundle
+    from streambench.harness.runs import parts
 
     bundle = RunBundle(run_dir=run_dir, name=run_dir.name)
     for protocol in registry.protocols():
@@ -405,6 +420,7 @@ def write_report(
     write it atomically to ``output`` (``budget_ms``: the comparison verdict's latency budget)."""
     bundles = [load_bundle(resolve_run(ref, results_dir)) for ref in refs]
     output.parent.mkdir(parents=True, exist_ok=True)
+    from streambench.harness.io.atomic import atomic_write_text
     from streambench.harness.report import build_report
 
     atomic_write_text(output, build_report(bundles, pareto_delta_ms, budget_ms))

@@ -11,21 +11,27 @@ and 16): through the index when it can be used, else from the run directories, w
 Either way every readable run is listed or shown, and the command succeeds; only a results directory that
 does not exist, or a reference to no run, is an error. What happened to the index comes back as notes,
 for the command to print on stderr (its stdout may be JSON).
+
+``show`` takes a run's row from the index when the row is fresh (:func:`indexed_fresh`), as ``runs`` takes
+every indexed run's: neither imports a protocol, the engine or torch to print a headline (the command
+starts in a fraction of a second); a row the run directory has moved on from is read again.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from streambench.harness.results import store
 from streambench.harness.results.headline import RunHeadline
-from streambench.harness.results.store import IndexUnusable
-from streambench.harness.runs import catalog
+from streambench.harness.results.store import IndexUnusable, StoreError
+from streambench.harness.runs import catalog, registry
 
-__all__ = ["Listing", "find_run", "survey_runs"]
+__all__ = ["Listing", "find_run", "indexed_fresh", "survey_runs"]
 
 _FROM_DIRECTORIES = "the runs are read from the run directories"
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclasses.dataclass
@@ -58,19 +64,55 @@ def survey_runs(results_dir: Path) -> Listing:
 
 
 def find_run(ref: str, results_dir: Path) -> tuple[RunHeadline, list[str]]:
-    """The headline of one run (:func:`streambench.harness.runs.catalog.resolve_run` for ``ref``), read from
-    its directory, and indexed where the index can be written (a damaged index is moved aside and rebuilt);
-    the notes say what happened to the index."""
+    """The headline of one run (:func:`streambench.harness.runs.catalog.resolve_run` for ``ref``): the
+    index's row when it is fresh (:func:`indexed_fresh`), else read from its directory and indexed where the
+    index can be written (a damaged index is moved aside and rebuilt); the notes say what happened to the
+    index. A reference to no run, or a run whose files cannot be read, is a
+    :class:`~streambench.harness.results.store.StoreError` naming the reference or the file."""
     run_dir = catalog.resolve_run(ref, results_dir)
-    head = catalog.load_headline(run_dir)
+    in_store = run_dir.resolve().parent == results_dir.resolve()  # a run of this store, not a path elsewhere
+    fresh = indexed_fresh(results_dir, run_dir) if in_store else None
+    if fresh is not None:
+        return fresh, []
+    from streambench.harness.results.files import ResultFileError
+
+    try:
+        head = catalog.load_headline(run_dir)
+    except ResultFileError as exc:
+        raise StoreError(str(exc)) from None
     notes: list[str] = []
-    if run_dir.resolve().parent == results_dir.resolve():  # a run of this store, not a path elsewhere
+    if in_store:
         try:
             store.upsert(results_dir, head)
         except IndexUnusable as exc:
             if not (exc.damaged and _repair(results_dir, exc, notes)):
                 notes.append(f"{exc}; {head.run} is shown from its directory")
     return head, notes
+
+
+def indexed_fresh(results_dir: Path, run_dir: Path) -> RunHeadline | None:
+    """The index's headline of ``run_dir`` (a run directory of ``results_dir``) when it still holds what
+    the directory would give: the run's result files are those the row was read from, and none of them
+    was written after the row was (modification times against ``indexed_at``; the harness indexes a run
+    after writing its files). None otherwise, or when the index cannot be read: the caller reads the
+    directory, which imports the protocols that wrote it (``show`` of a fresh row imports none)."""
+    try:
+        found = store.indexed_run(results_dir, run_dir.name)
+    except IndexUnusable:
+        return None  # reading the directory says what happened to the index
+    if found is None:
+        return None
+    head, indexed_at = found
+    files = {name: run_dir / registry.result_file(name) for name in registry.names()}
+    present = [name for name, path in files.items() if path.is_file()]
+    if sorted(present) != sorted(head.protocols):
+        return None
+    try:
+        written_us = max(files[name].stat().st_mtime_ns for name in present) // 1000
+    except OSError:
+        return None
+    indexed_us = (indexed_at - _EPOCH) // timedelta(microseconds=1)
+    return head if written_us < indexed_us else None
 
 
 def _repair(results_dir: Path, damage: IndexUnusable, notes: list[str]) -> bool:

@@ -101,7 +101,7 @@ def _setup(sources: SourceStreams, n: int, duration_ns: int, lanes: int, **kw: o
         schedule=schedule,
         lane_of_channel=assign_least_loaded(n, lanes),
         encoded=sources.encoded,
-        num_classes=2,
+        num_classes=int(kw.pop("num_classes", len(CLASSES))),
         deadline_ns=int(kw.pop("deadline_ns", sources.period_ns)),
         max_batch=int(kw.pop("max_batch", 1)),
         max_wait_ns=int(kw.pop("max_wait_ns", 0)),

@@ -26,7 +26,8 @@ def test_one_stream_alone_equals_it_among_others_through_the_load_generator() ->
         clock = SimClock()
         core = ServingCore(lambda: create_adapter("reference", {}, data_bound=BOUND), "batched", 4)
         lane = SimLane(clock, core, 1_000_000, per_frame_ns=200_000)
-        setup = _setup(sources, n, 1_500_000_000, 1, max_batch=4, max_wait_ns=2_000_000)
+        classes = len(BOUND["classes"])
+        setup = _setup(sources, n, 1_500_000_000, 1, max_batch=4, max_wait_ns=2_000_000, num_classes=classes)
         served = run_point(setup, [lane], clock)
         mine = (setup.schedule.session[served.pred_frame] == 0) & (
             setup.schedule.channel[served.pred_frame] == 0

@@ -33,6 +33,9 @@ ENGINE = {"warmup_frames": 5}
 ROUNDS = RoundsConfig(rounds=6, streams_per_round=1, mode="interleaved", restart_every=None)
 CHEAT = {"work_us": 2000}  # real work per frame; its own clock says ~0 (300 µs: under two CPU hogs its
 # busy-wait got ~half a core, under the check's 0.2 ms of CPU, and was called in 2 of 6 rounds)
+HONEST = {"duration_us": 2000}  # the same work, on the clock it reports. A 100 µs base was called in 1 of
+# 6 rounds with no load: its worker's CPU outside predict() (0.03-0.25 ms a frame, 0.17 ms under two CPU
+# hogs) stands at the check's 0.2 ms bar, which a 2 ms model's bar (a quarter of its figure) is well above
 
 
 def _side(label: str, adapter: str, options: dict[str, object] | None = None, **command: object) -> Side:
@@ -48,11 +51,12 @@ def test_the_default_sides_run_this_harness_and_are_sealed() -> None:
 
 
 def test_a_stopped_clock_gets_no_verdict_when_sealed_and_passes_when_not() -> None:
-    """The head stops its process's clock and busy-waits on the real one: isolated, its figures are the
-    stopped clock's and it sails through the gate (faster than the null base); sealed, the parent's clock
-    disagrees in most rounds and the job calls nothing (exit 3), ``--force`` or not."""
+    """The head does the base's work (a 2 ms busy-wait a frame) but stops its process's clock and waits on
+    the real one: isolated, its figures are the stopped clock's and it sails through the gate (faster than
+    the base); sealed, the parent's clock disagrees with the head's in most rounds, agrees with the honest
+    base's, and the job calls nothing (exit 3), ``--force`` or not."""
     base, head = (
-        _side("base", "busywait", {"duration_us": 100}),
+        _side("base", "busywait", HONEST),
         _side("head", "offender-stopped-clock", CHEAT),
     )
     sealed = run_ab(base, head, ROUNDS, (), force=True)
@@ -67,7 +71,7 @@ def test_a_stopped_clock_gets_no_verdict_when_sealed_and_passes_when_not() -> No
     assert isolated.execution == "isolated" and isolated.sides[1].clock is None
     assert isolated.verdict == "no regression" and isolated.refusal is None  # the cheat, believed
     p50 = next(e for e in isolated.gate.effects if e.key == "p50")
-    assert p50.ratio is not None and p50.ratio < 0.5  # "faster" than a 100 µs busy-wait
+    assert p50.ratio is not None and p50.ratio < 0.5  # "faster" than the same work done honestly
 
 
 def test_a_side_of_another_interpreter_or_checkout_is_isolated(tmp_path: Path) -> None:

@@ -86,6 +86,36 @@ def test_every_fault_at_a_batch_of_several_frames_is_recorded(tmp_path: Path, fa
         assert ("exited with code 13" if fault == "exit" else "killed by SIGSEGV") in failure["message"]
 
 
+# what a model writes to its serving worker's connection, or does to it (adapters/faulty.py): the failure's
+# kind, error type and words (before: the framed garbage's reply "starts with b'g'"; the unframed bytes a
+# read of 1.7 GB waiting forever; the closed connection an OSError traceback of the worker on the console)
+PIPE_FAULTS = {
+    "garbage": ("error", "BadReply", "the worker sent what is no reply: b'garbage bytes, not a reply'"),
+    "raw": ("error", "BadReply", "sent what is no reply: a message of 1,734,439,522 bytes announced"),
+    "close_fds": ("died", "WorkerEnded", "exited with code 74: its connection to the harness failed inside"),
+}
+
+
+@pytest.mark.parametrize("fault", list(PIPE_FAULTS))
+def test_what_a_model_does_to_its_connection_is_a_recorded_failure(tmp_path: Path, fault: str) -> None:
+    """The serving worker's replies are read as untrusted input (harness/execution/serving_lanes.py): each
+    of these faults at frame 3 of a stream of the N = 4 point is that point's failure, at that frame's
+    batch, with the worker named; the points before are kept; no traceback, no wait."""
+    options = ["--adapter", "faulty", "--option", f"fault={fault}", "--option", "at_frame=3"]
+    options += ["--option", "max_batch_size=8", "--option", f"stream_fingerprint={_fingerprint(BATCHED)}"]
+    code, output, saved = _run(tmp_path, BATCHED, *options, timeout=120)
+    assert code == 1, output
+    assert "Traceback" not in output and "╭" not in output and "OSError" not in output, output
+    assert [line for line in output.splitlines() if line.startswith("adapter failure at N = 4, stream ")]
+    failure = saved["score"]["failure"]
+    kind, error_type, says = PIPE_FAULTS[fault]
+    assert (failure["kind"], failure["error_type"]) == (kind, error_type), failure
+    assert says in failure["message"] and failure["worker"] == 0, failure
+    assert fault == "garbage" or "the serving worker (pid " in failure["message"], failure
+    assert failure["streams"] == 4 and any("(syn-0000) frame 3" in item for item in failure["batch"]), failure
+    assert [p["streams"] for p in saved["score"]["curve"]] == [1]  # N = 1 kept
+
+
 def test_a_batch_that_hangs_is_ended_at_the_frame_timeout(tmp_path: Path) -> None:
     options = ["--adapter", "faulty", "--option", "fault=hang", "--option", "at_frame=3"]
     options += ["--option", "max_batch_size=8", "--option", f"stream_fingerprint={_fingerprint(BATCHED)}"]
