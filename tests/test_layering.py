@@ -281,8 +281,8 @@ def test_the_registry_names_only_modules_of_its_own_room() -> None:
         module, _, cls = target.partition(":")
         assert module in HARNESS and _room(module) == "runs", f"{name} -> {target}"
         source = HARNESS[module].read_text()
-        declared = re.search(rf"^class {cls}\((?:\w+, )*RunProtocol\):", source, flags=re.M)
-        assert declared, f"{target} is not a RunProtocol (its core, after the parts it mixes in)"
+        declared = re.search(rf"^class {cls}\(RunProtocol\[[^\[\]]+, \w+\]\):", source, flags=re.M)
+        assert declared, f"{target} is not a RunProtocol[<config>, <result>] alone (it lists no parts)"
 
 
 GENERIC = _modules("harness/cli") + _modules("harness/sweep") + _modules("harness/results")

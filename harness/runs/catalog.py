@@ -37,7 +37,7 @@ from streambench.harness.results.headline import DataRecord, Figure, RunHeadline
 from streambench.harness.results.quality import MeasurementQuality
 from streambench.harness.results.store import ReindexReport, StoreError
 from streambench.harness.results.trust import execution_label
-from streambench.harness.runs import parts, registry
+from streambench.harness.runs import registry
 
 if TYPE_CHECKING:  # the report (matplotlib and all) is imported when a report is built, not to list runs
     from streambench.harness.report.bundle import RunBundle
@@ -87,7 +87,7 @@ def load_headline(run_dir: Path) -> RunHeadline:
         result = protocol.load_result(run_dir)
         found.append((protocol.name, result))
         figures.extend(protocol.headline(result))
-        notes.extend(parts.warnings(protocol, result))
+        notes.extend(protocol.warnings(result))
         if protocol.caption is not None:
             captions.append(protocol.caption)
     if not found:
@@ -378,8 +378,8 @@ def load_bundle(run_dir: Path) -> RunBundle:
 
     bundle = RunBundle(run_dir=run_dir, name=run_dir.name)
     for protocol in registry.protocols():
-        parts.read(protocol, run_dir, bundle)
-        sections = parts.report_sections(protocol)
+        protocol.read(run_dir, bundle)
+        sections = protocol.report_sections()
         bundle.add_sections(protocol.name, sections)
         if not sections:
             bundle.others[protocol.name] = protocol.result_file
