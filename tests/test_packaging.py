@@ -42,6 +42,12 @@ PUBLIC_API = {
     "ab",
     "RoundsConfig",
     "ABReport",
+    # protocol authors
+    "RunProtocol",
+    "RunContext",
+    "RunRecord",
+    "Figure",
+    "register",
     "__version__",
 }
 """The public API (README, "Python API"). Changing it is a release note, not an accident."""
