@@ -1,18 +1,14 @@
-"""What every protocol shares: the plan it hands the harness and the executor it is handed.
+"""What every protocol shares: the plan it hands the harness.
 
 A protocol is pure (``../shared/DESIGN.md``, "Layout"): it decides *what* to run (a :class:`Plan`)
-and scores the recordings it gets back. The harness implements :class:`Executor`, the only thing that
-calls a model; a protocol's ``run(config, executor)`` never sees the model itself.
+and scores the recordings the harness gets back; it never sees the model itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
-
 from pydantic import BaseModel, ConfigDict
 
-from streambench.protocols.recording import StreamRecording, StreamRole
+from streambench.protocols.recording import StreamRole
 
 
 class PlannedStream(BaseModel):
@@ -33,9 +29,3 @@ class Plan(BaseModel):
 
     def ids(self, role: StreamRole) -> list[str]:
         return [s.stream_id for s in self.streams if s.role == role]
-
-
-class Executor(Protocol):
-    """Runs a plan through the engine and returns one recording per planned stream, in plan order."""
-
-    def execute(self, plan: Plan) -> Sequence[StreamRecording]: ...

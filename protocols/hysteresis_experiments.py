@@ -19,20 +19,15 @@ run's adapter (``run``/``soft``: none). Pure: no model, no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-if TYPE_CHECKING:
-    from streambench.protocols.hysteresis import HysteresisConfig
+from streambench.protocols.hysteresis_config import ARMS, EXPERIMENTS, Arm, Experiment, HysteresisConfig
 
 __all__ = ["ARMS", "EXPERIMENTS", "Arm", "Experiment", "PlannedStream", "Row", "plan", "summarise"]
 
-Experiment = Literal["b_length", "mix", "aggregation", "hard_label"]
-EXPERIMENTS: tuple[Experiment, ...] = ("b_length", "mix", "aggregation", "hard_label")
-Arm = Literal["run", "none", "mean", "tail_exp", "soft", "hard", "hard_state"]
-ARMS: tuple[Arm, ...] = ("run", "none", "mean", "tail_exp", "soft", "hard", "hard_state")
 Part = Literal["forward", "control", "hybrid"]
 Layout = Literal["aba", "control", "mix"]
 _Part = tuple[Part, Layout, int, float]  # part, layout, middle length, A share of the middle

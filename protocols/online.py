@@ -40,7 +40,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from streambench.protocols import online_units
-from streambench.protocols.base import Executor, Plan, PlannedStream
+from streambench.protocols.base import Plan, PlannedStream
 from streambench.protocols.metrics import (
     ClassCounts,
     MacroClasses,
@@ -219,13 +219,6 @@ def plan(config: OnlineConfig, stream_ids: Sequence[str]) -> Plan:
             roles[int(i)] = "validation"
     planned = (PlannedStream(stream_id=s, role=r) for s, r in zip(stream_ids, roles, strict=True))
     return Plan(streams=tuple(planned))
-
-
-def run(
-    config: OnlineConfig, executor: Executor, stream_ids: Sequence[str], classes: Sequence[str]
-) -> OnlineScore:
-    """Plan, have the harness execute, score."""
-    return score(executor.execute(plan(config, stream_ids)), config, classes)
 
 
 def score(

@@ -32,9 +32,11 @@ if TYPE_CHECKING:
     from streambench.harness.api import ab, run
     from streambench.harness.execution.config import RunConfig
     from streambench.harness.execution.rounds import RoundsConfig
-    from streambench.harness.results.files import RunResult
+    from streambench.harness.results.files import RunRecord, RunResult
+    from streambench.harness.results.headline import Figure
     from streambench.harness.runs.ab import ABReport
-    from streambench.harness.runs.interface import Outcome
+    from streambench.harness.runs.interface import Outcome, RunContext, RunProtocol
+    from streambench.harness.runs.registry import register
 
 _PUBLIC = {
     # for adapter authors: the data contract (DESIGN.md "The data contract")
@@ -51,21 +53,32 @@ _PUBLIC = {
     "ab": "streambench.harness.api",
     "RoundsConfig": "streambench.harness.execution.rounds",
     "ABReport": "streambench.harness.runs.ab",
+    # for protocol authors: the template a protocol subclasses, its result record, its figures, the registry
+    "RunProtocol": "streambench.harness.runs.interface",
+    "RunContext": "streambench.harness.runs.interface",
+    "RunRecord": "streambench.harness.results.files",
+    "Figure": "streambench.harness.results.headline",
+    "register": "streambench.harness.runs.registry",
 }
 
 __all__ = [
     "ABReport",
     "AdapterInfo",
     "AdapterOptions",
+    "Figure",
     "Frame",
     "Outcome",
     "Prediction",
     "RoundsConfig",
     "RunConfig",
+    "RunContext",
+    "RunProtocol",
+    "RunRecord",
     "RunResult",
     "StreamingAdapter",
     "__version__",
     "ab",
+    "register",
     "run",
 ]
 

@@ -75,6 +75,7 @@ RUN_AS_SHOWN = (
     "pytest examples/test_latency_example.py",
     "python examples/kws/make_data.py",  # docs/data.md's examples write their own data
     "python examples/video/make_clips.py",
+    "python examples/throughput.py",  # docs/python.md's protocol, registered and run from Python
 )
 
 # Placeholders of the pages and what they stand for in the scratch project.

@@ -241,6 +241,17 @@ def test_no_import_cycle_between_harness_modules() -> None:
     assert _cycles(_graph(HARNESS)) == []
 
 
+EVERY_MODULE = {_module_name(p): p for p in ALL_MODULES}
+
+
+@pytest.mark.parametrize("floor", ["protocols", "adapters"])
+def test_no_import_cycle_in_the_lower_floors(floor: str) -> None:
+    """protocols/ and adapters/ hold no import circle either (counted like harness/'s: an import inside a
+    function or under ``if TYPE_CHECKING`` is an edge too)."""
+    known = {name: path for name, path in EVERY_MODULE.items() if name.split(".")[1] == floor}
+    assert _cycles(_graph(known)) == []
+
+
 def test_the_cycle_check_finds_a_planted_cycle(tmp_path: Path) -> None:
     """The check can fail: two modules that import each other, one of them from inside a function."""
     planted = tmp_path / "harness" / "results"
@@ -276,8 +287,8 @@ def test_the_registry_names_only_modules_of_its_own_room() -> None:
         module, _, cls = target.partition(":")
         assert module in HARNESS and _room(module) == "runs", f"{name} -> {target}"
         source = HARNESS[module].read_text()
-        declared = re.search(rf"^class {cls}\((?:\w+, )*RunProtocol\):", source, flags=re.M)
-        assert declared, f"{target} is not a RunProtocol (its core, after the parts it mixes in)"
+        declared = re.search(rf"^class {cls}\(RunProtocol\[[^\[\]]+, \w+\]\):", source, flags=re.M)
+        assert declared, f"{target} is not a RunProtocol[<config>, <result>] alone (it lists no parts)"
 
 
 GENERIC = _modules("harness/cli") + _modules("harness/sweep") + _modules("harness/results")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,12 @@ PUBLIC_API = {
     "ab",
     "RoundsConfig",
     "ABReport",
+    # protocol authors
+    "RunProtocol",
+    "RunContext",
+    "RunRecord",
+    "Figure",
+    "register",
     "__version__",
 }
 """The public API (README, "Python API"). Changing it is a release note, not an accident."""
@@ -93,3 +100,19 @@ def test_help_lists_the_public_api() -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'Runner'"):
         _ = streambench.Runner  # type: ignore[attr-defined]
+
+
+def test_the_package_is_marked_typed() -> None:
+    """PEP 561: ``py.typed`` in the ``streambench`` package, declared as its package data (the wheel's
+    content is checked in the slow tier below)."""
+    assert (ROOT / "streambench" / "py.typed").is_file()
+    assert "py.typed" in _setuptools()["package-data"]["streambench"]
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_py_typed(tmp_path: Path) -> None:
+    from tests.test_install_collision import _wheel
+
+    names = zipfile.ZipFile(_wheel(tmp_path)).namelist()
+    assert "streambench/py.typed" in names
+    assert "streambench/harness/runs/interface.py" in names  # the floors, under one name

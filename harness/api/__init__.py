@@ -17,9 +17,9 @@ from streambench.harness.execution.config import IsolationConfig, RunConfig
 from streambench.harness.execution.executor import ProgressHook, RunInterrupted
 from streambench.harness.execution.rounds import Rounds, RoundsConfig, Side
 from streambench.harness.execution.worker_process import WorkerCommand
-from streambench.harness.runs import parts, registry
+from streambench.harness.runs import registry
 from streambench.harness.runs.ab import ABReport, On, run_ab
-from streambench.harness.runs.interface import Outcome
+from streambench.harness.runs.contract import Outcome
 from streambench.harness.sweep.interrupts import interrupted_by
 
 __all__ = ["ab", "run"]
@@ -33,7 +33,7 @@ def run(
     protocol: str = registry.DEFAULT,
     protocol_config: BaseModel | None = None,
     progress: ProgressHook | None = None,
-) -> Outcome:
+) -> Outcome[Any]:
     """Run ``config``'s adapter through ``protocol`` (a registered name) and write its run directory under
     ``config.output_dir``; returns the :class:`Outcome`: ``outcome.result`` is the protocol's typed result
     (a :class:`~streambench.harness.results.files.RunResult` for ``online``, as ``result.json`` holds
@@ -63,7 +63,7 @@ def run(
         outcome = chosen.execute(config, protocol_config, progress)
     except RunInterrupted as exc:  # outside the measured window: nothing more to write
         _interrupted(str(exc))
-    reason = parts.incomplete_reason(chosen, outcome.result)
+    reason = chosen.incomplete_reason(outcome.result)
     if reason is not None and reason.startswith("interrupted"):  # the measured streams are written
         _interrupted(f"{reason}; what was measured is kept: streambench run --resume {outcome.run_dir}")
     return outcome

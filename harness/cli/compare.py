@@ -35,10 +35,10 @@ ResultsDir = Annotated[Path, typer.Option("--results-dir", help="the directory h
 
 def _latencies(run_dir: Path, head: RunHeadline) -> np.ndarray | None:
     """Per-frame latencies (ns) of the run, from the first of its protocols that records them."""
-    from streambench.harness.runs import parts, registry
+    from streambench.harness.runs import registry
 
     for name in head.protocols:
-        latencies = parts.frame_latencies_ns(registry.get(name), run_dir)
+        latencies = registry.get(name).frame_latencies_ns(run_dir)
         if latencies is not None:
             return latencies
     return None

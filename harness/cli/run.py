@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the run's machinery (and the progress bar) is imported by t
     from rich.progress import Progress, TaskID
 
     from streambench.harness.execution.executor import ProgressHook
-    from streambench.harness.runs.interface import Outcome, RunProtocol
+    from streambench.harness.runs.contract import Outcome, ProtocolContract
 
 
 def _parse_options(pairs: list[str], flag: str = "--option") -> dict[str, Any]:
@@ -126,12 +126,8 @@ def _typed(ctx: typer.Context, name: str) -> bool:
 def _resume(run_dir: Path, progress: bool, report: bool, as_json: bool = False) -> None:
     """``--resume DIR``: the protocol that can finish the run directory finishes it (without one, the
     default protocol says what is missing there)."""
-    from streambench.harness.runs import parts
-
-    able = [p for p in registry.protocols() if parts.can_resume(p, run_dir)]
-    chosen = able[0] if able else registry.get(registry.DEFAULT)
-    if not isinstance(chosen, parts.Resumable):
-        raise fail(f"{run_dir}: no protocol can resume this run")
+    able = [p for p in registry.protocols() if p.can_resume(run_dir)]
+    chosen = able[0] if able else registry.get(registry.DEFAULT)  # its resume says what is missing there
     with command_stdout():
         outcome = _run_with_progress(
             progress, f"resume {run_dir.name}", lambda hook: chosen.resume(run_dir, hook)
@@ -139,15 +135,15 @@ def _resume(run_dir: Path, progress: bool, report: bool, as_json: bool = False) 
         _finish(chosen, outcome, report, as_json)
 
 
-def _finish(protocol: RunProtocol, outcome: Outcome, report: bool, as_json: bool = False) -> None:
+def _finish(
+    protocol: ProtocolContract[Any, Any], outcome: Outcome[Any], report: bool, as_json: bool = False
+) -> None:
     """Print the result, the file written and the report; exit with the protocol's code. ``as_json``:
     one JSON object instead (run directory, result file, exit code, the run's headline)."""
-    from streambench.harness.runs import parts
-
     if as_json:
         _finish_json(protocol, outcome, report)
         return
-    code = parts.print_result(protocol, out, outcome)
+    code = protocol.print_result(out, outcome)
     if outcome.unchanged:
         err.print(
             f"\n[bold]nothing to resume:[/] {safe(str(outcome.run_dir))} is complete; nothing was run, "
@@ -159,22 +155,21 @@ def _finish(protocol: RunProtocol, outcome: Outcome, report: bool, as_json: bool
         return
     out.print(f"\nwrote [bold]{safe(str(outcome.run_dir / protocol.result_file))}[/]", highlight=False)
     _write_report(outcome.run_dir, report)
-    note = parts.closing_note(protocol, outcome)
+    note = protocol.closing_note(outcome)
     if note is not None:
         err.print(note, highlight=False)
     if code:
         raise typer.Exit(code=code)
 
 
-def _finish_json(protocol: RunProtocol, outcome: Outcome, report: bool) -> None:
+def _finish_json(protocol: ProtocolContract[Any, Any], outcome: Outcome[Any], report: bool) -> None:
     import io
 
     from rich.console import Console
 
-    from streambench.harness.runs import parts
     from streambench.harness.runs.catalog import load_headline
 
-    code = parts.print_result(protocol, Console(file=io.StringIO()), outcome)  # its verdict, not its tables
+    code = protocol.print_result(Console(file=io.StringIO()), outcome)  # its verdict, not its tables
     if report and not outcome.unchanged:
         _write_report(outcome.run_dir, report, say=err)  # stdout holds the JSON alone
     document = {

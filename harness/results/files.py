@@ -48,6 +48,7 @@ __all__ = [
     "FailureRecord",
     "ResourceRecord",
     "ResultFileError",
+    "RunRecord",
     "RunResult",
     "ScoredRecord",
     "SeedRecord",
@@ -56,6 +57,7 @@ __all__ = [
     "load_recordings",
     "load_result",
     "package_version",
+    "write_arrays",
     "write_run",
 ]
 
@@ -77,7 +79,19 @@ def _unnamed_seed_kind(seed: Any) -> Any:
     return "public" if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
-class EnvironmentRecord(BaseModel):
+class RunRecord(BaseModel):
+    """What every protocol's result file records about the run, declared once: the file's schema version
+    (a model raises its default with a breaking change), the run's id, when it was written and the
+    adapter it measured. Every result model extends it; the store, ``show`` and the report read these
+    fields of any result (:mod:`streambench.harness.runs.catalog`)."""
+
+    schema_version: int = 1
+    run_id: str
+    created_at: datetime
+    adapter: str = Field(description="the registry name or module:Class the run was asked for")
+
+
+class EnvironmentRecord(RunRecord):
     """The environment a protocol's result was measured in (robustness, causality, detection, stability,
     hysteresis): the lock manifest (seed 004 §6.2.2) and its timing fingerprint; None in older files. And
     where the data set's seed (``run.data.seed``, ``environment.seeds``) came from."""
@@ -237,20 +251,17 @@ class WarmupRecord(BaseModel):
     frames: int
 
 
-class RunResult(BaseModel):
+class RunResult(RunRecord):
     """Everything a run produced but the arrays. ``schema_version`` changes with any breaking change."""
 
     model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal[3] = 3
-    run_id: str
-    created_at: datetime
     streambench_version: str
     status: Literal["complete", "incomplete"] = Field(
         "complete", description="incomplete: interrupted or stopped; `streambench run --resume` finishes it"
     )
     incomplete_reason: str | None = None
-    adapter: str = Field(description="the registry name or module:Class the run was asked for")
     adapter_options: dict[str, Any]
     adapter_info: AdapterInfo
     dataset: str
@@ -309,10 +320,18 @@ def write_run(
     (:func:`~streambench.harness.io.json_file.strict_json`); a run directory that is a symbolic link is
     refused."""
     check_run_dir(run_dir).mkdir(parents=True, exist_ok=True)
-    arrays = {**to_arrays(recordings), **failed_to_arrays(failed)}
-    atomic_write(run_dir / ARRAYS_FILE, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]
+    write_arrays(run_dir, recordings, failed)
     atomic_write_text(run_dir / RESULT_FILE, strict_json(result))
     return run_dir / RESULT_FILE
+
+
+def write_arrays(
+    run_dir: Path, recordings: Sequence[StreamRecording], failed: Sequence[FailedStream] = ()
+) -> None:
+    """Write ``arrays.npz`` atomically into ``run_dir`` (which exists): the recordings, and the failed
+    streams' labels and clocks."""
+    arrays = {**to_arrays(recordings), **failed_to_arrays(failed)}
+    atomic_write(run_dir / ARRAYS_FILE, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]
 
 
 def write_protocol_result(output_dir: Path, run_id: str, filename: str, result: BaseModel) -> Path:

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import math
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
 from rich.console import Console
 from rich.table import Table
 
@@ -28,23 +27,19 @@ from streambench.adapters.contract import AdapterInfo
 from streambench.adapters.registry import create_adapter, resolve
 from streambench.harness.datasets.catalog import background_class_of, make_streams, make_warmup_stream
 from streambench.harness.execution.capacity_search import FreshSources, SourceStreams, run_search
-from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.executor import ProgressHook
 from streambench.harness.execution.load_generator import WallClock
 from streambench.harness.execution.sandbox import SandboxRecord
 from streambench.harness.execution.sealed_feed import encode_frame
 from streambench.harness.execution.serving_pool import PoolRecord, in_process_pool, sealed_pool
-from streambench.harness.execution.setup import check_built, data_bound_of, environment_for
-from streambench.harness.io.atomic import atomic_write_text
-from streambench.harness.io.json_file import strict_json
+from streambench.harness.execution.setup import check_built, data_bound_of
 from streambench.harness.io.safe_text import safe
 from streambench.harness.report.bundle import SectionSpec
-from streambench.harness.results.files import EnvironmentRecord, write_protocol_result
+from streambench.harness.results.files import EnvironmentRecord
 from streambench.harness.results.headline import Figure
 from streambench.harness.runs.capacity_report import capacity_section
-from streambench.harness.runs.catalog import fix_data_seed, index_written
-from streambench.harness.runs.interface import Outcome, RunProtocol
-from streambench.harness.runs.parts import Printed, Reported, Swept
+from streambench.harness.runs.interface import Outcome, RunContext, RunProtocol
 from streambench.protocols import capacity
 from streambench.protocols.capacity_score import CapacityScore, f1_columns
 
@@ -63,9 +58,6 @@ class CapacityResult(EnvironmentRecord):
     ``searching`` until the search ends)."""
 
     schema_version: int = SCHEMA_VERSION
-    run_id: str
-    created_at: datetime
-    adapter: str
     adapter_info: AdapterInfo
     config: capacity.CapacityConfig
     run: RunConfig
@@ -79,63 +71,58 @@ def execute_capacity(
 ) -> tuple[CapacityResult, Path]:
     """Search the capacity of ``run.adapter`` on ``run.data``'s streams; write ``capacity.json`` after every
     decided point and at the end (an OSError names the file and what was measured)."""
-    run, seed_kind = fix_data_seed(run)  # once per run, in this (the harness's) process
-    streams = make_streams(run.data)
-    config, f1_rule = _bind_classes(config, streams[0].classes, background_class_of(run.data))
-    n = max(run.engine.warmup_frames, 1)
-    warmup = [encode_frame(f) for f in make_warmup_stream(run.data, n).frames()][:n]
+    outcome = CapacityProtocol().execute(run, config, progress)
+    return outcome.result, outcome.run_dir
+
+
+def measure_capacity(run: RunContext[capacity.CapacityConfig, CapacityResult]) -> CapacityResult:
+    """The search on ``run``'s streams, in sealed workers unless the run says ``--in-process``."""
+    streams = run.streams()
+    config, f1_rule = _bind_classes(run.config, streams[0].classes, background_class_of(run.run.data))
+    n = max(run.run.engine.warmup_frames, 1)
+    warmup = [encode_frame(f) for f in make_warmup_stream(run.run.data, n).frames()][:n]
     bound = data_bound_of(streams[0])
     sources = SourceStreams.of(streams)
-    fresh = fresh_sources(run.data)
-    module = resolve(run.adapter).__module__  # imported, not built: the model runs in its workers
-    run_id = run.run_id or run_id_for(run.adapter, capacity.NAME)
-    if (run.output_dir / run_id / RESULT_FILE).exists():  # refused before anything runs, not after a point
-        raise ValueError(
-            f"{run.output_dir / run_id / RESULT_FILE}: exists already; give the run another --run-id"
-        )
-    environment, fingerprint = environment_for(run, streams, module)
-    writer = _Writer(run.output_dir, run_id)
+    fresh = fresh_sources(run.run.data)
+    run.adapter_module = resolve(run.run.adapter).__module__  # imported, not built: it runs in its workers
+    run.execution_mode = "sealed" if run.run.isolate else "in-process"
+    run.environment()  # before the search loads the machine
+    writer = _Writer(run)
 
     def result_of(score: CapacityScore, record: PoolRecord, sandbox: SandboxRecord | None) -> CapacityResult:
         assert record.info is not None
-        return CapacityResult(
-            run_id=run_id,
-            environment=environment,
-            fingerprint=fingerprint,
-            dataset_seed_kind=seed_kind,
+        return run.result(
             sandbox=sandbox,
-            execution_mode="sealed" if run.isolate else "in-process",
-            created_at=datetime.now(timezone.utc),
-            adapter=run.adapter,
             adapter_info=record.info,
             config=config,
-            run=run,
+            run=run.run,
             score=score,
             cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
             leftover_processes=[str(p) for p in record.leftover],
         )
 
     sandbox = None
-    if run.isolate:
-        with sealed_pool(run, config, bound, warmup) as (pool, record):
+    if run.run.isolate:
+        with sealed_pool(run.run, config, bound, warmup) as (pool, record):
             assert record.info is not None
-            check_built(run, record.info, streams[0])
+            check_built(run.run, record.info, streams[0])
             sandbox = SandboxRecord.model_validate(record.sandbox) if record.sandbox else None
             on_point = lambda score: writer.write(result_of(score, record, sandbox))  # noqa: E731
-            score = run_search(sources, config, pool, WallClock(), progress, fresh, on_point)
+            score = run_search(sources, config, pool, WallClock(), run.progress, fresh, on_point)
     else:
         pool, record = in_process_pool(
-            lambda: create_adapter(run.adapter, run.adapter_options, data_bound=_bound(bound)), config, warmup
+            lambda: create_adapter(run.run.adapter, run.run.adapter_options, data_bound=_bound(bound)),
+            config,
+            warmup,
         )
         assert record.info is not None
-        check_built(run, record.info, streams[0])
+        check_built(run.run, record.info, streams[0])
         on_point = lambda score: writer.write(result_of(score, record, None))  # noqa: E731
-        score = run_search(sources, config, pool, WallClock(), progress, fresh, on_point)
+        score = run_search(sources, config, pool, WallClock(), run.progress, fresh, on_point)
     score.notes.append(f"F1@deadline counts {f1_rule}, as the online protocol's F1@Δt")
     result = result_of(score, record, sandbox)
-    run_dir = writer.write(result)
-    index_written(run_dir)
-    return result, run_dir
+    writer.write(result)
+    return result
 
 
 def fresh_sources(data: Any) -> FreshSources | None:
@@ -159,22 +146,18 @@ def fresh_sources(data: Any) -> FreshSources | None:
 
 
 class _Writer:
-    """``capacity.json`` written atomically after every point, then at the end (the first write refuses a
-    run directory that holds one already); an OSError says which file, after which point, and what the
-    points measured so far decided."""
+    """``capacity.json`` written atomically after every point, then at the end (the run is indexed after
+    the last); an OSError says which file, after which point, and what the points measured so far
+    decided."""
 
-    def __init__(self, output_dir: Path, run_id: str) -> None:
-        self.output_dir, self.run_id = output_dir, run_id
-        self.run_dir: Path | None = None
+    def __init__(self, run: RunContext[capacity.CapacityConfig, CapacityResult]) -> None:
+        self.run = run
 
     def write(self, result: CapacityResult) -> Path:
         try:
-            if self.run_dir is None:
-                self.run_dir = write_protocol_result(self.output_dir, self.run_id, RESULT_FILE, result)
-            else:
-                atomic_write_text(self.run_dir / RESULT_FILE, strict_json(result))
+            return self.run.save(result, index=False)
         except OSError as exc:
-            path = self.output_dir / self.run_id / RESULT_FILE
+            path = self.run.run_dir / RESULT_FILE
             curve = result.score.curve
             decided = ", ".join(f"N = {p.streams} {'passes' if p.passed else 'fails'}" for p in curve)
             after = f"after N = {curve[-1].streams}" if curve else "before any point"
@@ -182,7 +165,6 @@ class _Writer:
                 f"could not write {path} {after} ({exc.strerror or exc}): the search stopped there; "
                 f"measured so far: {decided or 'nothing'} (capacity at least {result.score.capacity})"
             ) from None
-        return self.run_dir
 
 
 _ENDED = {
@@ -297,7 +279,7 @@ def _verdict_lines(result: CapacityResult) -> list[str]:
     return lines
 
 
-class CapacityProtocol(Printed, Reported, Swept, RunProtocol):
+class CapacityProtocol(RunProtocol[capacity.CapacityConfig, CapacityResult]):
     name = "capacity"
     summary = "issue 28: live streams served at deadline (LoadGen's bound), accuracy held"
     result_file = RESULT_FILE
@@ -307,25 +289,21 @@ class CapacityProtocol(Printed, Reported, Swept, RunProtocol):
     figure_keys = (r"capacity@[0-9.]+ms", "capacity@<deadline>ms")
     caption = "capacity: the largest N whose deadline-miss bound (99 %) is <= 1 % and F1@deadline held"
     run_options = frozenset({"isolate", "sealed"})
+    sweepable = True
+    sweep_headline_timed = True
+    """Capacity is the machine's figure: the sweep report shows it per environment fingerprint."""
 
-    def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
-        assert isinstance(config, capacity.CapacityConfig)
-        result, run_dir = execute_capacity(run, config, progress)
-        return Outcome(result, run_dir)
+    def measure(self, run: RunContext[capacity.CapacityConfig, CapacityResult]) -> CapacityResult:
+        return measure_capacity(run)
 
-    def print_result(self, console: Console, outcome: Outcome) -> int:
-        assert isinstance(outcome.result, CapacityResult)
+    def print_result(self, console: Console, outcome: Outcome[CapacityResult]) -> int:
         return print_result(console, outcome.result)
 
-    def headline(self, result: BaseModel) -> list[Figure]:
-        assert isinstance(result, CapacityResult)
+    def headline(self, result: CapacityResult) -> list[Figure]:
         return headline_figures(result)
 
     def report_sections(self) -> tuple[SectionSpec, ...]:
         return (SectionSpec("capacity", "Capacity", capacity_section),)
-
-    sweep_headline_timed = True
-    """Capacity is the machine's figure: the sweep report shows it per environment fingerprint."""
 
     def sweep_row(
         self, figures: dict[str, float | None], point: str | None
@@ -334,20 +312,17 @@ class CapacityProtocol(Printed, Reported, Swept, RunProtocol):
         capacity per fingerprint, against the knobs (:meth:`sweep_headline`)."""
         return {}, {}
 
-    def sweep_headline(self, result: BaseModel) -> tuple[Figure, str]:
+    def sweep_headline(self, result: CapacityResult) -> tuple[Figure, str]:
         """``capacity@<deadline>ms`` with its interval, and how the search ended."""
-        assert isinstance(result, CapacityResult)
         return headline_figures(result)[0], _ENDED[result.score.status]
 
-    def incomplete_reason(self, result: BaseModel) -> str | None:
+    def incomplete_reason(self, result: CapacityResult) -> str | None:
         """A search that stopped before its end (its file written after its last decided point)."""
-        assert isinstance(result, CapacityResult)
         if result.score.status != "searching":
             return None
         curve = result.score.curve
         return f"the search stopped after N = {curve[-1].streams}" if curve else "the search stopped"
 
-    def warnings(self, result: BaseModel) -> list[str]:
-        assert isinstance(result, CapacityResult)
+    def warnings(self, result: CapacityResult) -> list[str]:
         starts = ("CPU-bound", "the budget", "the adapter failed", "sources replayed", "load-bound")
         return [n for n in result.score.notes if n.startswith(starts)]

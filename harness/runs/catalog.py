@@ -81,7 +81,7 @@ def load_headline(run_dir: Path) -> RunHeadline:
         result = protocol.load_result(run_dir)
         found.append((protocol.name, result))
         figures.extend(protocol.headline(result))
-        notes.extend(parts.warnings(protocol, result))
+        notes.extend(protocol.warnings(result))
         if protocol.caption is not None:
             captions.append(protocol.caption)
     if not found:
@@ -393,8 +393,8 @@ def load_bundle(run_dir: Path) -> RunBundle:
 
     bundle = RunBundle(run_dir=run_dir, name=run_dir.name)
     for protocol in registry.protocols():
-        parts.read(protocol, run_dir, bundle)
-        sections = parts.report_sections(protocol)
+        protocol.read(run_dir, bundle)
+        sections = protocol.report_sections()
         bundle.add_sections(protocol.name, sections)
         if not sections:
             bundle.others[protocol.name] = protocol.result_file

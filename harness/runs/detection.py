@@ -11,7 +11,6 @@ re-scores offline.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -19,21 +18,16 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
 
-from streambench.harness.datasets.catalog import make_streams, make_warmup_stream
 from streambench.harness.datasets.spoof import SpoofConfig
 from streambench.harness.datasets.synthetic import SyntheticConfig
-from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.executor import ProgressHook
-from streambench.harness.execution.model_runner import open_runner
-from streambench.harness.execution.setup import environment_for
 from streambench.harness.io.config_file import load_protocol_config as load_shared_protocol_config
 from streambench.harness.io.safe_text import safe
 from streambench.harness.io.score_file import write_score_file
 from streambench.harness.results.files import EnvironmentRecord
 from streambench.harness.results.headline import Figure
-from streambench.harness.runs.catalog import fix_data_seed, write_indexed
-from streambench.harness.runs.interface import Outcome, RunProtocol
-from streambench.harness.runs.parts import Printed
+from streambench.harness.runs.interface import Outcome, RunContext, RunProtocol
 from streambench.protocols import detection
 from streambench.protocols.metrics.latency import latency_summary
 
@@ -70,10 +64,6 @@ class LatencyRecord(BaseModel):
 class DetectionResult(EnvironmentRecord):
     """``results/<run_id>/detection.json``."""
 
-    schema_version: int = 1
-    run_id: str
-    created_at: datetime
-    adapter: str
     config: detection.DetectionConfig
     run: RunConfig
     score_file: str = SCORE_FILE
@@ -87,49 +77,8 @@ def execute_detection(
 ) -> tuple[DetectionResult, Path]:
     """Run every utterance of ``config.data`` through ``config.adapter``; write detection.json and
     scores.txt into ``<output_dir>/<run_id>/``."""
-    import torch
-
-    torch.manual_seed(config.torch_seed)
-    config, seed_kind = fix_data_seed(config)  # once per run, in this (the harness's) process
-    streams = make_streams(config.data)
-    n = config.engine.warmup_frames
-    recordings = []
-    with open_runner(config, streams[0], make_warmup_stream(config.data, n) if n else None) as runner:
-        warmup = runner.warmup_frames
-        for done, stream in enumerate(streams, start=1):
-            recordings.append(runner.run_stream(stream, "test"))
-            if progress is not None:
-                progress(done, len(streams), stream.stream_id)
-    report = detection.score(recordings, protocol, streams[0].classes)
-    lat = latency_summary(np.concatenate([r.latency_ns for r in recordings]))
-    run_id = config.run_id or run_id_for(config.adapter, "detection")
-    environment, fingerprint = environment_for(config, streams, runner.module)
-    result = DetectionResult(
-        run_id=run_id,
-        environment=environment,
-        fingerprint=fingerprint,
-        dataset_seed_kind=seed_kind,
-        execution_mode=runner.mode,
-        created_at=datetime.now(timezone.utc),
-        adapter=config.adapter,
-        config=protocol,
-        run=config,
-        warmup_frames=warmup,
-        latency=LatencyRecord(
-            n=lat.n,
-            mean_ms=lat.mean_ms,
-            p50_ms=lat.p50_ms,
-            p95_ms=lat.p95_ms,
-            p99_ms=lat.p99_ms,
-            max_ms=lat.max_ms,
-        ),
-        report=report,
-    )
-    run_dir = config.output_dir / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    labels = [u.label for u in report.utterances]
-    write_score_file(run_dir / SCORE_FILE, labels, [u.score for u in report.utterances])
-    return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
+    outcome = DetectionProtocol().execute(config, protocol, progress)
+    return outcome.result, outcome.run_dir
 
 
 def load_detection_config(path: Path | None) -> detection.DetectionConfig:
@@ -246,7 +195,7 @@ def print_result(console: Console, result: DetectionResult) -> int:
     return 0
 
 
-class DetectionProtocol(Printed, RunProtocol):
+class DetectionProtocol(RunProtocol[detection.DetectionConfig, DetectionResult]):
     name = "detection"
     run_options = frozenset({"isolate", "sealed"})  # sealed by default (execution/model_runner.py)
     summary = "seed 002 deepfake detection: EER, AUC, F1, and the EER against the time heard"
@@ -259,15 +208,32 @@ class DetectionProtocol(Printed, RunProtocol):
     config_model = detection.DetectionConfig
     config_file = True
 
-    def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
-        assert isinstance(config, detection.DetectionConfig)
-        result, run_dir = execute_detection(with_defaults(run), config, progress)
-        return Outcome(result, run_dir)
+    def prepare(
+        self, run: RunConfig, config: detection.DetectionConfig
+    ) -> tuple[RunConfig, detection.DetectionConfig]:
+        return with_defaults(run), config
 
-    def print_result(self, console: Console, outcome: Outcome) -> int:
-        assert isinstance(outcome.result, DetectionResult)
+    def measure(self, run: RunContext[detection.DetectionConfig, DetectionResult]) -> DetectionResult:
+        """Each utterance one stream through the model, built and warmed up once; scored, then
+        ``scores.txt`` written beside ``detection.json``."""
+        streams = run.streams()
+        recordings = []
+        with run.model() as model:
+            for done, stream in enumerate(streams, start=1):
+                recordings.append(model.run_stream(stream, "test"))
+                run.step(done, len(streams), stream.stream_id)
+        report = detection.score(recordings, run.config, streams[0].classes)
+        lat = latency_summary(np.concatenate([r.latency_ns for r in recordings]))
+        latency = LatencyRecord.model_validate(lat, from_attributes=True)
+        result = run.result(
+            config=run.config, run=run.run, warmup_frames=model.warmup_frames, latency=latency, report=report
+        )
+        scores = [u.score for u in report.utterances]
+        write_score_file(run.directory() / SCORE_FILE, [u.label for u in report.utterances], scores)
+        return result
+
+    def print_result(self, console: Console, outcome: Outcome[DetectionResult]) -> int:
         return print_result(console, outcome.result)
 
-    def headline(self, result: BaseModel) -> list[Figure]:
-        assert isinstance(result, DetectionResult)
+    def headline(self, result: DetectionResult) -> list[Figure]:
         return headline_figures(result)

@@ -12,11 +12,9 @@ aggregation, hard label) is replayed here over the adapter's recording
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
@@ -28,18 +26,14 @@ from streambench.harness.datasets.domains import (
     mix_stream,
     warmup_stream,
 )
-from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.executor import ProgressHook
-from streambench.harness.execution.model_runner import open_runner
-from streambench.harness.execution.setup import environment_for
 from streambench.harness.io.config_file import load_protocol_config as load_shared_protocol_config
 from streambench.harness.io.safe_text import safe
 from streambench.harness.results.files import EnvironmentRecord
 from streambench.harness.results.headline import Figure
-from streambench.harness.runs.catalog import write_indexed
 from streambench.harness.runs.hysteresis_arms import replay_arm
-from streambench.harness.runs.interface import Outcome, RunProtocol
-from streambench.harness.runs.parts import Printed
+from streambench.harness.runs.interface import Outcome, RunContext, RunProtocol
 from streambench.protocols import hysteresis
 from streambench.protocols.hysteresis_experiments import TITLES
 from streambench.protocols.recording import StreamRecording
@@ -62,10 +56,6 @@ DEFAULT_ADAPTER = "reference-router"
 class HysteresisResult(EnvironmentRecord):
     """``results/<run_id>/hysteresis.json``. ``run.data`` is not used: the streams are ``config.streams``."""
 
-    schema_version: int = 1
-    run_id: str
-    created_at: datetime
-    adapter: str
     adapter_info: AdapterInfo
     config: hysteresis.HysteresisConfig
     run: RunConfig
@@ -92,40 +82,8 @@ def execute_hysteresis(
     """Run every planned stream through the run's adapter (sealed by default), replay each arm's router
     wrapper over its recording here (harness/runs/hysteresis_arms.py), score, write
     ``<output_dir>/<run_id>/hysteresis.json``."""
-    import torch
-
-    if config.engine.pacing != "unpaced":
-        raise ValueError("the hysteresis protocol records router weights: it needs --pacing unpaced")
-    torch.manual_seed(config.torch_seed)
-    source = domain_source(sweep.streams)
-    planned = hysteresis.plan(sweep)
-    sample = build_stream(source, planned[0])
-    warmup = warmup_stream(source, config.engine.warmup_frames) if config.engine.warmup_frames else None
-    recordings: dict[str, StreamRecording] = {}
-    with open_runner(config, sample, warmup, own_streams=True, record_declared=("weights",)) as runner:
-        for done, entry in enumerate(planned, start=1):
-            stream = build_stream(source, entry)
-            recording = runner.run_stream(stream, "test")
-            recordings[entry.stream_id] = replay_arm(recording, stream, runner.info, entry.arm, sweep)
-            if progress is not None:
-                progress(done, len(planned), entry.stream_id)
-    source_kind: Literal["weights", "scores"] = "weights" if "weights" in runner.record else "scores"
-    report = hysteresis.score(sweep, planned, recordings, weights_source=source_kind)
-    run_id = config.run_id or run_id_for(config.adapter, hysteresis.NAME)
-    environment, fingerprint = environment_for(config, [sample], runner.module)
-    result = HysteresisResult(
-        run_id=run_id,
-        environment=environment,
-        fingerprint=fingerprint,
-        created_at=datetime.now(timezone.utc),
-        adapter=config.adapter,
-        adapter_info=runner.info,
-        config=sweep,
-        run=config,
-        report=report,
-        execution_mode=runner.mode,
-    )
-    return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
+    outcome = HysteresisProtocol().execute(config, sweep, progress)
+    return outcome.result, outcome.run_dir
 
 
 def load_protocol_config(path: Path | None) -> hysteresis.HysteresisConfig:
@@ -138,14 +96,7 @@ def cli_run(
 ) -> tuple[HysteresisResult, Path]:
     """``streambench run --protocol hysteresis [--protocol-config FILE]`` (adapter default: the reference
     router)."""
-    return execute_hysteresis(with_defaults(config), load_protocol_config(protocol_config_file), progress)
-
-
-def with_defaults(config: RunConfig) -> RunConfig:
-    """The reference router in place of the CLI's default adapter."""
-    if config.adapter == "reference":
-        return config.model_copy(update={"adapter": DEFAULT_ADAPTER})
-    return config
+    return execute_hysteresis(config, load_protocol_config(protocol_config_file), progress)
 
 
 def _lag(value: float | None, undefined: int) -> str:
@@ -224,7 +175,7 @@ def headline_figures(result: HysteresisResult) -> list[Figure]:
     return figures
 
 
-class HysteresisProtocol(Printed, RunProtocol):
+class HysteresisProtocol(RunProtocol[hysteresis.HysteresisConfig, HysteresisResult]):
     name = "hysteresis"
     summary = "seed 001 router hysteresis: lag, return gap and loop area over A→B→A streams"
     result_file = RESULT_FILE
@@ -236,26 +187,39 @@ class HysteresisProtocol(Printed, RunProtocol):
     config_model = hysteresis.HysteresisConfig
     config_file = True
     run_options = frozenset({"isolate", "sealed"})  # sealed by default (execution/model_runner.py)
+    default_adapter = DEFAULT_ADAPTER
+    own_streams = True  # A→B→A, control and mix streams rendered from its configuration
 
-    def check_options(self, config: RunConfig, given: frozenset[str]) -> None:
-        """Its streams are built by the protocol itself (A→B→A, control, mix): data options are refused."""
-        ignored = sorted(given & {"seed", "streams", "duration", "dataset"})
-        if ignored:
-            options = ", ".join(f"--{name}" for name in ignored)
-            raise ValueError(
-                f"--protocol hysteresis builds its own streams: use --protocol-config, not {options}"
-            )
-        super().check_options(config, given)
+    def prepare(
+        self, run: RunConfig, config: hysteresis.HysteresisConfig
+    ) -> tuple[RunConfig, hysteresis.HysteresisConfig]:
+        if run.engine.pacing != "unpaced":
+            raise ValueError("the hysteresis protocol records router weights: it needs --pacing unpaced")
+        return super().prepare(run, config)
 
-    def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
-        assert isinstance(config, hysteresis.HysteresisConfig)
-        result, run_dir = execute_hysteresis(with_defaults(run), config, progress)
-        return Outcome(result, run_dir)
+    def measure(self, run: RunContext[hysteresis.HysteresisConfig, HysteresisResult]) -> HysteresisResult:
+        """Every planned stream through the model, warmed up once on an unscored A/B stream; each arm's
+        router wrapper replayed over its recording here, then scored."""
+        sweep = run.config
+        source = domain_source(sweep.streams)
+        planned = hysteresis.plan(sweep)
+        sample = build_stream(source, planned[0])
+        frames = run.run.engine.warmup_frames
+        warmup = warmup_stream(source, frames) if frames else None
+        recordings: dict[str, StreamRecording] = {}
+        with run.model(sample, warmup, record_declared=("weights",)) as model:
+            for done, entry in enumerate(planned, start=1):
+                stream = build_stream(source, entry)
+                recording = model.run_stream(stream, "test")
+                recordings[entry.stream_id] = replay_arm(recording, stream, model.info, entry.arm, sweep)
+                run.step(done, len(planned), entry.stream_id)
+        source_kind: Literal["weights", "scores"] = "weights" if "weights" in model.record else "scores"
+        report = hysteresis.score(sweep, planned, recordings, weights_source=source_kind)
+        run.hashed_streams = [sample]
+        return run.result(adapter_info=model.info, config=sweep, run=run.run, report=report)
 
-    def print_result(self, console: Console, outcome: Outcome) -> int:
-        assert isinstance(outcome.result, HysteresisResult)
+    def print_result(self, console: Console, outcome: Outcome[HysteresisResult]) -> int:
         return print_result(console, outcome.result)
 
-    def headline(self, result: BaseModel) -> list[Figure]:
-        assert isinstance(result, HysteresisResult)
+    def headline(self, result: HysteresisResult) -> list[Figure]:
         return headline_figures(result)

@@ -1,118 +1,117 @@
-"""The one protocol interface (issue 14), kept to its core (issue 26, item 4): what every protocol is.
+"""The one protocol interface: :class:`RunProtocol`, a template method (Gamma et al., "Design Patterns",
+1994) in the manner of torchmetrics' ``Metric``: the base owns the run, a protocol overrides what it
+measures and how it is headlined.
 
-A protocol is a subclass of :class:`RunProtocol` listed in :mod:`streambench.harness.runs.registry` (or
-declared by an installed package's ``streambench.protocols`` entry point). Its core says
+:meth:`RunProtocol.execute` runs a protocol: :meth:`~RunProtocol.prepare` (its default adapter, its
+refusals), the data set's seed fixed once per run in the harness's process (a secret one where it is
+unset: :func:`~streambench.harness.runs.catalog.fix_data_seed`) and torch's, the run named
+(:meth:`~RunProtocol.new_run_id`), a run directory that holds the protocol's result already refused before
+anything runs (:meth:`~RunProtocol.check_new`), then :meth:`~RunProtocol.measure` with a
+:class:`~streambench.harness.runs.context.RunContext` (streams, the model sealed in a worker or in process,
+progress, the environment, the result record's identity), and what it returns written atomically into
+``<output_dir>/<run_id>/<result_file>`` and indexed. A protocol is a subclass that says who it is::
 
-* who it is: ``name``, a one-line ``summary``, the ``result_file`` it writes into a run directory and the
-  pydantic ``result_model`` of that file (every result model records ``run_id``, ``created_at`` and
-  ``adapter``); ``figure_keys`` and ``caption`` for its headline figures;
-* how it runs: its own ``config_model`` (``config_file``: set by ``--protocol-config``; :meth:`load_config`),
-  the shared run options it honours (``run_options``; :meth:`check_options` refuses the others) and
-  :meth:`execute` (run configuration + its configuration + progress -> :class:`Outcome`);
-* its figures: :meth:`headline` (the store, ``show`` and ``compare --fail-on``).
+    class ThroughputProtocol(RunProtocol[ThroughputConfig, ThroughputResult]):
+        name = "throughput"
+        summary = "frames per second at batch 1"
+        result_file = "throughput.json"
+        result_model = ThroughputResult  # extends RunRecord: run_id, created_at, adapter come with it
+        config_model = ThroughputConfig
 
-Everything else is an opt-in part (:mod:`streambench.harness.runs.parts`): :class:`~.parts.Printed` (its
-own console summary), :class:`~.parts.Resumable`, :class:`~.parts.Reported` (warnings, completeness, report
-sections) and :class:`~.parts.Swept`. A new protocol writes its core and the parts it adds; the callers
-fall back to what a protocol without a part gets.
+        def measure(self, run: RunContext[ThroughputConfig, ThroughputResult]) -> ThroughputResult: ...
+        def headline(self, result: ThroughputResult) -> list[Figure]: ...
+
+Everything else is a method of :class:`~streambench.harness.runs.contract.ProtocolContract` (what the
+command line, the sweep, the store and the report call) with a default it may override:
+
+===========================================  ========================================================
+methods                                      default
+===========================================  ========================================================
+``print_result``, ``closing_note``           its headline figures, exit code 0; no closing note
+``can_resume``, ``resume``                   ``run --resume`` refuses its runs
+``warnings``, ``incomplete_reason``          no warnings; always complete
+``read``, ``report_sections``                its result file read; its headline listed in the report
+``frame_latencies_ns``                       none kept (``compare``'s rank test reads another's)
+``sweep_points``, ``sweep_row``, ...         one run per sweep entry, when ``sweepable`` (default: no)
+===========================================  ========================================================
+
+It joins the registry (:mod:`streambench.harness.runs.registry`) by a line there, an installed package's
+``streambench.protocols`` entry point, or :func:`~streambench.harness.runs.registry.register`. A protocol
+written against 0.2's interface (its own ``execute``, the parts of :mod:`streambench.harness.runs.parts`)
+still runs: ``execute`` may be overridden whole.
 """
 
 from __future__ import annotations
 
-import abc
-import dataclasses
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from pydantic import BaseModel
-
-from streambench.harness.execution.config import RunConfig
+from streambench.harness.datasets.catalog import SeedKind
+from streambench.harness.execution.config import RunConfig, run_id_for
 from streambench.harness.execution.executor import ProgressHook
-from streambench.harness.io.config_file import load_protocol_config
-from streambench.harness.results.files import load_protocol_result
-from streambench.harness.results.headline import Figure
+from streambench.harness.runs.catalog import fix_data_seed
+from streambench.harness.runs.context import RunContext
+from streambench.harness.runs.contract import ConfigT, Outcome, ProtocolContract, ResultT, SweepPoint
 
-__all__ = ["Outcome", "RunProtocol", "SweepPoint"]
+__all__ = ["Outcome", "RunContext", "RunProtocol", "SweepPoint"]
 
-
-@dataclasses.dataclass(frozen=True)
-class Outcome:
-    """What :meth:`RunProtocol.execute` returns: the result (as written to ``run_dir / result_file``)
-    and the run directory; ``extra`` carries what the protocol's own printing needs besides."""
-
-    result: BaseModel
-    run_dir: Path
-    extra: Any = None
-    unchanged: bool = False
-    """Nothing was run or written: a resume of a run that was finished already (its result as it stands)."""
+_RUN_DEFAULT_ADAPTER = RunConfig.model_fields["adapter"].default
 
 
-@dataclasses.dataclass(frozen=True)
-class SweepPoint:
-    """One run of a protocol in a sweep, for protocols that split into points (robustness): its name and
-    the fields it sets in the protocol's configuration."""
+class RunProtocol(ProtocolContract[ConfigT, ResultT]):
+    """A protocol whose run the base carries out; see the module docstring."""
 
-    name: str
-    updates: dict[str, Any]
+    default_adapter: ClassVar[str | None] = None
+    """The adapter it runs when the run names none (the run configuration's default, ``reference``);
+    None: that one."""
 
+    def execute(self, run: RunConfig, config: ConfigT, progress: ProgressHook | None) -> Outcome[ResultT]:
+        """The template: prepare, fix the seeds, name the run, refuse an existing result, measure, write
+        and index (see the module docstring)."""
+        import torch
 
-_FLAGS = {
-    "isolate": "--isolate/--in-process",
-    "sealed": "--sealed/--no-sealed",
-    "on_error": "--on-error",
-    "baseline": "--baseline",
-}
+        if config is None:
+            config = self.load_config(None)  # its defaults
+        run, config = self.prepare(run, config)
+        torch.manual_seed(run.torch_seed)
+        seed_kind = None
+        if not self.own_streams:
+            run, seed_kind = fix_data_seed(run)  # once per run, in this (the harness's) process
+        context = self.context(run, config, self.new_run_id(run), seed_kind, progress)
+        self.check_new(context)
+        result = self.measure(context)
+        return Outcome(result, context.save(result), context.extra)
 
+    def context(
+        self,
+        run: RunConfig,
+        config: ConfigT,
+        run_id: str,
+        seed_kind: SeedKind | None,
+        progress: ProgressHook | None,
+    ) -> RunContext[ConfigT, ResultT]:
+        """The :class:`RunContext` of one run of this protocol (a resumed one too)."""
+        model: type[ResultT] = self.result_model  # type: ignore[assignment]  # ResultT's model by declaration
+        return RunContext(run, config, run_id, seed_kind, progress, model, self.result_file, self.own_streams)
 
-class RunProtocol(abc.ABC):
-    """One protocol as the harness runs it; see the module docstring for the contract."""
+    def prepare(self, run: RunConfig, config: ConfigT) -> tuple[RunConfig, ConfigT]:
+        """The run and configuration this protocol measures, before anything is built: its
+        :attr:`default_adapter` in place of the run's default; a ValueError refuses what it cannot run."""
+        if self.default_adapter is not None and run.adapter == _RUN_DEFAULT_ADAPTER:
+            run = run.model_copy(update={"adapter": self.default_adapter})
+        return run, config
 
-    name: ClassVar[str]
-    summary: ClassVar[str]
-    result_file: ClassVar[str]
-    result_model: ClassVar[type[BaseModel]]
-    config_model: ClassVar[type[BaseModel] | None] = None
-    """Its own configuration (a sweep's ``[protocols.<name>] config``); None: it has none of its own."""
-    config_file: ClassVar[bool] = False
-    """Whether ``--protocol-config FILE`` sets that configuration on the command line."""
-    figure_keys: ClassVar[tuple[str, str]] = ("", "")
-    """(regular expression of its headline keys, how to write them), for ``compare --fail-on``."""
-    caption: ClassVar[str | None] = None
-    """How its headline figures are defined, printed under them."""
-    run_options: ClassVar[frozenset[str]] = frozenset()
-    """Run options only some protocols take (``isolate``, ``on_error``, ``baseline``): those this protocol
-    honours; the others are refused when typed, before anything runs."""
+    def new_run_id(self, run: RunConfig) -> str:
+        """The run's id: the one given, else the time, the adapter, this protocol and a random suffix."""
+        return run.run_id or run_id_for(run.adapter, self.name)
 
-    # -- running ---------------------------------------------------------------------------------------
+    def check_new(self, run: RunContext[ConfigT, ResultT]) -> None:
+        """Refuse, before anything runs, a run directory that holds this protocol's result already."""
+        path = run.run_dir / self.result_file
+        if path.exists():
+            raise ValueError(f"{path}: exists already; give the run another --run-id")
 
-    def load_config(self, path: Path | None) -> BaseModel | None:
-        """Its configuration from ``path`` (.json / .toml; the caller has checked :attr:`config_file`),
-        or its defaults when ``path`` is None."""
-        if self.config_model is None:
-            return None
-        return load_protocol_config(path, self.config_model, self.name)
-
-    def check_options(self, config: RunConfig, given: frozenset[str]) -> None:
-        """Refuse run options this protocol would ignore (``given``: the options typed on the command
-        line); raises ValueError with the message the user sees."""
-        typed = sorted(name for name in _FLAGS if name in given and name not in self.run_options)
-        if typed:
-            flags = ", ".join(_FLAGS[name] for name in typed)
-            raise ValueError(f"{flags} do not apply to --protocol {self.name} (it ignores them)")
-
-    @abc.abstractmethod
-    def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
-        """Run the protocol and write ``<run.output_dir>/<run_id>/<result_file>``. A protocol that builds
-        ``run.data`` fixes its seed first, once per run
-        (:func:`streambench.harness.runs.catalog.fix_data_seed`: a secret one where it is unset; streams of an
-        unset seed are never built)."""
-
-    # -- its result and figures ------------------------------------------------------------------------
-
-    def load_result(self, run_dir: Path) -> BaseModel:
-        """Its result file in ``run_dir``, validated; :class:`ResultFileError` names the file."""
-        return load_protocol_result(run_dir / self.result_file, self.result_model)
-
-    @abc.abstractmethod
-    def headline(self, result: BaseModel) -> list[Figure]:
-        """The headline figures of a result (the run store, ``show`` and ``compare --fail-on``)."""
+    def measure(self, run: RunContext[ConfigT, ResultT]) -> ResultT:
+        """What the protocol measures: runs the model on ``run``'s streams and returns its result
+        (:meth:`RunContext.result <streambench.harness.runs.context.RunContext.result>` fills in the run's
+        identity and environment)."""
+        raise NotImplementedError(f"the {self.name} protocol implements neither measure() nor execute()")

@@ -12,7 +12,7 @@ import numpy.typing as npt
 from pydantic import BaseModel
 from rich.console import Console
 
-from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.config import RunConfig, run_id_for
 from streambench.harness.execution.event_log import EVENTS_FILE
 from streambench.harness.execution.executor import ProgressHook
 from streambench.harness.io.safe_text import safe
@@ -35,10 +35,10 @@ from streambench.harness.results.files import (
     load_result,
 )
 from streambench.harness.results.headline import CAPTION, LATENCY_KEYS, Figure, interval_fields
+from streambench.harness.results.normalisation import check_baseline
 from streambench.harness.results.summary import host_timing_warnings, print_summary
-from streambench.harness.runs.interface import Outcome, RunProtocol
-from streambench.harness.runs.parts import Printed, Reported, Resumable, Swept
-from streambench.harness.runs.session import execute_run, finished_run, resume_run
+from streambench.harness.runs.interface import Outcome, RunContext, RunProtocol
+from streambench.harness.runs.session import finished_run, resume_run, run_session
 from streambench.protocols.online import OnlineConfig
 from streambench.protocols.online_speed import measured_latency
 
@@ -51,7 +51,10 @@ EVENTS_CAPTION = (
 )
 
 
-class OnlineProtocol(Printed, Resumable, Reported, Swept, RunProtocol):
+class OnlineProtocol(RunProtocol[None, RunResult]):
+    """Its configuration is the run's own (``RunConfig.protocol``); its measurement a session of the run
+    (:func:`~streambench.harness.runs.session.run_session`: an event log, a lock, resume)."""
+
     name = "online"
     summary = "frame by frame at batch 1: F1@Δt, latency, FPS, RTF, energy, memory (seed 004 §6.2.2)"
     result_file = RESULT_FILE
@@ -64,32 +67,45 @@ class OnlineProtocol(Printed, Resumable, Reported, Swept, RunProtocol):
     result_model = RunResult
     caption = CAPTION + EVENTS_CAPTION
     run_options = frozenset({"isolate", "sealed", "on_error", "baseline"})
+    sweepable = True
 
-    def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
-        result, recordings, run_dir = execute_run(run, progress)
-        return Outcome(result, run_dir, recordings)
+    def prepare(self, run: RunConfig, config: None) -> tuple[RunConfig, None]:
+        """Every input is checked before the first stream: ``--baseline`` names a readable run
+        (:func:`~streambench.harness.results.normalisation.check_baseline`; issue 25 item 14)."""
+        if run.baseline is not None:
+            check_baseline(run.baseline)
+        return run, config
+
+    def new_run_id(self, run: RunConfig) -> str:
+        """The default protocol's run ids name no protocol."""
+        return run.run_id or run_id_for(run.adapter)
+
+    def check_new(self, run: RunContext[None, RunResult]) -> None:
+        """Nothing here: the session refuses a run directory that holds a run, under the run's lock."""
+
+    def measure(self, run: RunContext[None, RunResult]) -> RunResult:
+        return run_session(run)
 
     def can_resume(self, run_dir: Path) -> bool:
         return (run_dir / EVENTS_FILE).is_file()
 
-    def resume(self, run_dir: Path, progress: ProgressHook | None) -> Outcome:
+    def resume(self, run_dir: Path, progress: ProgressHook | None) -> Outcome[RunResult]:
         finished = finished_run(run_dir)
         if finished is not None:  # a no-op that says so (issue 18): nothing rerun, nothing rewritten
             return Outcome(finished, run_dir, None, unchanged=True)
         result, recordings, written = resume_run(run_dir, progress)
         return Outcome(result, written, recordings)
 
-    def load_result(self, run_dir: Path) -> BaseModel:
+    def load_result(self, run_dir: Path) -> RunResult:
         return load_result(run_dir)
 
-    def print_result(self, console: Console, outcome: Outcome) -> int:
+    def print_result(self, console: Console, outcome: Outcome[RunResult]) -> int:
         """The summary; exit 130 if the run was interrupted (Ctrl-C, SIGTERM), 2 if ``--baseline`` could
         not be read once the streams were measured (the run is written; issue 25 item 14), 1 if the
         adapter failed anywhere (``--on-error stop`` included: the run ended at a failure, not at the
         user's word), if the session's own audit failed, or if the parent's clock disagrees with the
         worker's (issue 24)."""
         result = outcome.result
-        assert isinstance(result, RunResult)
         print_summary(console, result)
         if result.status == "incomplete" and (result.incomplete_reason or "").startswith("interrupted"):
             return 130
@@ -100,9 +116,8 @@ class OnlineProtocol(Printed, Resumable, Reported, Swept, RunProtocol):
         failed = result.failures or result.status == "incomplete" or audit_failed or clocks_disagree
         return 1 if failed else 0
 
-    def closing_note(self, outcome: Outcome) -> str | None:
+    def closing_note(self, outcome: Outcome[RunResult]) -> str | None:
         result = outcome.result
-        assert isinstance(result, RunResult)
         notes = []
         if result.normalisation is not None and result.normalisation.error is not None:
             notes.append(
@@ -116,8 +131,7 @@ class OnlineProtocol(Printed, Resumable, Reported, Swept, RunProtocol):
             )
         return "\n".join(notes) or None
 
-    def headline(self, result: BaseModel) -> list[Figure]:
-        assert isinstance(result, RunResult)
+    def headline(self, result: RunResult) -> list[Figure]:
         return online_figures(result)
 
     def frame_latencies_ns(self, run_dir: Path) -> npt.NDArray[np.int64] | None:
@@ -127,12 +141,10 @@ class OnlineProtocol(Printed, Resumable, Reported, Swept, RunProtocol):
             raise ResultFileError(f"{run_dir / ARRAYS_FILE}: holds no test stream")
         return np.concatenate([measured_latency(r) for r in recordings])
 
-    def warnings(self, result: BaseModel) -> list[str]:
-        assert isinstance(result, RunResult)
+    def warnings(self, result: RunResult) -> list[str]:
         return online_warnings(result)
 
-    def incomplete_reason(self, result: BaseModel) -> str | None:
-        assert isinstance(result, RunResult)
+    def incomplete_reason(self, result: RunResult) -> str | None:
         return None if result.status == "complete" else result.incomplete_reason or "incomplete"
 
     def read(self, run_dir: Path, bundle: RunBundle) -> None:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where a protocol is loaded: listing the names costs no import (CLI start-up)
-    from streambench.harness.runs.interface import RunProtocol
+    from streambench.harness.runs.contract import ProtocolContract
+
+    RunProtocol = ProtocolContract[Any, Any]
 
 __all__ = [
     "BUILT_IN",
@@ -119,13 +121,13 @@ def get(name: str) -> RunProtocol:
         close = difflib.get_close_matches(name, known, n=2)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         raise UnknownProtocolError(f"--protocol {name!r}: expected one of {', '.join(known)}{hint}")
-    from streambench.harness.runs.interface import RunProtocol
+    from streambench.harness.runs.contract import ProtocolContract
 
     protocol: RunProtocol | None
     if plugin is not None:
         module_name, _, class_name = plugin[0].partition(":")
         cls = getattr(importlib.import_module(module_name), class_name)
-        if not (isinstance(cls, type) and issubclass(cls, RunProtocol)):
+        if not (isinstance(cls, type) and issubclass(cls, ProtocolContract)):
             raise TypeError(
                 f"--protocol {name!r}: the entry point of {plugin[1]} ({ENTRY_POINT_GROUP}) names "
                 f"{plugin[0]!r}, which is not a RunProtocol subclass"
@@ -138,7 +140,7 @@ def get(name: str) -> RunProtocol:
     else:
         protocol = target
 
-    if not isinstance(protocol, RunProtocol) or protocol.name != name:
+    if not isinstance(protocol, ProtocolContract) or protocol.name != name:
         raise TypeError(f"registry entry {name!r} -> {target!r} is not a RunProtocol named {name!r}")
     _loaded[name] = protocol
     return protocol

@@ -12,7 +12,6 @@ counts, the data's ``background_class`` bound as in an online run (every class b
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,22 +19,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 
 from streambench.adapters.contract import Stream
-from streambench.harness.datasets.catalog import background_class_of, make_streams, make_warmup_stream
+from streambench.harness.datasets.catalog import background_class_of
 from streambench.harness.datasets.perturb import perturb
 from streambench.harness.execution.adapter_errors import AdapterError
-from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.executor import ProgressHook, failed_stream
-from streambench.harness.execution.model_runner import open_runner
-from streambench.harness.execution.setup import environment_for
 from streambench.harness.report.bundle import RunBundle, SectionSpec
 from streambench.harness.report.figures_quality import robustness_figure
 from streambench.harness.report.html import absent, esc, figure_block, num, table
 from streambench.harness.results.files import EnvironmentRecord
 from streambench.harness.results.headline import Figure
 from streambench.harness.results.summary import print_robustness
-from streambench.harness.runs.catalog import fix_data_seed, write_indexed
-from streambench.harness.runs.interface import Outcome, RunProtocol, SweepPoint
-from streambench.harness.runs.parts import Printed, Reported, Swept
+from streambench.harness.runs.interface import Outcome, RunContext, RunProtocol, SweepPoint
 from streambench.protocols import robustness
 from streambench.protocols.recording import FailedStream, StreamRecording, StreamRole
 
@@ -53,10 +48,6 @@ RESULT_FILE = "robustness.json"
 class RobustnessResult(EnvironmentRecord):
     """``results/<run_id>/robustness.json``."""
 
-    schema_version: int = 1
-    run_id: str
-    created_at: datetime
-    adapter: str
     config: robustness.RobustnessConfig
     run: RunConfig
     report: robustness.RobustnessReport
@@ -65,37 +56,9 @@ class RobustnessResult(EnvironmentRecord):
 def execute_robustness(
     config: RunConfig, sweep: robustness.RobustnessConfig, progress: ProgressHook | None = None
 ) -> tuple[RobustnessResult, Path]:
-    import torch
-
-    torch.manual_seed(config.torch_seed)
-    config, seed_kind = fix_data_seed(config)  # once per run, in this (the harness's) process
-    streams = make_streams(config.data)
-    n = config.engine.warmup_frames
-    warmup = make_warmup_stream(config.data, n) if n else None
-    variants = robustness.plan(sweep)
-    outcomes: dict[str, tuple[Sequence[StreamRecording], Sequence[FailedStream]]] = {}
-    # sealed by default: the clean stream of a perturbed one never exists in the adapter's process
-    with open_runner(config, streams[0], warmup) as runner:
-        for done, variant in enumerate(variants, start=1):
-            outcomes[variant.name] = _run_variant(runner.run_stream, streams, variant)
-            if progress is not None:
-                progress(done, len(variants), variant.name)
-    report = robustness.score(outcomes, variants, sweep, streams[0].classes, background_class_of(config.data))
-    environment, fingerprint = environment_for(config, streams, runner.module)
-    run_id = config.run_id or run_id_for(config.adapter, "robustness")
-    result = RobustnessResult(
-        run_id=run_id,
-        created_at=datetime.now(timezone.utc),
-        adapter=config.adapter,
-        config=sweep,
-        run=config,
-        report=report,
-        environment=environment,
-        fingerprint=fingerprint,
-        dataset_seed_kind=seed_kind,
-        execution_mode=runner.mode,
-    )
-    return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
+    """Run the sweep of ``sweep`` on ``config``'s adapter and data; write ``robustness.json``."""
+    outcome = RobustnessProtocol().execute(config, sweep, progress)
+    return outcome.result, outcome.run_dir
 
 
 def _run_variant(
@@ -146,7 +109,11 @@ class RobustnessPoint(BaseModel):
         return f"{self.axis}={self.value:g}"
 
 
-class RobustnessProtocol(Printed, Reported, Swept, RunProtocol):
+_Config = robustness.RobustnessConfig | None
+"""Its configuration; None: the run's online configuration swept over seed 004's default points."""
+
+
+class RobustnessProtocol(RunProtocol[_Config, RobustnessResult]):
     name = "robustness"
     summary = "F1 under missing modality, audio delay and clock jitter, against the clean run (§6.2.2 (3))"
     result_file = RESULT_FILE
@@ -154,29 +121,37 @@ class RobustnessProtocol(Printed, Reported, Swept, RunProtocol):
     result_model = RobustnessResult
     config_model = robustness.RobustnessConfig
     run_options = frozenset({"isolate", "sealed"})
+    sweepable = True
     caption = (
         "robustness: f1[<point>] is F1@report_delta_ms (Strict, frame) at that point, counting the classes "
         "the online F1 counts (all but the data's background: robustness.json report.f1_counts)"
     )
 
-    def load_config(self, path: Path | None) -> BaseModel | None:
-        return None  # the sweep follows the run's online configuration: built in execute()
+    def load_config(self, path: Path | None) -> _Config:
+        return None  # the sweep follows the run's online configuration: built in measure()
 
-    def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
-        sweep = config if isinstance(config, robustness.RobustnessConfig) else None
-        result, run_dir = execute_robustness(
-            run, sweep or robustness.RobustnessConfig(online=run.protocol), progress
-        )
-        return Outcome(result, run_dir)
+    def measure(
+        self, run: RunContext[robustness.RobustnessConfig | None, RobustnessResult]
+    ) -> RobustnessResult:
+        """Every variant's perturbed streams through one model, built and warmed up once (sealed by default:
+        the clean stream of a perturbed one never exists in the adapter's process)."""
+        sweep = run.config or robustness.RobustnessConfig(online=run.run.protocol)
+        streams = run.streams()
+        variants = robustness.plan(sweep)
+        outcomes: dict[str, tuple[Sequence[StreamRecording], Sequence[FailedStream]]] = {}
+        with run.model() as model:
+            for done, variant in enumerate(variants, start=1):
+                outcomes[variant.name] = _run_variant(model.run_stream, streams, variant)
+                run.step(done, len(variants), variant.name)
+        background = background_class_of(run.run.data)
+        report = robustness.score(outcomes, variants, sweep, streams[0].classes, background)
+        return run.result(config=sweep, run=run.run, report=report)
 
-    def print_result(self, console: Console, outcome: Outcome) -> int:
-        result = outcome.result
-        assert isinstance(result, RobustnessResult)
-        print_robustness(console, result.report)
+    def print_result(self, console: Console, outcome: Outcome[RobustnessResult]) -> int:
+        print_robustness(console, outcome.result.report)
         return 0
 
-    def headline(self, result: BaseModel) -> list[Figure]:
-        assert isinstance(result, RobustnessResult)
+    def headline(self, result: RobustnessResult) -> list[Figure]:
         return robustness_figures(result)
 
     def report_sections(self) -> tuple[SectionSpec, ...]:

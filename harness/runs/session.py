@@ -18,10 +18,9 @@ from streambench.harness.datasets.catalog import (
     given_seed_kind,
     make_streams,
     make_warmup_stream,
-    seeded,
 )
 from streambench.harness.datasets.provenance import source_files
-from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.engine import clock_info
 from streambench.harness.execution.event_log import (
     EVENTS_FILE,
@@ -65,10 +64,11 @@ from streambench.harness.results.files import (
     load_recordings,
     load_result,
     package_version,
-    write_run,
+    write_arrays,
 )
-from streambench.harness.results.normalisation import check_baseline, normalise_measured
-from streambench.harness.runs.catalog import index_written
+from streambench.harness.results.normalisation import normalise_measured
+from streambench.harness.runs import registry
+from streambench.harness.runs.context import RunContext
 from streambench.harness.runs.session_subject import (
     Subject,
     adapter_memory,
@@ -82,31 +82,33 @@ from streambench.protocols.base import Plan
 from streambench.protocols.recording import StreamRecording
 from streambench.protocols.session_audit import SessionAuditResult
 
-__all__ = ["execute_run", "finished_run", "resume_run"]
+__all__ = ["execute_run", "finished_run", "resume_run", "run_session"]
 
 
 def execute_run(
     config: RunConfig, progress: ProgressHook | None = None
 ) -> tuple[RunResult, list[StreamRecording], Path]:
-    """Run the online protocol end to end and write ``<output_dir>/<run_id>/``.
+    """Run the online protocol end to end (:meth:`RunProtocol.execute
+    <streambench.harness.runs.interface.RunProtocol.execute>`, which runs :func:`run_session`) and write
+    ``<output_dir>/<run_id>/``; the result, the recordings and the run directory."""
+    outcome = registry.get(online.NAME).execute(config, None, progress)
+    return outcome.result, outcome.extra, outcome.run_dir
 
-    The run directory gets ``events.jsonl`` first (the configuration, then each stream as it finishes),
-    ``result.json`` and ``arrays.npz`` last. An interrupted run (Ctrl-C, SIGTERM) or one stopped by
-    ``on_error="stop"`` still writes its result, marked ``incomplete``, over the streams that finished;
-    :func:`resume_run` finishes it. Every input is checked before the first stream: ``--baseline`` names
-    a readable run (:func:`~streambench.harness.results.normalisation.check_baseline`; issue 25 item 14).
-    """
-    if config.baseline is not None:
-        check_baseline(config.baseline)
-    run_id = config.run_id or run_id_for(config.adapter)
-    config = config.model_copy(update={"run_id": run_id})
-    run_dir = config.output_dir / run_id
-    with RunLock(run_dir):  # one writer per run directory, from this check to the result (issue 18)
-        if (run_dir / EVENTS_FILE).exists() or (run_dir / RESULT_FILE).exists():
+
+def run_session(run: RunContext[None, RunResult]) -> RunResult:
+    """The online protocol's measurement: the run directory gets ``events.jsonl`` first (the
+    configuration, then each stream as it finishes), ``result.json`` and ``arrays.npz`` last (written and
+    indexed by ``run.save``, inside the window where a signal waits for them). An interrupted run (Ctrl-C,
+    SIGTERM) or one stopped by ``on_error="stop"`` still writes its result, marked ``incomplete``, over the
+    streams that finished; :func:`resume_run` finishes it. ``run.extra``: the recordings."""
+    config = run.run.model_copy(update={"run_id": run.run_id})
+    with RunLock(run.run_dir):  # one writer per run directory, from this check to the result (issue 18)
+        if (run.run_dir / EVENTS_FILE).exists() or (run.run_dir / RESULT_FILE).exists():
             raise ValueError(
-                f"{run_dir}: a run with this id exists already; resume it with --resume {run_dir}"
+                f"{run.run_dir}: a run with this id exists already; resume it with --resume {run.run_dir}"
             )
-        return _execute(config, run_dir, previous=None, progress=progress)
+        result, run.extra = _execute(run, config, previous=None)
+    return result
 
 
 def resume_run(
@@ -148,22 +150,22 @@ def _resume(run_dir: Path, progress: ProgressHook | None) -> tuple[RunResult, li
     config = config.model_copy(update={"output_dir": run_dir.parent, "run_id": run_dir.name})
     if previous.torn_tail:  # the last session died mid-write: that stream is simply run again
         drop_torn_tail(run_dir)
-    return _execute(config, run_dir, previous=previous, progress=progress)
+    # the seed the run started with, a secret one too: its log holds it
+    seed_kind = previous.start.dataset_seed_kind or given_seed_kind(config.data)
+    run = RunContext(config, None, run_dir.name, seed_kind, progress, RunResult, RESULT_FILE)
+    result, recordings = _execute(run, config, previous=previous)
+    return result, recordings, run_dir
 
 
 def _execute(
-    config: RunConfig, run_dir: Path, previous: RunLog | None, progress: ProgressHook | None
-) -> tuple[RunResult, list[StreamRecording], Path]:
+    run: RunContext[None, RunResult], config: RunConfig, previous: RunLog | None
+) -> tuple[RunResult, list[StreamRecording]]:
+    """A session of the run (its first, or a resume): ``config``, the run's with its id and its data
+    set's seed fixed (by the protocol's template, or as the log recorded it)."""
     import torch
 
-    assert config.run_id is not None
     thread_record = apply_threads(config.threads)  # before the model exists (seed 004: 线程绑定)
     torch.manual_seed(config.torch_seed)
-    if previous is None:  # the data set's seed, fixed once per run here in the parent (issue 24)
-        data, seed_kind = seeded(config.data)
-        config = config.model_copy(update={"data": data})
-    else:  # the one the run started with, a secret one too: its log holds it
-        seed_kind = previous.start.dataset_seed_kind or given_seed_kind(config.data)
     streams = make_streams(config.data)
     warmup = (
         make_warmup_stream(config.data, config.engine.warmup_frames) if config.engine.warmup_frames else None
@@ -171,7 +173,7 @@ def _execute(
     run_plan = online.plan(config.protocol, [s.stream_id for s in streams])
     seeds = SeedRecord(
         dataset=getattr(config.data, "seed", None),
-        dataset_seed_kind=seed_kind,
+        dataset_seed_kind=run.seed_kind,
         torch=config.torch_seed,
         split=config.protocol.split_seed,
     )
@@ -189,26 +191,24 @@ def _execute(
             data_sources=source_files(streams),
             requested_threads=config.threads,
         )
-        return _session(
-            config, run_dir, previous, progress, subject, run_plan, seeds, manifest, thread_record, streams
-        )
+        return _session(run, config, previous, subject, run_plan, seeds, manifest, thread_record, streams)
 
 
 def _session(
+    run: RunContext[None, RunResult],
     config: RunConfig,
-    run_dir: Path,
     previous: RunLog | None,
-    progress: ProgressHook | None,
     subject: Subject,
     run_plan: Plan,
     seeds: SeedRecord,
     manifest: EnvironmentManifest,
     thread_record: ThreadRecord,
     streams: Sequence[Stream],
-) -> tuple[RunResult, list[StreamRecording], Path]:
+) -> tuple[RunResult, list[StreamRecording]]:
     """One session of a run (the first, or a resume): log, measure, score, write. ``streams``: the data
     set, whose labels score a failed stream as answered wrongly (issue 24 item 5)."""
     assert config.run_id is not None
+    run_dir, progress = run.run_dir, run.progress
     created = previous.start.created_at if previous is not None else datetime.now(timezone.utc)
     environment = fingerprint(manifest)
     data_hash = manifest.data_hash.value if manifest.data_hash.value is not None else None
@@ -359,14 +359,14 @@ def _session(
         )
         if config.baseline is not None:  # read after measuring: a failure costs the figures, not the run
             result.normalisation = normalise_measured(result, config.baseline)
-        path = write_run(run_dir, result, recordings, wrong)
-        index_written(run_dir)
+        write = lambda directory: write_arrays(directory, recordings, wrong)  # noqa: E731
+        path = run.save(result, files=write, replace=True) / RESULT_FILE  # resumed: replaces its own
 
     if held and stopped is None:  # honoured now that the result is written (issue 18)
         raise RunInterrupted(
             f"signal {held[0]} while scoring; it waited for the result, which is complete: {path}"
         )
-    return result, recordings, path.parent
+    return result, recordings
 
 
 def _measured(

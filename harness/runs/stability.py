@@ -17,7 +17,6 @@ adapter is named: the comparison of seed 000 is one command per variant,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -25,24 +24,15 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from streambench.harness.datasets.catalog import (
-    DataConfig,
-    background_class_of,
-    make_streams,
-    make_warmup_stream,
-)
-from streambench.harness.execution.config import RunConfig, run_id_for
+from streambench.harness.datasets.catalog import DataConfig, background_class_of
+from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.executor import ProgressHook
-from streambench.harness.execution.model_runner import open_runner
-from streambench.harness.execution.setup import environment_for
 from streambench.harness.io.atomic import atomic_write
 from streambench.harness.io.config_file import load_protocol_config as load_shared_protocol_config
 from streambench.harness.io.safe_text import safe
 from streambench.harness.results.files import EnvironmentRecord
 from streambench.harness.results.headline import Figure
-from streambench.harness.runs.catalog import fix_data_seed, write_indexed
-from streambench.harness.runs.interface import Outcome, RunProtocol
-from streambench.harness.runs.parts import Printed
+from streambench.harness.runs.interface import Outcome, RunContext, RunProtocol
 from streambench.protocols import online
 from streambench.protocols.online import CurvePoint
 from streambench.protocols.recording import StreamRecording, to_arrays
@@ -111,10 +101,6 @@ def event_summary(
 class StabilityResult(EnvironmentRecord):
     """``results/<run_id>/stability.json``."""
 
-    schema_version: int = 1
-    run_id: str
-    created_at: datetime
-    adapter: str
     adapter_name: str = Field(description="the adapter's own name (AdapterInfo.name)")
     config: StabilityConfig
     run: RunConfig
@@ -126,50 +112,8 @@ def execute_stability(
     config: RunConfig, stability: StabilityConfig, progress: ProgressHook | None = None
 ) -> tuple[StabilityResult, Path]:
     """Warm up, run every planned stream (state reset per stream) recording features, score, write."""
-    import torch
-
-    if config.engine.pacing == "paced":
-        raise ValueError(
-            "the stability protocol records features: it needs an unpaced run (--pacing unpaced)"
-        )
-    torch.manual_seed(config.torch_seed)
-    config, seed_kind = fix_data_seed(config)  # once per run, in this (the harness's) process
-    streams = make_streams(config.data)
-    by_id = {s.stream_id: s for s in streams}
-    planned = online.plan(config.protocol, list(by_id)).streams
-    n = config.engine.warmup_frames
-    recorded = config.engine.model_copy(update={"record": ("features",)})
-    features = config.model_copy(update={"engine": recorded})
-    warmup = make_warmup_stream(config.data, n) if n else None
-    recordings = []
-    with open_runner(features, streams[0], warmup) as runner:
-        for done, item in enumerate(planned, start=1):
-            recordings.append(runner.run_stream(by_id[item.stream_id], item.role))  # resets the state
-            if progress is not None:
-                progress(done, len(planned), item.stream_id)
-    report = score_stability(recordings, stability)
-    events = event_summary(recordings, config.protocol, streams[0].classes, config.data)
-    run_id = config.run_id or run_id_for(config.adapter, "stability")
-    environment, fingerprint = environment_for(config, streams, runner.module)
-    result = StabilityResult(
-        run_id=run_id,
-        environment=environment,
-        fingerprint=fingerprint,
-        dataset_seed_kind=seed_kind,
-        execution_mode=runner.mode,
-        created_at=datetime.now(timezone.utc),
-        adapter=config.adapter,
-        adapter_name=runner.info.name,
-        config=stability,
-        run=config,
-        report=report,
-        events=events,
-    )
-    run_dir = config.output_dir / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    arrays = to_arrays(recordings)
-    atomic_write(run_dir / ARRAYS_FILE, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]
-    return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
+    outcome = StabilityProtocol().execute(config, stability, progress)
+    return outcome.result, outcome.run_dir
 
 
 def load_stability_config(path: Path | None) -> StabilityConfig:
@@ -181,14 +125,7 @@ def cli_run(
     config: RunConfig, protocol_config_file: Path | None, progress: ProgressHook | None = None
 ) -> tuple[StabilityResult, Path]:
     """``streambench run --protocol stability [--protocol-config FILE]``."""
-    return execute_stability(with_defaults(config), load_stability_config(protocol_config_file), progress)
-
-
-def with_defaults(config: RunConfig) -> RunConfig:
-    """The TopK encoder in place of the CLI's default adapter (``reference`` emits no features)."""
-    if config.adapter == "reference":
-        return config.model_copy(update={"adapter": DEFAULT_ADAPTER})
-    return config
+    return execute_stability(config, load_stability_config(protocol_config_file), progress)
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -294,7 +231,7 @@ def headline_figures(result: StabilityResult) -> list[Figure]:
     return figures
 
 
-class StabilityProtocol(Printed, RunProtocol):
+class StabilityProtocol(RunProtocol[StabilityConfig, StabilityResult]):
     name = "stability"
     run_options = frozenset({"isolate", "sealed"})  # sealed by default (execution/model_runner.py)
     summary = "seed 000 temporal stability of sparse features: Jaccard, lifetime, turnover, flips"
@@ -303,20 +240,42 @@ class StabilityProtocol(Printed, RunProtocol):
     result_model = StabilityResult
     config_model = StabilityConfig
     config_file = True
+    default_adapter = DEFAULT_ADAPTER
     caption = (
         "stability: f1@<Δt>ms is the online F1@Δt (Strict, frame) of the same run, counting the classes the "
         "online F1 counts (all but the data's background: stability.json events.f1_counts)"
     )
 
-    def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
-        assert isinstance(config, StabilityConfig)
-        result, run_dir = execute_stability(with_defaults(run), config, progress)
-        return Outcome(result, run_dir)
+    def prepare(self, run: RunConfig, config: StabilityConfig) -> tuple[RunConfig, StabilityConfig]:
+        if run.engine.pacing == "paced":
+            raise ValueError(
+                "the stability protocol records features: it needs an unpaced run (--pacing unpaced)"
+            )
+        return super().prepare(run, config)
 
-    def print_result(self, console: Console, outcome: Outcome) -> int:
-        assert isinstance(outcome.result, StabilityResult)
+    def measure(self, run: RunContext[StabilityConfig, StabilityResult]) -> StabilityResult:
+        """Warm up, run every planned stream (state reset per stream) recording features, score; the
+        recordings go to ``stability_arrays.npz`` beside ``stability.json``."""
+        by_id = {s.stream_id: s for s in run.streams()}
+        planned = online.plan(run.run.protocol, list(by_id)).streams
+        recordings = []
+        with run.model(record=("features",)) as model:
+            for done, item in enumerate(planned, start=1):
+                recordings.append(model.run_stream(by_id[item.stream_id], item.role))  # resets the state
+                run.step(done, len(planned), item.stream_id)
+        report = score_stability(recordings, run.config)
+        classes = run.streams()[0].classes
+        events = event_summary(recordings, run.run.protocol, classes, run.run.data)
+        result = run.result(
+            adapter_name=model.info.name, config=run.config, run=run.run, report=report, events=events
+        )
+        arrays = to_arrays(recordings)
+        save = lambda f: np.savez_compressed(f, **arrays)  # type: ignore[arg-type]  # noqa: E731
+        atomic_write(run.directory() / ARRAYS_FILE, save)
+        return result
+
+    def print_result(self, console: Console, outcome: Outcome[StabilityResult]) -> int:
         return print_result(console, outcome.result)
 
-    def headline(self, result: BaseModel) -> list[Figure]:
-        assert isinstance(result, StabilityResult)
+    def headline(self, result: StabilityResult) -> list[Figure]:
         return headline_figures(result)

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from streambench.harness.execution.executor import RunInterrupted
 from streambench.harness.instruments.manifest import collect_manifest, fingerprint
-from streambench.harness.runs import parts, registry
+from streambench.harness.runs import registry
 from streambench.harness.sweep.interrupts import SweepInterrupted, interrupted_by
 from streambench.harness.sweep.spec import RunSpec
 
@@ -167,7 +167,7 @@ def measure(
             outcome = protocol.execute(config, settings, None)
         except (KeyboardInterrupt, RunInterrupted) as exc:  # Ctrl-C / SIGTERM stops the sweep
             raise SweepInterrupted(interrupted_by(exc)) from None
-        reason = parts.incomplete_reason(protocol, outcome.result)
+        reason = protocol.incomplete_reason(outcome.result)
         if reason is not None:  # not a finished run of the sweep: never committed as done
             if reason.startswith("interrupted"):
                 raise SweepInterrupted(interrupted_by(reason))

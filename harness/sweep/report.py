@@ -36,7 +36,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from streambench.harness.report.numbers import human, latency_ms, latency_range_ms, percent, rate_fps
-from streambench.harness.runs import parts, registry
+from streambench.harness.runs import registry
 from streambench.harness.runs.catalog import has_results, load_headline
 from streambench.harness.sweep.aggregate import ConfigRow, Spread, group_quality, group_timings
 from streambench.harness.sweep.executors import SWEEP_FILE, SweepRecord
@@ -70,7 +70,7 @@ __all__ = [
 ]
 
 TIMING_KEYS = ("mean", "p50", "p95", "p99", "fps", "rtf")
-"""The timing columns of the sweep report (a row's ``timings``: see ``parts.Swept.sweep_row``)."""
+"""The timing columns of the sweep report (a row's ``timings``: see ``ProtocolContract.sweep_row``)."""
 TIMING_NAMES = {"mean": "latency mean", "p50": "p50", "p95": "p95", "p99": "p99", "fps": "FPS", "rtf": "RTF"}
 _F1_KEY = re.compile(r"^f1@(\d+(?:\.\d+)?)ms$")
 
@@ -147,7 +147,7 @@ def _row(spec: RunSpec, results_dir: Path) -> RunRow:
     row.fingerprint = record.fingerprint if record is not None else head.fingerprint
     values = {f.key: f.value for f in head.figures}
     protocol = registry.get(spec.protocol)
-    if not isinstance(protocol, parts.Swept):
+    if not protocol.sweepable:
         raise ValueError(f"{spec.protocol}: not a protocol a sweep runs")
     row.quality, row.timings = protocol.sweep_row(values, spec.point)
     row.figure = read_swept_figure(protocol, run_dir)

@@ -1,14 +1,13 @@
 """A protocol's headline figure against the sweep's knobs (issue 28, item 8: "the sweep report plots
 capacity against the knob").
 
-A protocol may declare the one figure a sweep plots (``Swept.sweep_headline`` of
-:mod:`streambench.harness.runs.parts`: the capacity protocol's ``capacity@<deadline>ms``, with its interval
-and how its search ended). The sweep report then shows, per configuration, that figure (median and range
-over the configuration's runs), its interval and how it was reached, and plots it against each grid knob
-whose value varies among the configurations: one line per value of the other knobs (and adapter label), a
-categorical knob (``capacity.serving``) on a categorical axis, a numeric one at its values. Figures of one
-protocol are one series whatever their ``@`` parameter (``capacity@40ms`` and ``capacity@80ms`` are both
-``capacity``: the deadline is a knob like any other).
+A protocol may declare the one figure a sweep plots (its ``sweep_headline``: the capacity protocol's
+``capacity@<deadline>ms``, with its interval and how its search ended). The sweep report then shows, per
+configuration, that figure (median and range over the configuration's runs), its interval and how it was
+reached, and plots it against each grid knob whose value varies among the configurations: one line per
+value of the other knobs (and adapter label), a categorical knob (``capacity.serving``) on a categorical
+axis, a numeric one at its values. Figures of one protocol are one series whatever their ``@`` parameter
+(``capacity@40ms`` and ``capacity@80ms`` are both ``capacity``: the deadline is a knob like any other).
 
 A figure that depends on the machine (``timed``; capacity does) is grouped per environment fingerprint and
 never mixed across fingerprints, as the report's timings are (:mod:`streambench.harness.sweep.report`,
@@ -32,8 +31,7 @@ from pydantic import BaseModel, Field
 
 from streambench.harness.report.figures import figure, plain, to_svg
 from streambench.harness.report.numbers import human
-from streambench.harness.runs import parts
-from streambench.harness.runs.interface import RunProtocol
+from streambench.harness.runs.contract import ProtocolContract
 from streambench.harness.sweep.aggregate import RunFacts, Spread
 
 __all__ = [
@@ -72,9 +70,9 @@ class KnobFacts(RunFacts):
     figure: SweptFigure | None = None
 
 
-def read_swept_figure(protocol: RunProtocol, run_dir: Path) -> SweptFigure | None:
+def read_swept_figure(protocol: ProtocolContract[Any, Any], run_dir: Path) -> SweptFigure | None:
     """The declared headline figure of the run in ``run_dir`` (None: ``protocol`` declares none)."""
-    if not isinstance(protocol, parts.Swept):
+    if not protocol.sweepable:
         return None
     declared = protocol.sweep_headline(protocol.load_result(run_dir))
     if declared is None:

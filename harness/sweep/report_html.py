@@ -28,7 +28,7 @@ from streambench.harness.report.figures_compare import (
 from streambench.harness.report.html import Group, Section, absent, esc, figure_block, page, table
 from streambench.harness.report.numbers import latency_ms
 from streambench.harness.results.files import ResultFileError
-from streambench.harness.runs import parts, registry
+from streambench.harness.runs import registry
 from streambench.harness.sweep.aggregate import ConfigRow, Spread
 from streambench.harness.sweep.report import (
     HEADLINE_HEADERS,
@@ -142,7 +142,7 @@ def _pooled_latency(row: ConfigRow, results_dir: Path) -> np.ndarray | None:
     pooled = []
     for run_id in row.run_ids:
         try:
-            found = parts.frame_latencies_ns(protocol, results_dir / run_id)
+            found = protocol.frame_latencies_ns(results_dir / run_id)
         except (ResultFileError, OSError):
             found = None
         if found is not None:

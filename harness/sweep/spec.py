@@ -7,10 +7,10 @@ seed, repeat). The same run in any sweep, on any machine, gets the same id, so a
 store is never run again: resuming a sweep is the default
 (:func:`streambench.harness.sweep.state.split_done`).
 
-``[protocols.<name>]`` names any protocol of the registry that has the
-:class:`~streambench.harness.runs.parts.Swept` part; the protocol decides how its entry expands
-(:meth:`~streambench.harness.runs.parts.Swept.sweep_points`) and what a sweep run fixes
-(:meth:`~streambench.harness.runs.parts.Swept.sweep_trees`). The built-in ones:
+``[protocols.<name>]`` names any protocol of the registry that is ``sweepable``; the protocol decides how
+its entry expands (:meth:`~streambench.harness.runs.contract.ProtocolContract.sweep_points`) and what a
+sweep run fixes (:meth:`~streambench.harness.runs.contract.ProtocolContract.sweep_trees`). The built-in
+ones:
 
 * ``online``: one run per combination (it has no perturbation points).
 * ``robustness``: with ``points`` given, one run per **perturbation point**: a
@@ -45,8 +45,8 @@ from streambench.adapters.contract import AdapterOptions
 from streambench.adapters.registry import AdapterLoadError, resolve
 from streambench.harness.execution.config import RunConfig, user_field_path
 from streambench.harness.io.config_file import load_config_file
-from streambench.harness.runs import parts, registry
-from streambench.harness.runs.interface import SweepPoint
+from streambench.harness.runs import registry
+from streambench.harness.runs.contract import SweepPoint
 
 __all__ = [
     "ID_SALT",
@@ -140,7 +140,7 @@ class SweepFile(BaseModel):
             raise ValueError(f"adapters: labels must be unique, {duplicated} repeat (set `label`)")
         if self.sweep.baseline is not None and self.sweep.baseline not in labels:
             raise ValueError(f"sweep.baseline {self.sweep.baseline!r} is not one of the adapters {labels}")
-        sweepable = [p.name for p in registry.protocols() if parts.sweepable(p)]
+        sweepable = [p.name for p in registry.protocols() if p.sweepable]
         if not self.protocols:
             raise ValueError(f"name at least one protocol: [protocols.<name>], one of {', '.join(sweepable)}")
         for name in self.protocols:
@@ -270,7 +270,7 @@ def _protocols(table: dict[str, ProtocolEntry], source: str) -> list[tuple[str, 
     found: list[tuple[str, list[SweepPoint | None]]] = []
     for protocol in registry.protocols():
         entry = table.get(protocol.name)
-        if entry is None or not isinstance(protocol, parts.Swept):
+        if entry is None or not protocol.sweepable:
             continue
         try:
             found.append((protocol.name, protocol.sweep_points(entry.points)))
@@ -296,7 +296,7 @@ def _spec(
         head, rest = key.split(".", 1)
         _set(run_tree if head == "run" else proto_tree, rest, value)
     chosen = registry.get(protocol)
-    if not isinstance(chosen, parts.Swept):  # the sweep file's validation refused it already
+    if not chosen.sweepable:  # the sweep file's validation refused it already
         raise SweepError(f"{source}: protocols.{protocol}: not a protocol a sweep runs")
     chosen.sweep_trees(run_tree, proto_tree, seed, point)
     where = f"{source}: adapter {entry.name!r}, protocol {protocol}"

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from streambench.harness.results.files import ResultFileError
-from streambench.harness.runs import parts, registry
+from streambench.harness.runs import registry
 from streambench.harness.runs.catalog import has_results
 from streambench.harness.sweep.spec import RunSpec
 
@@ -35,7 +35,7 @@ def _complete(run_dir: Path) -> bool:
         if not (run_dir / protocol.result_file).is_file():
             continue
         try:
-            if parts.incomplete_reason(protocol, protocol.load_result(run_dir)) is not None:
+            if protocol.incomplete_reason(protocol.load_result(run_dir)) is not None:
                 return False
         except ResultFileError:
             return False  # unreadable: run it again

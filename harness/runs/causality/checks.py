@@ -46,19 +46,15 @@ from __future__ import annotations
 import math
 import secrets
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
-from pathlib import Path
 
 from pydantic import Field
 
 from streambench.adapters.contract import Stream
-from streambench.harness.datasets.catalog import background_class_of, make_streams
+from streambench.harness.datasets.catalog import background_class_of
 from streambench.harness.execution.adapter_errors import AdapterError
-from streambench.harness.execution.config import RunConfig, run_id_for
-from streambench.harness.execution.executor import ProgressHook
-from streambench.harness.execution.setup import build_adapter, environment_for
+from streambench.harness.execution.config import RunConfig
+from streambench.harness.execution.setup import build_adapter
 from streambench.harness.results.files import EnvironmentRecord
-from streambench.harness.runs.catalog import fix_data_seed, write_indexed
 from streambench.harness.runs.causality.caching import caching_audit, caching_partners
 from streambench.harness.runs.causality.replay import Replayed, replay_plan, scored_replay
 from streambench.harness.runs.causality.sequence import SEQUENCE_TOLERANCE, sequence_checks, sequence_plan
@@ -70,6 +66,7 @@ from streambench.harness.runs.causality.variants import (
     occlude,
     occlusion_runs,
 )
+from streambench.harness.runs.context import RunContext
 from streambench.protocols import online
 from streambench.protocols.causality import (
     CausalityConfig,
@@ -85,7 +82,7 @@ __all__ = [
     "RESULT_FILE",
     "SEQUENCE_TOLERANCE",
     "CausalityResult",
-    "execute_causality",
+    "measure_causality",
     "nudge",
     "occlude",
     "timed_untimed_f1",
@@ -97,10 +94,6 @@ RESULT_FILE = "causality.json"
 class CausalityResult(EnvironmentRecord):
     """``results/<run_id>/causality.json``."""
 
-    schema_version: int = 1
-    run_id: str
-    created_at: datetime
-    adapter: str
     config: CausalityConfig
     run: RunConfig
     streams: list[str] = Field(description="streams the occlusion check ran on (the first is stream A)")
@@ -119,33 +112,20 @@ class CausalityResult(EnvironmentRecord):
     tolerance: float = Field(0.0, description="the tolerance the comparisons used (widened for noise)")
 
 
-def execute_causality(
-    config: RunConfig,
-    causality: CausalityConfig,
-    progress: ProgressHook | None = None,
-    max_streams: int | None = None,
-) -> tuple[CausalityResult, Path]:
-    """Run every causality check on ``config``'s adapter and data; write ``<run_dir>/causality.json``.
-
-    ``max_streams`` (default: the configuration's ``streams``) bounds the streams used. ``progress`` is
-    called after each run."""
-    import torch
-
-    max_streams = causality.streams if max_streams is None else max_streams
-    if max_streams < 1:
-        raise ValueError(f"max_streams must be >= 1, got {max_streams}")
+def measure_causality(run: RunContext[CausalityConfig, CausalityResult]) -> CausalityResult:
+    """Run every causality check on ``run``'s adapter and data, on the first ``streams`` streams of its
+    configuration (``run.step`` after each variant run); the result, with every check's verdict."""
+    causality = run.config
     if causality.cuts is None and causality.cut_seed is None:  # drawn per run, recorded in the result
         causality = causality.model_copy(update={"cut_seed": secrets.randbits(32)})
     cut_seed = causality.cut_seed if causality.cut_seed is not None else 0
-    torch.manual_seed(config.torch_seed)
-    config, seed_kind = fix_data_seed(config)  # once per run, in this (the harness's) process
-    all_streams = make_streams(config.data)
-    streams = all_streams[: min(max_streams, len(all_streams))]
+    config = run.run
+    all_streams = run.streams()
+    streams = all_streams[: min(causality.streams, len(all_streams))]
     probe = build_adapter(config, streams[0])  # fails early on a class mismatch; tells the sequence mode
     plan = sequence_plan(probe)
     cuts = {s.stream_id: plan_occlusion(s.num_frames, causality, cut_seed, i) for i, s in enumerate(streams)}
-    run_id = config.run_id or run_id_for(config.adapter, "causality")
-    replayed, replay_reason = replay_plan(config, run_id, all_streams, causality, cut_seed)
+    replayed, replay_reason = replay_plan(config, run.run_id, all_streams, causality, cut_seed)
     planned = (
         2  # determinism, shared state (the other process is not counted)
         + sum(1 + len(c) * len(causality.occluders) for c in cuts.values())
@@ -156,7 +136,7 @@ def execute_causality(
         + 2 * len(streams)  # timed and untimed
         + sum(1 + len(c) * len(causality.occluders) for _, _, c in replayed)
     )
-    runner = AuditRunner(config, streams[0], causality.sealed, planned, progress)
+    runner = AuditRunner(config, streams[0], causality.sealed, planned, run.progress)
     try:
         checks, skipped, tolerance, occlusion_runs = _run_checks(
             runner, streams, all_streams, cuts, causality, replayed, replay_reason
@@ -169,11 +149,8 @@ def execute_causality(
     if plan.run:
         checks += _guarded(plan.run, lambda: sequence_checks(config, probe, streams[0], causality, plan))
 
-    environment, fingerprint = environment_for(config, all_streams, type(probe).__module__)
-    result = CausalityResult(
-        run_id=run_id,
-        created_at=datetime.now(timezone.utc),
-        adapter=config.adapter,
+    run.adapter_module = type(probe).__module__
+    return run.result(
         config=causality,
         run=config,
         streams=[s.stream_id for s in streams],
@@ -184,12 +161,8 @@ def execute_causality(
         cuts=cuts,
         sealed=causality.sealed,
         tolerance=tolerance,
-        environment=environment,
-        fingerprint=fingerprint,
-        dataset_seed_kind=seed_kind,
         execution_mode="sealed" if causality.sealed else "in-process",
     )
-    return result, write_indexed(config.output_dir, run_id, RESULT_FILE, result)
 
 
 _CROSS_INSTANCE = ("occlusion", "state_leak", "reset_idempotent", "timed_untimed", "scored_replay")

@@ -5,9 +5,9 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
 from rich.console import Console
 
 from streambench.harness.execution.config import RunConfig
@@ -20,11 +20,10 @@ from streambench.harness.runs.causality.checks import (
     RESULT_FILE,
     SEQUENCE_TOLERANCE,
     CausalityResult,
-    execute_causality,
+    measure_causality,
     occlude,
 )
-from streambench.harness.runs.interface import Outcome, RunProtocol, SweepPoint
-from streambench.harness.runs.parts import Printed, Reported, Swept
+from streambench.harness.runs.interface import Outcome, RunContext, RunProtocol, SweepPoint
 from streambench.protocols.causality import CausalityConfig, measured_label
 
 __all__ = [
@@ -38,7 +37,25 @@ __all__ = [
 ]
 
 
-class CausalityProtocol(Printed, Reported, Swept, RunProtocol):
+def execute_causality(
+    config: RunConfig,
+    causality: CausalityConfig,
+    progress: ProgressHook | None = None,
+    max_streams: int | None = None,
+) -> tuple[CausalityResult, Path]:
+    """Run every causality check on ``config``'s adapter and data; write ``<run_dir>/causality.json``.
+
+    ``max_streams`` (default: the configuration's ``streams``) bounds the streams used. ``progress`` is
+    called after each run."""
+    if max_streams is not None:
+        if max_streams < 1:
+            raise ValueError(f"max_streams must be >= 1, got {max_streams}")
+        causality = causality.model_copy(update={"streams": max_streams})
+    outcome = CausalityProtocol().execute(config, causality, progress)
+    return outcome.result, outcome.run_dir
+
+
+class CausalityProtocol(RunProtocol[CausalityConfig, CausalityResult]):
     name = "causality"
     summary = "occlusion, state leak, caching, timed/untimed, gradient flow, sequence equivalence (§6.2.3)"
     result_file = RESULT_FILE
@@ -46,21 +63,18 @@ class CausalityProtocol(Printed, Reported, Swept, RunProtocol):
     result_model = CausalityResult
     config_model = CausalityConfig
     config_file = True  # --protocol-config: cuts, seed, tolerance, streams checked, ...
+    sweepable = True
 
-    def execute(self, run: RunConfig, config: BaseModel | None, progress: ProgressHook | None) -> Outcome:
-        checks = config if isinstance(config, CausalityConfig) else CausalityConfig()
-        result, run_dir = execute_causality(run, checks, progress)
-        return Outcome(result, run_dir)
+    def measure(self, run: RunContext[CausalityConfig, CausalityResult]) -> CausalityResult:
+        return measure_causality(run)
 
-    def print_result(self, console: Console, outcome: Outcome) -> int:
+    def print_result(self, console: Console, outcome: Outcome[CausalityResult]) -> int:
         """The table of checks; exit code 1 when any failed."""
         result = outcome.result
-        assert isinstance(result, CausalityResult)
         print_causality(console, result.report, result.skipped)
         return 0 if result.report.passed else 1
 
-    def headline(self, result: BaseModel) -> list[Figure]:
-        assert isinstance(result, CausalityResult)
+    def headline(self, result: CausalityResult) -> list[Figure]:
         return causality_figures(result)
 
     def report_sections(self) -> tuple[SectionSpec, ...]:

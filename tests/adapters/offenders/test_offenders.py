@@ -110,7 +110,17 @@ def test_leaky_reset_keeps_its_frame_counter() -> None:
     assert second == pytest.approx([sigmoid(0.75), sigmoid(1.0)])  # the counter leaked across the reset
 
 
-def test_caching_adapter_memoises_across_resets() -> None:
+def test_caching_adapter_memoises_across_resets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Timed on a virtual clock that moves 1 µs per read, so a miss's busy-wait of 2 ms takes 2,000 reads
+    and a hit none, whatever the machine's load (on the wall clock, ten hits within a tenth of the misses'
+    time failed when the machine stalled the test for 2 ms)."""
+    now = [0]
+
+    def virtual() -> int:
+        now[0] += 1000
+        return now[0]
+
+    monkeypatch.setattr(time, "perf_counter_ns", virtual)
     stream = frames([0.1 * i for i in range(10)])
     adapter = CachingAdapter(CachingOptions(miss_cost_ms=2.0))
     start = time.perf_counter_ns()

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from streambench.adapters.faulty import stream_fingerprint
 from streambench.harness.cli import app
 from streambench.harness.datasets.synthetic import SyntheticConfig
-from streambench.harness.runs import capacity as capacity_run
+from streambench.harness.runs import context as run_context
 from streambench.harness.runs.capacity import fresh_sources
 from streambench.protocols.capacity import CapacityConfig, point_duration_s
 
@@ -74,13 +74,13 @@ def test_capacity_json_is_written_after_every_point_and_a_read_only_store_says_s
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     written: list[dict[str, object]] = []
-    real = capacity_run.atomic_write_text
+    real = run_context.atomic_write_text
 
     def read_only_after_the_first(path: Path, text: str) -> Path:
         written.append(json.loads(text))
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr(capacity_run, "atomic_write_text", read_only_after_the_first)
+    monkeypatch.setattr(run_context, "atomic_write_text", read_only_after_the_first)
     code, output, path = _invoke(tmp_path, "--adapter", "faulty")
     assert code == 2, output
     assert (
@@ -99,7 +99,7 @@ def test_a_search_stopped_mid_way_is_incomplete_and_a_used_run_id_is_refused_bef
     from streambench.harness.runs import registry
 
     monkeypatch.setattr(
-        capacity_run, "atomic_write_text", lambda path, text: (_ for _ in ()).throw(KeyboardInterrupt)
+        run_context, "atomic_write_text", lambda path, text: (_ for _ in ()).throw(KeyboardInterrupt)
     )
     code, output, path = _invoke(tmp_path, "--adapter", "faulty")
     assert code == 130, output  # interrupted after the first point: its file is kept, status searching
