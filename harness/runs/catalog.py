@@ -68,7 +68,6 @@ def load_headline(run_dir: Path) -> RunHeadline:
     from streambench.harness.instruments.threads import thread_summary
     from streambench.harness.results.files import ResultFileError, RunResult
     from streambench.harness.results.quality import MeasurementQuality
-    from streambench.harness.runs import parts
 
     if not run_dir.is_dir():
         raise ResultFileError(f"{run_dir}: no such run directory")
@@ -389,7 +388,6 @@ def load_bundle(run_dir: Path) -> RunBundle:
     part becomes a reason, not an error. A protocol with no sections of its own is listed by its headline
     figures."""
     from streambench.harness.report.bundle import RunBundle
-    from streambench.harness.runs import parts
 
     bundle = RunBundle(run_dir=run_dir, name=run_dir.name)
     for protocol in registry.protocols():
