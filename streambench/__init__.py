@@ -50,6 +50,7 @@ _PUBLIC = {
     "run": "streambench.harness.api",
     "Outcome": "streambench.harness.runs.interface",
     "RunResult": "streambench.harness.results.files",
+    "resume": "streambench.harness.api",
     "ab": "streambench.harness.api",
     "RoundsConfig": "streambench.harness.execution.rounds",
     "ABReport": "streambench.harness.runs.ab",
@@ -79,6 +80,7 @@ __all__ = [
     "__version__",
     "ab",
     "register",
+    "resume",
     "run",
 ]
 

@@ -8,6 +8,7 @@ calls :func:`run`; ``streambench ab`` calls :func:`ab`). Exposed as ``streambenc
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
@@ -22,7 +23,7 @@ from streambench.harness.runs.ab import ABReport, On, run_ab
 from streambench.harness.runs.contract import Outcome
 from streambench.harness.sweep.interrupts import interrupted_by
 
-__all__ = ["ab", "run"]
+__all__ = ["ab", "resume", "run"]
 
 DEFAULT_GATE = "p50:+5%"
 """The rule ``ab`` gates on unless told otherwise (``streambench ab --fail-on``'s default)."""
@@ -33,6 +34,7 @@ def run(
     protocol: str = registry.DEFAULT,
     protocol_config: BaseModel | None = None,
     progress: ProgressHook | None = None,
+    given: frozenset[str] | None = None,
 ) -> Outcome[Any]:
     """Run ``config``'s adapter through ``protocol`` (a registered name) and write its run directory under
     ``config.output_dir``; returns the :class:`Outcome`: ``outcome.result`` is the protocol's typed result
@@ -44,8 +46,12 @@ def run(
     configuration cannot be run, before anything is measured (an adapter whose module does not import
     or that has no such option, too). Ctrl-C reaches the caller as ``KeyboardInterrupt`` (SIGTERM as
     :class:`~streambench.harness.execution.executor.RunInterrupted`) once what was measured is written
-    (an incomplete run directory, finished by ``streambench run --resume``)."""
+    (an incomplete run directory, finished by :func:`resume`). The protocol refuses run options it would
+    ignore, as on the command line (``given``: the options the caller chose, by their command-line names;
+    None: those whose fields ``config`` sets explicitly,
+    :func:`~streambench.harness.runs.contract.options_set`)."""
     from streambench.harness.runs.catalog import check_joinable
+    from streambench.harness.runs.contract import options_set
 
     config = _as_run_config(config, "config")
     chosen = registry.get(protocol)
@@ -59,12 +65,32 @@ def run(
         )
     if chosen.name != registry.DEFAULT:  # the default protocol writes a new run (or refuses an old one)
         check_joinable(config)
+    chosen.check_options(config, options_set(config) if given is None else given)
     try:
         outcome = chosen.execute(config, protocol_config, progress)
     except RunInterrupted as exc:  # outside the measured window: nothing more to write
         _interrupted(str(exc))
     reason = chosen.incomplete_reason(outcome.result)
     if reason is not None and reason.startswith("interrupted"):  # the measured streams are written
+        _interrupted(f"{reason}; what was measured is kept: streambench run --resume {outcome.run_dir}")
+    return outcome
+
+
+def resume(run_dir: str | os.PathLike[str], progress: ProgressHook | None = None) -> Outcome[Any]:
+    """Finish the interrupted run in ``run_dir`` with its own configuration, as ``streambench run --resume``:
+    the protocol that can finish it does (none can: the default protocol's resume raises, saying what is
+    missing there). ``outcome.unchanged`` is true when the run was complete and nothing ran. Interruptions
+    reach the caller as in :func:`run`."""
+    from pathlib import Path
+
+    directory = Path(run_dir)
+    chosen = registry.resumer(directory)
+    try:
+        outcome = chosen.resume(directory, progress)
+    except RunInterrupted as exc:
+        _interrupted(str(exc))
+    reason = chosen.incomplete_reason(outcome.result)
+    if reason is not None and reason.startswith("interrupted"):
         _interrupted(f"{reason}; what was measured is kept: streambench run --resume {outcome.run_dir}")
     return outcome
 

@@ -112,7 +112,8 @@ def run(
         outcome = _run_with_progress(
             progress,
             f"{config.adapter} · {protocol}",
-            lambda hook: api.run(config, protocol, protocol_settings, hook),  # the Python entry point
+            # the Python entry point, told which options were typed
+            lambda hook: api.run(config, protocol, protocol_settings, hook, frozenset(given)),
         )
         _finish(chosen, outcome, report, as_json)
 
@@ -126,12 +127,12 @@ def _typed(ctx: typer.Context, name: str) -> bool:
 def _resume(run_dir: Path, progress: bool, report: bool, as_json: bool = False) -> None:
     """``--resume DIR``: the protocol that can finish the run directory finishes it (without one, the
     default protocol says what is missing there)."""
-    able = [p for p in registry.protocols() if p.can_resume(run_dir)]
-    chosen = able[0] if able else registry.get(registry.DEFAULT)  # its resume says what is missing there
+    from streambench.harness import api
+
+    chosen = registry.resumer(run_dir)  # before: a finished run has nothing left to resume
     with command_stdout():
-        outcome = _run_with_progress(
-            progress, f"resume {run_dir.name}", lambda hook: chosen.resume(run_dir, hook)
-        )
+        title = f"resume {run_dir.name}"
+        outcome = _run_with_progress(progress, title, lambda hook: api.resume(run_dir, hook))
         _finish(chosen, outcome, report, as_json)
 
 

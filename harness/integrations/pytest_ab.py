@@ -24,7 +24,7 @@ directory, as on the command line. The arguments, all optional but an adapter fr
   configuration), and lay their keys over its engine and thread settings;
 - ``streams``, ``duration_s``, ``data_seed``: the synthetic data set used without any (6 streams of 5 s, a
   secret seed), or overriding a synthetic one; refused for data read from files;
-- ``warmup_frames``: each worker's warm-up (default: the configuration's, else 50);
+- ``warmup_frames``: each worker's warm-up (default: the configuration's, else the engine's);
 - the gate, as ``ab``'s options of those names: ``fail_on``, ``rounds``, ``max_rounds``, ``step``,
   ``streams_per_round``, ``on`` (``wall`` / ``cpu``), ``mode``, ``restart_every``, ``seed`` (the order
   within pairs: ``ab --order-seed``), ``confidence`` (0.95: a false alarm at most 2.5 % per rule),

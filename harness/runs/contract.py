@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["ConfigT", "Outcome", "ProtocolContract", "ResultT", "SweepPoint"]
+__all__ = ["OPTION_FIELDS", "ConfigT", "Outcome", "ProtocolContract", "ResultT", "SweepPoint", "options_set"]
 
 ConfigT = TypeVar("ConfigT", bound="BaseModel | None")
 """A protocol's own configuration (its ``config_model``; None: it has none)."""
@@ -65,6 +65,32 @@ _FLAGS = {
 }
 _DATA_OPTIONS = ("seed", "streams", "duration", "dataset")
 """The run options that choose the data set (refused by a protocol that builds its own streams)."""
+OPTION_FIELDS: dict[str, tuple[str, ...]] = {
+    "seed": ("data", "seed"),
+    "streams": ("data", "num_streams"),
+    "duration": ("data", "duration_s"),
+    "dataset": ("data", "kind"),
+    "isolate": ("isolate",),
+    "sealed": ("isolation", "sealed"),
+    "on_error": ("on_error",),
+    "baseline": ("baseline",),
+}
+"""The RunConfig field each checked run option sets (the command line's table says the same: a test)."""
+
+
+def options_set(config: RunConfig) -> frozenset[str]:
+    """The checked run options whose fields ``config`` sets explicitly (pydantic's ``model_fields_set``
+    along the field's path): what :meth:`ProtocolContract.check_options` is given from Python."""
+    found = set()
+    for name, path in OPTION_FIELDS.items():
+        node: object = config
+        for part in path:
+            if part not in getattr(node, "model_fields_set", ()):
+                break
+            node = getattr(node, part)
+        else:
+            found.add(name)
+    return frozenset(found)
 
 
 class ProtocolContract(abc.ABC, Generic[ConfigT, ResultT]):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where a protocol is loaded: listing the names costs no import (CLI start-up)
@@ -30,6 +31,7 @@ __all__ = [
     "protocols",
     "register",
     "result_file",
+    "resumer",
     "unregister",
 ]
 
@@ -157,3 +159,10 @@ def result_file(name: str) -> str:
 def protocols() -> list[RunProtocol]:
     """Every registered protocol, in listing order."""
     return [get(name) for name in names()]
+
+
+def resumer(run_dir: Path) -> RunProtocol:
+    """The protocol that can finish ``run_dir`` (``streambench run --resume``); none can: the default one,
+    whose resume says what is missing there."""
+    able = [p for p in protocols() if p.can_resume(run_dir)]
+    return able[0] if able else get(DEFAULT)

@@ -60,6 +60,35 @@ def test_run_refuses_a_configuration_of_another_protocol() -> None:
         streambench.run(config, protocol="onlien")
 
 
+def test_run_refuses_options_the_protocol_would_ignore_as_the_command_line_does(tmp_path: Path) -> None:
+    """The hysteresis protocol builds its own streams: a data set chosen in the configuration is refused
+    from Python as ``--streams`` is on the command line, before anything runs; left at its defaults it is
+    not chosen."""
+    from streambench.harness.runs.contract import options_set
+
+    chosen = streambench.RunConfig.model_validate(
+        {"adapter": "null", "data": {"num_streams": 3}, "output_dir": tmp_path}
+    )
+    assert options_set(chosen) == {"streams"}
+    with pytest.raises(ValueError, match="builds its own streams: use --protocol-config, not --streams"):
+        streambench.run(chosen, protocol="hysteresis")
+    assert not any(tmp_path.iterdir())
+    plain = streambench.RunConfig.model_validate({"adapter": "null", "output_dir": tmp_path})
+    assert options_set(plain) == frozenset()
+    typed = streambench.RunConfig.model_validate(
+        {"isolation": {"sealed": False}, "on_error": "stop", "data": {"seed": 1}}
+    )
+    assert options_set(typed) == {"sealed", "on_error", "seed"}
+
+
+def test_each_checked_option_sets_the_field_the_command_lines_table_says() -> None:
+    from streambench.harness.cli.run_options import RUN_OPTIONS
+    from streambench.harness.runs.contract import OPTION_FIELDS
+
+    table = {option.name: option.sets for option in RUN_OPTIONS}
+    assert {name: table[name] for name in OPTION_FIELDS} == OPTION_FIELDS
+
+
 SMALL_RUN = {
     "adapter": "null",
     "data": {"kind": "synthetic", "num_streams": 3, "duration_s": 2.0, "seed": 0},
@@ -119,8 +148,6 @@ def test_ctrl_c_in_a_loop_reaches_the_caller_with_what_was_measured_kept(
     import os
     import signal
 
-    from streambench.harness.runs.session import resume_run
-
     def ctrl_c_in_the_second_run(done: int, total: int, stream_id: str) -> None:
         if len(finished) == 1 and done == 2:
             os.kill(os.getpid(), signal.SIGINT)
@@ -134,5 +161,8 @@ def test_ctrl_c_in_a_loop_reaches_the_caller_with_what_was_measured_kept(
     assert f"streambench run --resume {tmp_path / 'second'}" in str(caught.value)
     kept = streambench.RunResult.model_validate_json((tmp_path / "second" / "result.json").read_text())
     assert kept.status == "incomplete" and kept.scored.scored_streams == 2
-    resumed, _, _ = resume_run(tmp_path / "second")
-    assert resumed.status == "complete" and resumed.scored.scored_streams == 3
+    resumed = streambench.resume(tmp_path / "second")  # as streambench run --resume
+    assert resumed.run_dir == tmp_path / "second" and not resumed.unchanged
+    assert resumed.result.status == "complete" and resumed.result.scored.scored_streams == 3
+    again = streambench.resume(tmp_path / "second")
+    assert again.unchanged and again.result.status == "complete"
