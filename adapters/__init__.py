@@ -1,4 +1,4 @@
-"""streambench's ``adapters`` floor, installed as ``streambench.adapters`` (DESIGN.md "Layout"; issue 26)."""
+"""streambench's ``adapters`` floor, installed as ``streambench.adapters`` (DESIGN.md "Layout")."""
 
 if __name__ != "streambench.adapters":  # imported as a top-level package: a source tree on sys.path
     raise ModuleNotFoundError(

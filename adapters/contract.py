@@ -280,7 +280,7 @@ class StreamingAdapter(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} has no sequence mode")
 
     max_batch_size: int = 0
-    """The largest batch :meth:`predict_batch` takes; 0: the adapter has no batch mode (issue 28)."""
+    """The largest batch :meth:`predict_batch` takes; 0: the adapter has no batch mode."""
 
     def predict_batch(self, items: Sequence[tuple[StreamKey, Frame]]) -> list[PredictOutput]:
         """Optional (``max_batch_size > 0``): one frame of each of several live streams in one call, as a

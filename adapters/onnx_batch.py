@@ -1,4 +1,4 @@
-"""Batch mode of the ONNX Runtime wrapper (adapters/onnx_runtime.py; issue 28, "batched" serving).
+"""Batch mode of the ONNX Runtime wrapper (adapters/onnx_runtime.py; "batched" serving).
 
 The wrapper's ``predict_batch(items)`` (the contract's, adapters/contract.py) answers one frame of each of
 several live streams with one ``session.run``, as a server batches them (Triton's dynamic batcher and

@@ -1,5 +1,5 @@
-"""Load-time checks of the ONNX Runtime wrapper (adapters/onnx_runtime.py; issue 8, part 1: "ONNX Runtime
-models"): the model's declared inputs and outputs against the wrapper's options, before any frame runs.
+"""Load-time checks of the ONNX Runtime wrapper (adapters/onnx_runtime.py): the model's declared inputs
+and outputs against the wrapper's options, before any frame runs.
 
 Each check reads the names, shapes and ONNX Runtime types the session declares (``{name: (shape, type)}``
 for the inputs and for the outputs) and raises :class:`OnnxLoadError`, a ``ValueError`` that names the

@@ -1,4 +1,4 @@
-"""Generic adapter for an ONNX model run by ONNX Runtime (issue 8, part 1: "ONNX Runtime models").
+"""Generic adapter for an ONNX model run by ONNX Runtime.
 
 A recurrent ONNX model streams by carrying its state from one frame to the next: ``state`` maps each
 state *input* of the model to the *output* that holds its next value (``{"h": "h_out"}``). At every
@@ -22,7 +22,7 @@ adapters/onnx_load_checks.py); a frame of the data's size fits a fixed frame inp
 shape is fully known, one dry run on a zero frame checks that each state output comes back with its
 input's shape and that ``C`` scores come out.
 
-Batch mode (``max_batch_size > 0``; issue 28): ``predict_batch`` runs one frame of each of several streams
+Batch mode (``max_batch_size > 0``): ``predict_batch`` runs one frame of each of several streams
 in one ``session.run``, each state batched along ``state_batch_axis`` and kept per stream, where the
 model's declared shapes allow it (every batch axis dynamic, the scores ``[B, C]``: adapters/onnx_batch.py;
 otherwise a load-time error naming the input or output). The dry run then also serves two streams of
@@ -180,7 +180,7 @@ class OnnxAdapter(StreamingAdapter):
 
     def _check_frame_size(self) -> None:
         """A fixed frame input must hold exactly one frame of the data: checked at load, naming both sizes
-        and the fix, not at the first warm-up frame (issue 17)."""
+        and the fix, not at the first warm-up frame."""
         size = self._data_frame_size()
         if size is None or any(d < 0 for d in self._input_shape):
             return

@@ -134,7 +134,7 @@ class MatchedFilterFusion(nn.Module):
         return fused * self.sign
 
     def forward_batch(self, inputs: Sequence[torch.Tensor], present: torch.Tensor) -> torch.Tensor:
-        """:meth:`forward` for a batch (issue 28): ``inputs[k]`` the payloads ``[B, D_k]`` of modality
+        """:meth:`forward` for a batch: ``inputs[k]`` the payloads ``[B, D_k]`` of modality
         ``k`` (zeros where missing), ``present`` ``[K, B]`` bool. Returns the fused logits ``[B, C]``, each
         row as :meth:`forward` fuses the modalities present in it (rows with none: zeros)."""
         buffers = self._buffers
@@ -235,7 +235,7 @@ class CausalReferenceAdapter(StreamingAdapter):
                 scores = self._scores(self._state)
             return Prediction(scores=scores)
 
-    # batch mode (issue 28): one frame of each of several streams, their states stacked along the batch axis
+    # batch mode: one frame of each of several streams, their states stacked along the batch axis
 
     max_batch_size = 4096
 

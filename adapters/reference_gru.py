@@ -1,6 +1,6 @@
 """The reference GRU: the causal reference model's matched filters and leaky integrator written as one
-``torch.nn.GRU`` layer and a linear head, driven by the torch-module wrapper (issue 28: "batched beats
-replicas for the reference GRU on CPU").
+``torch.nn.GRU`` layer and a linear head, driven by the torch-module wrapper (the model on
+which the capacity protocol compares batched serving with replicas on CPU).
 
 The reference models of :mod:`streambench.adapters.reference` are hand-written loops; a serving system
 meets recurrent networks. This one is a real ``nn.GRU`` (PyTorch's gate order ``r, z, n``,

@@ -47,11 +47,11 @@ REGISTRY: dict[str, str] = {
     "offender-session-cache-twin": "streambench.adapters.offenders.capacity_cheats:SessionCacheTwinAdapter",
     # reads --option path=...
     "offender-file-reader": "streambench.adapters.offenders.file_reader:FileReaderAdapter",
-    # timing cheats (issue 24)
+    # timing cheats
     "offender-stopped-clock": "streambench.adapters.offenders.clock:StoppedClockAdapter",
     "offender-late-work": "streambench.adapters.offenders.clock:LateWorkAdapter",
     "offender-reset-work": "streambench.adapters.offenders.clock:ResetWorkAdapter",
-    # work hidden from the worker's clock in part, in threads that exit, in a process (issue 35)
+    # work hidden from the worker's clock in part, in threads that exit, in a process
     "offender-split-work": "streambench.adapters.offenders.hidden_work:SplitWorkAdapter",
     "offender-thread-work": "streambench.adapters.offenders.hidden_work:ThreadWorkAdapter",
     "offender-fork-work": "streambench.adapters.offenders.hidden_work:ForkWorkAdapter",
@@ -59,7 +59,7 @@ REGISTRY: dict[str, str] = {
     "offender-first-sight": "streambench.adapters.offenders.first_sight:FirstSightAdapter",
     # leaves processes
     "offender-helper-process": "streambench.adapters.offenders.processes:HelperProcessAdapter",
-    "offender-forker": "streambench.adapters.offenders.processes:ForkingAdapter",  # (issue 25)
+    "offender-forker": "streambench.adapters.offenders.processes:ForkingAdapter",
     "offender-printer": "streambench.adapters.offenders.noisy:PrintingAdapter",  # prints to stdout
     # a non-daemon thread
     "offender-lingering-thread": "streambench.adapters.offenders.noisy:LingeringThreadAdapter",
@@ -124,7 +124,7 @@ _FLOORS = ("adapters", "harness", "protocols")
 
 def moved_to(module_name: str | None) -> str | None:
     """Where a module of streambench's old import path lives now: streambench 0.2 installs its floors
-    under one namespace (``adapters.contract`` -> ``streambench.adapters.contract``, issue 26), so that
+    under one namespace (``adapters.contract`` -> ``streambench.adapters.contract``), so that
     no top-level name of ours collides with another distribution's (AdapterHub's ``adapters``). None for
     any other module."""
     if not module_name or module_name.split(".")[0] not in _FLOORS:

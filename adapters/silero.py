@@ -1,4 +1,4 @@
-"""Silero VAD, a real third-party streaming model (issue 8, part 2), in its two shipped variants.
+"""Silero VAD, a real third-party streaming model, in its two shipped variants.
 
 The ``silero-vad`` package (``pip install 'streambench[vad]'``) ships the weights, so nothing is
 downloaded: ``silero_vad/data/silero_vad.jit`` (TorchScript) and ``silero_vad/data/silero_vad.onnx``

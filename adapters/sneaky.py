@@ -1,5 +1,5 @@
 """Planted offenders that cheat through the harness's own process, not through a back door the harness
-fills (issue 15). Test fixtures, not models; like :mod:`streambench.adapters.offenders`, each behaves as an
+fills. Test fixtures, not models; like :mod:`streambench.adapters.offenders`, each behaves as an
 honest, deterministic per-frame model (``sigmoid(gain * mean of the payloads)``) apart from its one offence:
 
 * :class:`StackPeekingAdapter` looks for the future where a real cheat would: ``via="stack"`` walks the

@@ -1,4 +1,4 @@
-"""Reference deepfake detector for the detection protocol (issue 9; seed 002 "Score Extraction").
+"""Reference deepfake detector for the detection protocol (seed 002 "Score Extraction").
 
 A causal matched filter, no training: the synthetic spoof data set (``harness/datasets/spoof.py``) marks
 its fakes with a faint tone at ``artefact_hz`` in some frames. For each frame the detector takes the

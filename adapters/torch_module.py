@@ -1,4 +1,4 @@
-"""Generic adapter for a user's ``torch.nn.Module`` (issue 8, part 1: "a torch nn.Module wrapper").
+"""Generic adapter for a user's ``torch.nn.Module``.
 
 The user names a factory, ``"package.module:callable"`` (imported as ``python -m`` finds it:
 adapters/importing.py), that returns an ``nn.Module``, called with ``factory_kwargs`` and the data's

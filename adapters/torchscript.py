@@ -1,4 +1,4 @@
-"""Generic adapter for a TorchScript file (issue 8, part 1: "TorchScript files").
+"""Generic adapter for a TorchScript file.
 
 ``path`` names a module saved with ``torch.jit.save`` (scripted or traced); it is loaded with
 ``torch.jit.load(path, map_location=device)`` and driven one frame at a time at batch 1, in the same

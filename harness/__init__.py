@@ -1,4 +1,4 @@
-"""streambench's ``harness`` floor, installed as ``streambench.harness`` (DESIGN.md "Layout"; issue 26)."""
+"""streambench's ``harness`` floor, installed as ``streambench.harness`` (DESIGN.md "Layout")."""
 
 if __name__ != "streambench.harness":  # imported as a top-level package: a source tree on sys.path
     raise ModuleNotFoundError(

@@ -1,5 +1,4 @@
-"""streambench's ``protocols`` floor, installed as ``streambench.protocols`` (DESIGN.md "Layout",
-issue 26)."""
+"""streambench's ``protocols`` floor, installed as ``streambench.protocols`` (DESIGN.md "Layout")."""
 
 if __name__ != "streambench.protocols":  # imported as a top-level package: a source tree on sys.path
     raise ModuleNotFoundError(

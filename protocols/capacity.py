@@ -1,4 +1,4 @@
-"""The capacity protocol's plan (issue 28): how many live streams one machine serves at deadline.
+"""The capacity protocol's plan: how many live streams one machine serves at deadline.
 
 Pure: no I/O, no clock, no model. The harness (harness/execution/load_generator.py) releases the frames
 this module schedules, serves them and records when each was served; protocols/capacity_score.py scores

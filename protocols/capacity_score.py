@@ -1,4 +1,4 @@
-"""The capacity protocol's score (issue 28): one point (N streams) from what the harness recorded, and the
+"""The capacity protocol's score: one point (N streams) from what the harness recorded, and the
 verdict that drives the search (protocols/capacity.py). Pure: recorded arrays in, figures out.
 
 Per frame (``../shared/DESIGN.md`` "Time and delay", paced clock): response = completion - arrival

@@ -17,7 +17,7 @@ stream duration follow §6.2.2 (2).
 
 A stream the adapter failed on is never dropped: it counts in every accuracy and F1 figure as answered
 wrongly on every unit (the complement of its reference), which can never score above any answer the
-model could have given (protocols/online_units.py, issue 24 item 5); the speed figures are over the
+model could have given (protocols/online_units.py); the speed figures are over the
 frames actually measured. The failed streams are listed in :attr:`OnlineScore.failed`.
 
 Which classes an F1 counts (:func:`~streambench.protocols.online_events.scored_classes`): every class not

@@ -1,4 +1,4 @@
-"""The online protocol's event-level figures (protocols/online.py, issue 27): how long after an event
+"""The online protocol's event-level figures (protocols/online.py): how long after an event
 starts (or ends) the model flags it, what it misses, how often it raises a false alarm, and the event
 F1 with a collar, per event class (DCASE-style, sed_eval's conventions:
 :mod:`streambench.protocols.metrics.event_detection`).

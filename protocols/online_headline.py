@@ -1,6 +1,6 @@
 """The online protocol's headline (protocols/online.py): F1@Δt, mean latency and RTF with bootstrap
 intervals over streams (DESIGN.md "Results"), and the warnings about the measurement, the failed streams
-included (issue 24 item 5: a failed test stream is in every F1 as answered wrongly, never left out)."""
+included (a failed test stream is in every F1 as answered wrongly, never left out)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The online protocol's scoring units and their tallies (protocols/online.py), and the rule for a
-stream the adapter failed on (issue 24 item 5, "Nothing is dropped from scoring").
+stream the adapter failed on (nothing is dropped from scoring).
 
 A :class:`Tally` holds, for every key ``(unit, mode or "offline", Δt)``, the per-class TP/FP/FN of the
 units of one stream (or of several, summed), how many were answered correctly and how many had a

@@ -116,8 +116,8 @@ class FailedStream:
     output of it is kept, only what scoring it as answered wrongly needs (its clock and its reference
     labels, from the data set the harness holds, never from the adapter) and the error.
 
-    The online protocol scores every frame of it as the complement of its labels (issue 24 item 5:
-    ``protocols/online_units.py``); ``frame`` is where it failed (None: before its first frame).
+    The online protocol scores every frame of it as the complement of its labels
+    (``protocols/online_units.py``); ``frame`` is where it failed (None: before its first frame).
     """
 
     stream_id: str

@@ -7,12 +7,12 @@ perturbations the harness applies to every stream (harness/datasets/perturb.py).
 score of each variant, pure, from the recordings. An adapter that raises on a perturbed input is a
 recorded failure at that point (stream, frame, error), not the end of the sweep; the point goes on with
 the next stream, and the failed stream counts in the point's F1 and accuracy as answered wrongly on
-every frame, as in the online protocol (protocols/online_units.py, issue 24 item 5): failing on a hard
+every frame, as in the online protocol (protocols/online_units.py): failing on a hard
 perturbation never scores better than answering it. A point at which every stream failed has F1 = 0
 and accuracy = 0 (the complement of every reference has no true positive) and no online score.
 
 The F1 of every point is the online protocol's F1@Δt (Strict, frame units) of that point's recordings, so
-it counts the classes the online F1 counts (protocols/online.py, issue 27; :func:`score` passes the data's
+it counts the classes the online F1 counts (protocols/online.py; :func:`score` passes the data's
 ``background``): every class not in ``online.exclude_classes`` but the background, where the data names
 one (e.g. speech of speech / non-speech; micro over both would be the frame accuracy).
 :attr:`RobustnessReport.f1_counts` says which, in words.

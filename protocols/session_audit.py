@@ -1,4 +1,4 @@
-"""Audits inside the scored session (issue 24, item 6; DESIGN.md "Causality": "audits run on the scored
+"""Audits inside the scored session (DESIGN.md "Causality": "audits run on the scored
 instance after its real history, entry points that look the same to the model whether it is scored or
 audited").
 

@@ -1,5 +1,4 @@
-"""OFFENDER (scoring): a model that abstains by failing on the streams it would get wrong (issue 24,
-item 5).
+"""OFFENDER (scoring): a model that abstains by failing on the streams it would get wrong.
 
 :class:`AbstainerAdapter` is the offenders' honest per-frame model (``sigmoid(gain * feature)``, see
 :mod:`streambench.adapters.offenders`), except that it looks at the first frame of each stream (the first

@@ -1,4 +1,4 @@
-"""OFFENDER (emission frames): a model with a look-ahead that claims to answer at once (issue 24: where
+"""OFFENDER (emission frames): a model with a look-ahead that claims to answer at once (where
 each prediction was emitted must not be the worker's word).
 
 :class:`BackdatingAdapter` is an honest look-ahead model: at frame ``t`` it emits the offenders'

@@ -1,5 +1,5 @@
-"""Planted offenders against the worker's own clock (issue 24, item 4: "Latency is measured by the
-process being measured"). Test fixtures, not models: each computes the honest per-frame model of
+"""Planted offenders against the worker's own clock (a clock that the process being measured reads is
+one it can make lie). Test fixtures, not models: each computes the honest per-frame model of
 :mod:`streambench.adapters.offenders` (``sigmoid(gain * feature)``, the same outputs as an honest run) and
 pays ``work_us`` of busy work per frame, but hides that cost from the clock its own process reads:
 

@@ -1,4 +1,4 @@
-"""A planted cross-stream peeker (issue 28): a batched adapter that looks for frames it should not have.
+"""A planted cross-stream peeker: a batched adapter that looks for frames it should not have.
 
 A test fixture, not a model. Served by the capacity protocol (``predict_batch``, or ``predict`` per
 stream as a replica), it looks, at every call, for anything of a stream's future:

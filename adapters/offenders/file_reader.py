@@ -1,5 +1,4 @@
-"""OFFENDER (sandbox): a model that reads a file it must not, such as the data set's labels (issue 24,
-item 3).
+"""OFFENDER (sandbox): a model that reads a file it must not, such as the data set's labels.
 
 :class:`FileReaderAdapter` tries to read the file its option ``path`` names, once in its constructor and
 again at every ``reset_state()``. Where it can (no sandbox, or a sandbox that leaves the file readable)

@@ -1,5 +1,5 @@
-"""A planted offender against audits run apart from the scored streams (issue 24, item 6: "an adapter
-can only pass the audit by behaving honestly on the scored streams too"). Test fixture, not a model.
+"""A planted offender against audits run apart from the scored streams (an audit must be one that an
+adapter can pass only by behaving honestly on the scored streams too). Test fixture, not a model.
 
 :class:`FirstSightAdapter` is the honest per-frame model of :mod:`streambench.adapters.offenders` on any
 stream it has seen before (by a hash of the stream's first frame) and adds ``boost`` to its event score on a

@@ -1,4 +1,4 @@
-"""OFFENDER (memory): a model that under-reports its worker's peak memory (issue 24: whatever decides a
+"""OFFENDER (memory): a model that under-reports its worker's peak memory (whatever decides a
 figure must live outside the adapter's reach).
 
 :class:`MemoryHiderAdapter` is the offenders' honest per-frame model (``sigmoid(gain * feature)``, see

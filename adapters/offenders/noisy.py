@@ -1,4 +1,4 @@
-"""Planted offenders against the command line's own channels (issue 25, items 10 and 11). Test fixtures,
+"""Planted offenders against the command line's own channels. Test fixtures,
 not models: each is the honest per-frame model of :mod:`streambench.adapters.offenders` plus one bad habit.
 
 * :class:`PrintingAdapter` prints to standard output when built and on every ``predict()``, through

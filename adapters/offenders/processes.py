@@ -1,4 +1,4 @@
-"""Planted offenders that start processes and never end them (issue 25, item 8). Test fixtures, not models.
+"""Planted offenders that start processes and never end them. Test fixtures, not models.
 
 Each is the honest per-frame model of :mod:`streambench.adapters.offenders` (``sigmoid(gain * feature)``)
 that, once built, leaves a process running that it never ends:

@@ -1,5 +1,4 @@
-"""OFFENDER (public test set): a model that carries its own copy of the test set and looks frames up in it
-(issue 24, item 3).
+"""OFFENDER (public test set): a model that carries its own copy of the test set and looks frames up in it.
 
 A generated data set is a public function of its seed: whoever knows the seed can build the scored streams
 before the run, labels included, and ship them inside a "model". :class:`RebuilderAdapter` is that model.

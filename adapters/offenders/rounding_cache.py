@@ -1,4 +1,4 @@
-"""OFFENDER (caching audit): a cache that forgives small input differences (issue 24, item 4).
+"""OFFENDER (caching audit): a cache that forgives small input differences.
 
 :class:`RoundingCacheAdapter` is :class:`~streambench.adapters.offenders.CachingAdapter` with another key: the
 payloads rounded to ``decimals`` places (3 by default) before hashing, so a payload a few ulps away from

@@ -1,4 +1,4 @@
-"""streambench from Python (issue 26, item 2): run a protocol, or an A/B latency gate, and get the typed
+"""streambench from Python: run a protocol, or an A/B latency gate, and get the typed
 result back, with the configuration models the command line uses (no second set of defaults).
 
 In the manner of pyperf's ``Runner`` and lm-evaluation-harness's ``simple_evaluate``: the command line is a

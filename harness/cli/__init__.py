@@ -23,7 +23,7 @@ def _during_startup(signum: int, frame: FrameType | None) -> None:
 
 
 _BEFORE: dict[signal.Signals, object] = {}
-if threading.current_thread() is threading.main_thread():  # first, before the imports below (issue 18)
+if threading.current_thread() is threading.main_thread():  # first, before the imports below
     for _signum in (signal.SIGTERM, signal.SIGINT):
         if signal.getsignal(_signum) is not signal.SIG_IGN:  # an ignored SIGINT (a background job) stays
             _BEFORE[_signum] = signal.signal(_signum, _during_startup)
@@ -89,7 +89,7 @@ def main() -> None:
 
 def _unreported_interruption(exc: SystemExit) -> str | None:
     """The signal's name when ``exc`` is typer's exit 130 for a KeyboardInterrupt that no command caught
-    (e.g. while a command imports its modules: issue 25 items 7 and 15); None for any other exit."""
+    (e.g. while a command imports its modules); None for any other exit."""
     cause = exc.__context__.__cause__ if exc.__context__ is not None else None
     if exc.code != 130 or not isinstance(cause, KeyboardInterrupt):
         return None

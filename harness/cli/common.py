@@ -21,7 +21,7 @@ NON_TERMINAL_WIDTH = 200
 
 class _Console(Console):
     """A rich console that, with no terminal to ask and no ``COLUMNS`` set, lays out ``NON_TERMINAL_WIDTH``
-    columns instead of rich's 80, so a table in a CI log keeps its columns whole (issue 17)."""
+    columns instead of rich's 80, so a table in a CI log keeps its columns whole."""
 
     @property
     def size(self) -> ConsoleDimensions:

@@ -1,4 +1,4 @@
-"""Shell completion of option values (issue 17): adapters, protocols, data sets and run ids.
+"""Shell completion of option values: adapters, protocols, data sets and run ids.
 
 Typer's own completion (``streambench --install-completion``, ``--show-completion``) completes commands
 and option names; these callbacks complete the values users otherwise look up: the adapter registry's

@@ -1,6 +1,6 @@
 """``streambench run --config FILE``: a run configuration from a JSON or TOML file, with the options given
 on the command line laid over it; validated by :class:`~streambench.harness.runner.RunConfig`, errors naming
-the file and the field (issue 7, "Bad input everywhere").
+the file and the field.
 
 A file holds the fields of ``RunConfig`` (``adapter``, ``adapter_options``, ``data``, ``protocol``,
 ``engine``, ``threads``, ``power``, ``on_error``, ...). Without ``--config`` every command-line value is

@@ -1,4 +1,4 @@
-"""What the command line keeps from the model it runs: its own output, its exit, its children (issue 25).
+"""What the command line keeps from the model it runs: its own output, its exit, its children.
 
 - :func:`command_stdout` (item 11): while a command runs a model in this process, what the model prints
   goes to stderr — ``sys.stdout`` is ``sys.stderr`` and, where stdout is file descriptor 1, fd 1 is a

@@ -1,5 +1,5 @@
-"""``streambench report RUN [RUN...]``: one self-contained HTML report (harness/report/, issue 6); with
-several runs the comparison opens with the verdict for a latency budget (``--budget-ms``, issue 27)."""
+"""``streambench report RUN [RUN...]``: one self-contained HTML report (harness/report/); with
+several runs the comparison opens with the verdict for a latency budget (``--budget-ms``)."""
 
 from __future__ import annotations
 

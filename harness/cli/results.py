@@ -132,7 +132,7 @@ def _print_run(head: RunHeadline) -> None:
         f"{head.created_at:%Y-%m-%d %H:%M:%S} UTC · fingerprint {safe(fingerprint)}",
         highlight=False,
     )
-    if head.threads is not None:  # issue 27: the thread setting that governed the model
+    if head.threads is not None:  # the thread setting that governed the model
         out.print(f"threads: {safe(head.threads)}", highlight=False)
     public = head.data.public_seed_note() if head.data is not None else None
     if public is not None:

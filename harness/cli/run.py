@@ -108,7 +108,7 @@ def run(
         protocol_settings = lay_protocol_flags(chosen, protocol_settings, flagged)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    with command_stdout():  # what the model prints goes to stderr (issue 25, item 11)
+    with command_stdout():  # what the model prints goes to stderr
         outcome = _run_with_progress(
             progress,
             f"{config.adapter} · {protocol}",
@@ -264,7 +264,7 @@ def _run_with_progress(progress: bool, title: str, job: Callable[[ProgressHook],
         except clear as exc:
             show_traceback(exc)
             raise fail(str(exc)) from None
-        except (KeyboardInterrupt, interrupted) as exc:  # outside the measured window (issue 18)
+        except (KeyboardInterrupt, interrupted) as exc:  # outside the measured window
             show_traceback(exc)
             why = (str(exc) or "Ctrl-C").removeprefix("interrupted").lstrip(": ")
             err.print(f"[bold yellow]interrupted[/] {safe(why)}", highlight=False, soft_wrap=True)

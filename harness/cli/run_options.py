@@ -1,4 +1,4 @@
-"""The run options of ``streambench run``, declared once (issue 26, item 4).
+"""The run options of ``streambench run``, declared once.
 
 Each :class:`RunOption` says everything about one option: its name, type and default, its flags and help
 on the command line, and the :class:`~streambench.harness.execution.config.RunConfig` field it sets. From
@@ -7,12 +7,12 @@ this one table come the command's parameters (:func:`parameters`, read by typer)
 option -> field map :func:`~streambench.harness.cli.config.build_run_config` lays over a ``--config``
 file. Adding an option is one entry here (and its field in ``RunConfig``).
 
-A few flags set a field of one protocol's own configuration instead (:data:`PROTOCOL_FLAGS`: issue 28's
+A few flags set a field of one protocol's own configuration instead (:data:`PROTOCOL_FLAGS`:
 ``--deadline-ms`` and ``--budget-s`` of the capacity protocol): typed, they are laid over
 ``--protocol-config`` and ``--protocol-option`` (:func:`lay_protocol_flags`), validated as the configuration
 is, and refused under any other protocol.
 
-Plain dataclasses and typing only: the command line starts without pydantic, numpy or torch (issue 17).
+Plain dataclasses and typing only: the command line starts without pydantic, numpy or torch.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Audio recordings with label files, framed for a sample-stream adapter (issue 8, "Loaders").
+"""Audio recordings with label files, framed for a sample-stream adapter.
 
 Input: pairs of an audio file (WAV, or any format libsndfile reads; mono or multi-channel, any sample
 rate) and a label file — Audacity labels (``.txt``, or ``.labels`` as Audacity's label export may name
@@ -14,7 +14,7 @@ One stream per recording, id = the audio file's stem:
   ``sample_rate_hz`` is resampled with :func:`scipy.signal.resample_poly` (polyphase, Kaiser window) when
   ``resample`` is true, and refused with :class:`AudioFileError` naming the file and both rates when it is
   false. After resampling a file of ``n`` samples at rate ``r`` has ``ceil(n * R / r)`` samples at ``R``.
-  Neither conversion is silent (issue 27): each stream's ``meta`` keeps the file's own rate and channels,
+  Neither conversion is silent: each stream's ``meta`` keeps the file's own rate and channels,
   which the run records and names in its warnings (:mod:`streambench.harness.datasets.provenance`).
 - **Frames.** Frame ``i`` holds samples ``i*F .. (i+1)*F - 1`` (``F = frame_samples``); its payload is
   ``inputs={"audio": float32 [F]}`` (``[channels, F]`` for ``all``). The trailing partial frame is

@@ -1,4 +1,4 @@
-"""The label files of audio recordings and the frame labels they give (issue 8, "Loaders": the labels of
+"""The label files of audio recordings and the frame labels they give (the labels of
 :mod:`streambench.harness.datasets.audio_files`, whose module docstring states the rule as its user sees it).
 
 - **Files.** Audacity label tracks (``.txt``, or ``.labels`` as Audacity's label export may name it:

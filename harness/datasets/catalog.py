@@ -8,7 +8,7 @@ also when ``kind`` is left out), ``"audio_files"`` (WAV + label files), ``"ave"`
 least ``num_frames`` frames), whatever the kind.
 
 The generated kinds (``synthetic``, ``synthetic_spoof``) are public functions of their seed, so the seed
-decides who can rebuild the test set (issue 24). :func:`seeded` fixes it once per run, in the process
+decides who can rebuild the test set. :func:`seeded` fixes it once per run, in the process
 that runs the harness: a seed the configuration gives is **public** (anyone, a model's author included,
 can rebuild those streams); an unset one becomes a **secret** seed drawn there from the operating
 system's generator (:func:`secrets.randbits`), written to the run's result only after scoring.

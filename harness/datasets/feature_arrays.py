@@ -1,4 +1,4 @@
-"""Per-frame feature arrays as streams (issue 37): log-mel frames, an upstream encoder's embeddings, sensor
+"""Per-frame feature arrays as streams: log-mel frames, an upstream encoder's embeddings, sensor
 rows — any ``[T, ...]`` array a model reads one row per frame.
 
 - **Files** (:mod:`streambench.harness.datasets.array_files`): a ``.npy`` file is one stream of one array,

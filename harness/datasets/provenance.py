@@ -1,4 +1,4 @@
-"""What the data of a run was, as the model received it (issue 27 item 5).
+"""What the data of a run was, as the model received it.
 
 - :func:`source_files`: per stream read from an audio file, the file, its own sample rate and channels,
   and what the loader did to it (resampled to the rate the adapter needs, channels mixed or one taken;

@@ -1,4 +1,4 @@
-"""Seeded synthetic real/fake utterances for the detection protocol (issue 9; seed 002).
+"""Seeded synthetic real/fake utterances for the detection protocol (seed 002).
 
 Every utterance is speech-like audio at ``sample_rate_hz``: a harmonic voice (f0 90-250 Hz with vibrato,
 harmonics below 4 kHz, a syllable-rate envelope) plus white channel noise whose level varies from

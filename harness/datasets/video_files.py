@@ -1,4 +1,4 @@
-"""Video files as streams, at their own frame rate (issue 37): a video classifier fed one decoded frame at a
+"""Video files as streams, at their own frame rate: a video classifier fed one decoded frame at a
 time, 25, 30 or 60 frames/s, or a variable frame rate by the frames' own timestamps.
 
 - **Decoding** by PyAV (FFmpeg's libraries; ``pip install 'streambench[video]'``): the first video stream

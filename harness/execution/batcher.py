@@ -1,4 +1,4 @@
-"""The dynamic batcher of one serving worker (issue 28), after Triton Inference Server's.
+"""The dynamic batcher of one serving worker, after Triton Inference Server's.
 
 Triton's dynamic batcher (``dynamic_batching { max_queue_delay_microseconds }``, model ``max_batch_size``):
 when a model instance is free, the requests waiting in the scheduler are put into a batch in the order

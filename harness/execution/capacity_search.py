@@ -1,4 +1,4 @@
-"""The capacity search as the harness runs it (issue 28): points of N live streams, each released, served
+"""The capacity search as the harness runs it: points of N live streams, each released, served
 and timed by the load generator (harness/execution/load_generator.py), scored by the protocol
 (protocols/capacity_score.py), the next N chosen by the protocol's search (protocols/capacity.py), all
 within a wall-time budget.

@@ -99,7 +99,7 @@ class RunConfig(BaseModel):
 
 def check_run_id(run_id: str) -> str:
     """``run_id`` if it is a name (one directory inside the output directory), else ValueError saying
-    why: a run id with a separator, ``..`` or an absolute path would write outside the store (issue 18);
+    why: a run id with a separator, ``..`` or an absolute path would write outside the store;
     one the store uses itself (``index.sqlite`` and its sidecars, hidden names) or starting with ``-``
     would collide with the store or read as an option
     (:func:`streambench.harness.io.store_layout.reserved_reason`)."""
@@ -114,7 +114,7 @@ def check_run_id(run_id: str) -> str:
     if Path(run_id).is_absolute() or Path(run_id).name != run_id:
         raise ValueError(f"run id {run_id!r} is not a plain name")
     reserved = reserved_reason(run_id)
-    if reserved is not None:  # the index, its sidecars, hidden names; '-x' (issue 25 item 13)
+    if reserved is not None:  # the index, its sidecars, hidden names; '-x'
         raise ValueError(f"run id {reserved}; choose another")
     return run_id
 

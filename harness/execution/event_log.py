@@ -1,7 +1,7 @@
 """The run's event log: every finished stream (or failure) is on disk before the next stream starts.
 
 ``results/<run_id>/events.jsonl``, one JSON object per line, appended, flushed and ``fsync``-ed per
-event (DESIGN.md "Results"; issue 7, "Incremental results"), so a run that is interrupted or killed
+event (DESIGN.md "Results"), so a run that is interrupted or killed
 loses at most the stream it was in. Events:
 
 * ``start``: the run id, the :class:`~streambench.harness.runner.RunConfig` (as JSON) and the planned streams
@@ -164,14 +164,14 @@ class RunLockedError(ValueError):
 
 
 class RunLock:
-    """One process writes a run directory (issue 18): an exclusive ``flock`` on ``<run_dir>/.lock``, held
+    """One process writes a run directory: an exclusive ``flock`` on ``<run_dir>/.lock``, held
     from before the run checks the directory until its result is written. A second writer (another
     ``streambench run --run-id`` of the same id, a second ``--resume``) fails at once with
     :class:`RunLockedError` naming the holder (pid, host, start time, command), which the lock file
     records. The kernel releases the lock when the holder's process ends, however it ends (a ``kill -9``
     leaves no stale lock). The lock file stays, unless the directory holds nothing else (a run that
     failed before its first event leaves no directory behind, as before). A run directory that is a
-    symbolic link is refused before anything is written (issue 25 item 16)."""
+    symbolic link is refused before anything is written."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
@@ -179,7 +179,7 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> RunLock:
-        check_run_dir(self.run_dir)  # a symbolic link would send the run outside the store (issue 25)
+        check_run_dir(self.run_dir)  # a symbolic link would send the run outside the store
         self.run_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:

@@ -1,5 +1,5 @@
 """The harness side of a protocol: runs a plan's streams through the engine, one at a time, and keeps
-everything it measured whatever the adapter does (issue 7, "Failure policy" and "Incremental results").
+everything it measured whatever the adapter does (the failure policy, results kept stream by stream).
 
 * Warm-up once before the first stream (:meth:`EngineExecutor.warm_up`).
 * Each finished stream is appended to the run's event log (:mod:`streambench.harness.execution.event_log`)
@@ -262,7 +262,7 @@ def interrupt_on_sigterm(held: Sequence[str] = ()) -> Iterator[None]:
     SIGINT is ignored, as in a background job); the handlers before are restored after. ``held``: the
     signals a :func:`defer_signals` block around this one has held so far (they came while the session
     was being set up): :class:`RunInterrupted` at once, on entry, instead of after the whole run
-    (issue 25 item 7: a Ctrl-C just before the measured window waited for every stream)."""
+    (a Ctrl-C just before the measured window would otherwise wait for every stream)."""
     if held:
         raise RunInterrupted(f"signal {held[0]}")
     if threading.current_thread() is not threading.main_thread():
@@ -289,7 +289,7 @@ def defer_signals(second: str) -> Iterator[list[str]]:
     """Hold SIGINT and SIGTERM while the block runs (scoring and writing a result whose streams are all
     logged: a second or two that turn the measured streams into ``result.json``); yields the list of
     the signals held, for the caller to honour once the block is done. A second signal does not wait:
-    :class:`RunInterrupted` with ``second`` (what is left, and how to finish it) at once (issue 18)."""
+    :class:`RunInterrupted` with ``second`` (what is left, and how to finish it) at once."""
     held: list[str] = []
     if threading.current_thread() is not threading.main_thread():
         yield held

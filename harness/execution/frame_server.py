@@ -1,4 +1,4 @@
-"""The parent's side of the sealed feed (issue 24; the worker's side: harness/execution/sealed_feed.py):
+"""The parent's side of the sealed feed (the worker's side: harness/execution/sealed_feed.py):
 the streams queued for the worker, each frame handed over when the worker asks for it and timed on this
 process's clock (:class:`~streambench.harness.execution.host_timing.FeedStamps`), and the opaque token under
 which each stream is fed (the worker never learns a stream id; a stream fed twice gets two tokens).

@@ -1,4 +1,4 @@
-"""Latency the model cannot fake (issue 24, item 4; DESIGN.md "Causality": "the clock that times a frame
+"""Latency the model cannot fake (DESIGN.md "Causality": "the clock that times a frame
 ... lives in the parent, outside the adapter's reach").
 
 A sealed worker (:mod:`streambench.harness.execution.sealed_feed`) asks for frame ``i + 1`` only after
@@ -145,7 +145,7 @@ class StartTimes(BaseModel):
 
 
 class HostTimingRecord(BaseModel):
-    """``result.json``: the parent's clock against the worker's (issue 24). Figures are over the scored
+    """``result.json``: the parent's clock against the worker's. Figures are over the scored
     streams whose every frame the parent timed; ``verdict`` is ``disagree`` when the parent's round trip
     exceeds the worker's figure plus the floor beyond the calibrated noise (a stopped clock, work after
     the return), ``not-checked`` with the reason where there is no parent clock (in-process)."""

@@ -1,6 +1,6 @@
 """The adapter runs in a worker process, so a hang or a crash costs one stream, not the run.
 
-Two kinds of worker (issue 24):
+Two kinds of worker:
 
 - *sealed* (the default): a plain child (harness/execution/worker_process.py ``start_sealed_worker``)
   that enters its OS sandbox first (harness/execution/sandbox.py), is told a
@@ -48,7 +48,7 @@ limit, so a leaking adapter gets ``MemoryError`` (recorded as an :class:`Adapter
 or dies (recorded as a crash). Linux/Unix only; ignored (with the reason in ``memory_limit_note``)
 where ``resource`` is unavailable.
 
-Processes the model starts (issue 25, item 8): each worker leads a process group of its own; closing a
+Processes the model starts: each worker leads a process group of its own; closing a
 worker (at the run's end, or after a hang or a crash) ends what is left of its group and names it in
 :attr:`IsolatedEngine.leftover_processes`, and a guard ends the group if this process dies
 (harness/execution/process_tree.py).
@@ -160,7 +160,7 @@ class IsolatedEngine:
         self.warmup_frames_run = 0
         self.warmup_stream_id: str | None = None
         self.memory_limit_note: str | None = None
-        self.adapter_process: dict[str, Any] | None = None  # the worker's word once built (issue 27)
+        self.adapter_process: dict[str, Any] | None = None  # the worker's word once built
         self.starts = 0  # workers started so far (1 + restarts)
         self._data: dict[str, Stream] | None = None  # sealed: the data set, held in this process only
         self._frames = FrameServer()  # sealed: the streams being fed, timed, under opaque tokens
@@ -174,10 +174,10 @@ class IsolatedEngine:
         self._idle_from: int | None = None
         self.sandbox: SandboxRecord | None = None  # sealed: what the (last) worker's sandbox was
         self._policy: SandboxPolicy | None = None
-        self.peak_rss_bytes: int | None = None  # the largest peak RSS any worker reported (issue 18)
+        self.peak_rss_bytes: int | None = None  # the largest peak RSS any worker reported
         self._stream_frames: dict[str, int] = {}  # frames per stream, as the worker reported them
         self._following: tuple[FrameProgress, int | None] | None = None  # the progress of a request
-        self._tree: WorkerTree | None = None  # the worker's process group, and its guard (issue 25)
+        self._tree: WorkerTree | None = None  # the worker's process group, and its guard
         self.leftover_processes: list[LeftoverProcess] = []  # what the model left, ended with its workers
         self.code: list[CodeFile] | None = None  # the files the adapter's code came from, hashed here
         self.start_hooks: list[str] = []  # sealed: start-up hooks on its path (none ran before the sandbox)

@@ -133,7 +133,7 @@ ORPHANED = 75
 
 
 def bind_to_parent(poll_s: float = 1.0) -> None:
-    """Make this worker die with the harness process that started it (issue 18, "Orphaned workers"): a
+    """Make this worker die with the harness process that started it: a
     parent killed with SIGKILL must not leave a hung adapter running forever.
 
     On Linux the kernel sends SIGKILL to the worker when its parent dies (``prctl(PR_SET_PDEATHSIG)``);
@@ -144,8 +144,8 @@ def bind_to_parent(poll_s: float = 1.0) -> None:
     one to report it (no traceback from here, should a Ctrl-C reach this process too).
 
     The worker leads a process group of its own, which whatever the model starts joins: the parent ends
-    the group with the worker, and a guard ends it if the parent dies (issue 25, item 8;
-    harness/execution/process_tree.py). Its standard output is its standard error (issue 25, item 11):
+    the group with the worker, and a guard ends it if the parent dies
+    (harness/execution/process_tree.py). Its standard output is its standard error:
     what the model prints must not reach the command's own output; the pipe to the parent is a socket."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError):  # already the leader of its own group (or of a session)
@@ -180,7 +180,7 @@ def bind_to_parent(poll_s: float = 1.0) -> None:
 def peak_rss_bytes() -> int | None:
     """This process's peak resident set since it started (``getrusage``: KiB on Linux, bytes on macOS);
     None where ``resource`` is unavailable. Reported with every reply: the adapter's memory under
-    ``--isolate`` is the worker's (issue 18)."""
+    ``--isolate`` is the worker's."""
     try:
         import resource
     except ImportError:  # pragma: no cover - not on Linux/macOS
@@ -314,7 +314,7 @@ def serve(
         return
     ready: dict[str, Any] = {"kind": "ready", "peak_rss_bytes": peak_rss_bytes(), "info": info}
     ready["warmup_frames"] = frames
-    ready["process"] = process.model_dump(mode="json") if process is not None else None  # issue 27
+    ready["process"] = process.model_dump(mode="json") if process is not None else None
     ready["code"] = code  # the files its code came from (the parent hashes them)
     send(conn, {**ready, "stream_ids": [], "warmup_stream_id": None, **listed, "memory_limit_note": note})
     server.serve(stream_for)

@@ -1,4 +1,4 @@
-"""The load generator and dispatcher of the capacity protocol (issue 28): N live streams released on the
+"""The load generator and dispatcher of the capacity protocol: N live streams released on the
 wall clock, served by K workers, every frame timed on this process's clock.
 
 After MLPerf LoadGen (its Server and MultiStream scenarios: queries scheduled ahead, issued at their

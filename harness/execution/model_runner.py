@@ -1,5 +1,5 @@
 """The model under test as a protocol's run sees it: sealed in a worker by default, or in this process
-(issue 24, item 1: "Sealed is the default for every protocol that runs a model").
+(sealed is the default for every protocol that runs a model).
 
 :func:`open_runner` gives a :class:`ModelRunner` whose ``run_stream(stream)`` feeds any stream this
 process holds (a clean, perturbed or occluded one) to the adapter and returns its recording:

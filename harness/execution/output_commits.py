@@ -1,4 +1,4 @@
-"""Outputs committed frame by frame (issue 24: where a prediction was emitted must not be the worker's
+"""Outputs committed frame by frame (where a prediction was emitted must not be the worker's
 word).
 
 A sealed worker's engine records each stream and sends the recording when the stream ends; what it

@@ -1,4 +1,4 @@
-"""The processes an adapter starts end with the run, and the result names them (issue 25, item 8).
+"""The processes an adapter starts end with the run, and the result names them.
 
 A model may start a helper process, or fork; nothing in the adapter contract ends those, so the harness
 does, in each way the adapter can run:

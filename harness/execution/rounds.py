@@ -1,4 +1,4 @@
-"""Interleaved rounds of two sides, base and head, for the A/B latency gate (issue 16; ``streambench ab``).
+"""Interleaved rounds of two sides, base and head, for the A/B latency gate (``streambench ab``).
 
 Each side runs in its own worker process (:class:`~streambench.harness.execution.isolation.IsolatedEngine`
 with a :class:`~streambench.harness.execution.worker_process.WorkerCommand`: its own interpreter,
@@ -68,7 +68,7 @@ Execution = Literal["sealed", "isolated"]
 
 
 def choose_execution(base: Side, head: Side, isolation: IsolationConfig | None) -> tuple[Execution, str]:
-    """Sealed workers for both sides (issue 24: the data, its clock and the frames' order stay in this
+    """Sealed workers for both sides (the data, its clock and the frames' order stay in this
     process, each worker in its sandbox) when both sides run this very harness; otherwise both sides are
     isolated workers of their own checkouts, each building its streams itself: a sealed worker speaks this
     process's protocol, which another checkout's (an older commit's) need not. Both sides always run the

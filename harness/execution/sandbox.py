@@ -1,4 +1,4 @@
-"""An OS-level sandbox for the adapter's worker process (issue 24, item 3).
+"""An OS-level sandbox for the adapter's worker process.
 
 DESIGN.md, "Causality": the trust boundary is the adapter's process, and what it can read from disk or
 /proc is untrusted. The parent computes a :class:`SandboxPolicy` with :func:`policy_for` (a read allow-list

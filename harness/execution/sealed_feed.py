@@ -1,4 +1,4 @@
-"""The sealed worker's frame feed (issue 15; ``--sealed``): the future does not exist in the adapter's
+"""The sealed worker's frame feed (``--sealed``): the future does not exist in the adapter's
 process.
 
 Under ``--isolate --sealed`` the worker builds no data set. For each stream the parent sends a header

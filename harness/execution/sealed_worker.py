@@ -1,4 +1,4 @@
-"""The sealed worker (issue 24, item 2): the adapter's process knows only what the model needs.
+"""The sealed worker: the adapter's process knows only what the model needs.
 
 DESIGN.md "Causality": "the worker is told only what the model needs". A sealed worker gets a
 :class:`WorkerSpec` — the adapter reference and its options, the data-bound ``classes`` and
@@ -67,7 +67,7 @@ def sealed_main(spec_json: str, conn: Connection, slot: Any, paths: WorkerPaths 
     ``start_sealed_worker``, after its bootstrap entered the sandbox). ``paths``: where the adapter's code
     is found, opened once the floor is calibrated (None: the path as it stands)."""
     bind_to_parent()
-    if spec_json.startswith("serving:"):  # the capacity protocol's serving worker (issue 28)
+    if spec_json.startswith("serving:"):  # the capacity protocol's serving worker
         from streambench.harness.execution.serving_worker import serving_main
 
         if paths is not None:

@@ -1,4 +1,4 @@
-"""Sealed frames (issue 15; DESIGN.md "Causality": causal by construction first, checked second).
+"""Sealed frames (DESIGN.md "Causality": causal by construction first, checked second).
 
 A data set may hand out each frame's payload as a view of a whole-stream array (``blocks[i]`` of a
 ``[T, D]`` array): its ``.base`` then reaches every later frame, and a model could read the future

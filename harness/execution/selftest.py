@@ -19,9 +19,9 @@ of seed 004 §6.2.3 ("计时点"): ``time.perf_counter_ns()`` around ``predict()
   measured at least at its duration; a frame below it fails the check whatever the median.
 
 Busy waits on a loaded machine are pre-empted: that only adds time to a frame, so the timer is judged on
-the low end (p1) and interference is reported apart ("timer accurate, machine busy" is not a failure;
-issue 16). The machine is *busy* when the median is off by more than the duration's tolerance **or** the
-tail is (issue 27 item 8: a "machine quiet" beside a 100 µs p99 of 4 ms): p99 above
+the low end (p1) and interference is reported apart ("timer accurate, machine busy" is not a failure).
+The machine is *busy* when the median is off by more than the duration's tolerance **or** the
+tail is (a quiet median can hide a 100 µs busy-wait's p99 of 4 ms): p99 above
 ``nominal * (1 + tail_tolerance) + tail_slack_us`` (defaults 0.5 and 50 µs: 200 µs for 100 µs, 1.55 ms
 for 1 ms, 15.05 ms for 10 ms). Each duration's status is PASS (timer accurate, machine quiet), WARN
 (timer accurate, machine busy: the figures are named, the floor measured now is an upper bound) or FAIL

@@ -12,9 +12,9 @@ of every measurement"; the timing point is seed 004 §6.2.3's ("计时点"): ``t
   (:class:`streambench.adapters.null.BusyWaitAdapter`) as the engine measured it, and its verdict —
   :class:`BusyWaitFigures`. A busy wait spins on the engine's own clock, so another process can only
   add time to a frame: the timer is judged on the low end (p1) and no frame may be below the duration;
-  interference is reported apart ("timer accurate, machine busy" is not a failure; issue 16). The
-  machine is *busy* when the median is off by more than the duration's tolerance **or** the tail is
-  (issue 27 item 8): p99 above ``nominal * (1 + tail_tolerance) + tail_slack_us``
+  interference is reported apart ("timer accurate, machine busy" is not a failure). The
+  machine is *busy* when the median is off by more than the duration's tolerance **or** the tail is:
+  p99 above ``nominal * (1 + tail_tolerance) + tail_slack_us``
   (:data:`TAIL_TOLERANCE`, :data:`TAIL_SLACK_US`). Each duration's :data:`Status` is PASS (timer
   accurate, machine quiet), WARN (timer accurate, machine busy) or FAIL (timer inaccurate).
 """
@@ -88,7 +88,7 @@ def judge_busy_wait(
     tail_tolerance: float = TAIL_TOLERANCE,
     tail_slack_us: float = TAIL_SLACK_US,
 ) -> BusyWaitFigures:
-    """Figures of one busy-wait run and its verdict (issue 16). The busy-wait ends at the first clock
+    """Figures of one busy-wait run and its verdict. The busy-wait ends at the first clock
     read past its deadline, so another process can only *add* time to a frame: the clock's own error
     shows at the low end (the 1st percentile, the frames the machine left alone), interference in the
     median and the tail. The timer passes when ``|p1 - nominal| / nominal <= tolerance``, no frame is

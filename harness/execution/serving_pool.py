@@ -1,4 +1,4 @@
-"""The workers of a capacity search (issue 28): K sealed serving workers (replicas) or one batching worker,
+"""The workers of a capacity search: K sealed serving workers (replicas) or one batching worker,
 each started in its own sandbox (harness/execution/sandbox.py, the run's policy: the data set, the
 results store and a baseline denied) and warmed up on the public warm-up stream, or the same served in
 this process (``--in-process``: tests, and the dispatcher's own cost); and one more, the *reference*

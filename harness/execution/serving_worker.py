@@ -1,4 +1,4 @@
-"""The serving side of the capacity protocol (issue 28): the adapter answering batches of frames of many
+"""The serving side of the capacity protocol: the adapter answering batches of frames of many
 live streams, in a sealed worker process or in this one.
 
 The load generator (harness/execution/load_generator.py) sends a worker a batch only when the worker is

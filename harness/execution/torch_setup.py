@@ -1,4 +1,4 @@
-"""Seed and size torch in a worker process when, and only if, the model imports it (issue 16).
+"""Seed and size torch in a worker process when, and only if, the model imports it.
 
 A worker of ``streambench ab`` is started afresh for every pair of rounds (pyperf's many-processes
 convention), so its start-up is the gate's cost per pair. Importing torch is ~0.9 s of a ~1.2 s start on
@@ -14,7 +14,7 @@ after torch's own ``__init__`` has executed, before the importing code (the adap
 thread variables of the configuration are set at once, before any BLAS library a model may load.
 
 Once the model is built, the check it returns reads what governs the model in its process
-(:class:`AdapterProcess`, issue 27): torch's thread counts then (an adapter may set its own while it is
+(:class:`AdapterProcess`): torch's thread counts then (an adapter may set its own while it is
 built) and the top-level modules loaded, those the adapter's import and construction brought in apart;
 the parent maps them to installed distributions for the manifest
 (:func:`streambench.harness.instruments.manifest.adapter_packages`). :func:`watch_build` reads the same

@@ -104,11 +104,11 @@ sandbox, then the worker."""
 _DETACHED: dict[str, Any] = {
     "close_fds": True,
     "stdin": subprocess.DEVNULL,
-    "stdout": 2,  # the harness's stderr: what the model prints is not the command's output (issue 25)
+    "stdout": 2,  # the harness's stderr: what the model prints is not the command's output
     **({"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}),
 }
 """How a worker is started: no terminal input, its stdout on stderr, and a process group of its own that
-whatever the model starts joins (issue 25, item 8; harness/execution/process_tree.py ends it)."""
+whatever the model starts joins (harness/execution/process_tree.py ends it)."""
 
 WORKER_ENVIRONMENT = frozenset(
     {
@@ -119,7 +119,7 @@ WORKER_ENVIRONMENT = frozenset(
         "OMP_PLACES", "TORCH_HOME", "HF_HOME", "HF_HUB_OFFLINE", "XDG_CACHE_HOME", "VIRTUAL_ENV",
     }
 )  # fmt: skip
-"""The environment variables a sealed worker inherits (issue 24, item 2): what a model's libraries need
+"""The environment variables a sealed worker inherits: what a model's libraries need
 (locale, library paths, devices, thread counts, model caches), nothing that names the run, the
 protocol, the test or the data (``PYTEST_CURRENT_TEST``, ``STREAMBENCH_*``, ``CI``... are dropped)."""
 

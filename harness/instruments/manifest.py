@@ -6,7 +6,7 @@ limit, GPU clock / persistence mode, thread / OMP variables, the data decoding l
 环境" adds GPU memory and the concurrency setting. :func:`collect_manifest` records each as an
 :class:`Item`: a value, or ``None`` with the reason it could not be read — never a guess. The CPU
 (model, frequency governor, clock source), OS, Python, package versions, torch's numeric flags, seeds,
-git commits and the data hash complete it (DESIGN.md "Instruments": manifest). Issue 27 adds the
+git commits and the data hash complete it (DESIGN.md "Instruments": manifest), with the
 packages of the adapter's own process (``adapter_packages``: the distributions of the modules loaded
 there once the model was built, those its import and construction loaded marked;
 :mod:`streambench.harness.instruments.packages`) and the data's source

@@ -1,4 +1,4 @@
-"""The model's files in the environment record (issue 17): each file an adapter option names, hashed.
+"""The model's files in the environment record: each file an adapter option names, hashed.
 
 A TorchScript or ONNX file, a weights file passed to a factory: the adapter's options say which model ran
 only as a path, and a path can be overwritten by a retrained model. Every string among the options (in

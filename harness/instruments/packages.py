@@ -1,5 +1,5 @@
 """Package versions for the environment manifest (harness/instruments/manifest.py): the project's own
-stack, and the distributions behind the modules an adapter's process loaded (issue 27 item 5).
+stack, and the distributions behind the modules an adapter's process loaded.
 
 Versions come from ``importlib.metadata`` in the harness's process; for the adapter's process, which
 names the top-level modules it loaded once the model was built, this module maps them to the installed

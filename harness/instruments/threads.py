@@ -6,7 +6,7 @@ OMP environment variables (e.g. ``OMP_NUM_THREADS=1``); §6.2.3 "硬件与环境
 setting (single- or multi-threaded). :func:`apply` sets what a :class:`ThreadConfig` asks for and returns
 a :class:`ThreadRecord` read back from torch, so the result states what was really in force.
 
-The default is **one intra-op thread** (issue 27 item 1): the harness measures a model at batch 1, one
+The default is **one intra-op thread**: the harness measures a model at batch 1, one
 frame at a time, and at batch 1 a pool of one thread per core mostly waits, spins and preempts the
 thread that feeds the frames (torch's OpenMP workers spin after each parallel region): on a shared
 2-core machine Silero VAD's p95 was 355x lower with one thread than with torch's default of two

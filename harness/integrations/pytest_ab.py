@@ -1,4 +1,4 @@
-"""The pytest route to the interleaved A/B latency gate (issue 16): the ``streambench_ab`` fixture
+"""The pytest route to the interleaved A/B latency gate: the ``streambench_ab`` fixture
 (declared in harness/integrations/pytest_plugin.py, which imports this module only when a test uses it).
 
 A test calls it once; it runs base and head in interleaved rounds exactly as ``streambench ab`` does
@@ -11,7 +11,7 @@ the three-valued gate over pairs of rounds) and fails the test on a *regression*
     def test_vad_latency_gate(streambench_ab):  # real data: the run configuration ab --config takes
         streambench_ab(config="examples/vad.toml", fail_on="p95:+10%")
 
-It takes the same configuration as ``streambench ab --config`` (issue 27 item 6): ``config`` is a run
+It takes the same configuration as ``streambench ab --config``: ``config`` is a run
 configuration (``.toml`` / ``.json`` file as ``run --config`` reads it, or the same mapping) of which the
 fields :data:`AB_CONFIG_FIELDS` are used — the adapter and its options, the data set, the engine, the
 thread settings and the torch seed — for both sides; its relative paths are relative to the working

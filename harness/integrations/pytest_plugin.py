@@ -1,4 +1,4 @@
-"""streambench as a pytest plugin: latency regression tests in a project's own CI (issue 6, part 5).
+"""streambench as a pytest plugin: latency regression tests in a project's own CI.
 
 Registered through the ``pytest11`` entry point
 (``streambench = "streambench.harness.integrations.pytest_plugin"``), so any environment with streambench
@@ -350,7 +350,7 @@ def machine_entry(config: pytest.Config) -> dict[str, Any]:
         from streambench.harness.instruments.threads import ThreadConfig
 
         # the fixtures' thread setting (the default, one intra-op thread), not this process's pool at the
-        # moment of reading: a session that ran a model and one that has not must agree (issue 27)
+        # moment of reading: a session that ran a model and one that has not must agree
         manifest = collect_manifest({}, requested_threads=ThreadConfig())
         config.stash[_MACHINE_KEY] = {
             "fingerprint": fingerprint(manifest),

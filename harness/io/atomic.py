@@ -2,7 +2,7 @@
 
 A reader sees either the old file or the whole new one, never half (DESIGN.md "Results"). The file gets
 the mode an ``open()`` would give it (``0o666`` less the umask), not ``mkstemp``'s private ``0o600``, so
-a CI artifact uploader running as another user can read the results (issue 17).
+a CI artifact uploader running as another user can read the results.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Configuration files: a mapping from a ``.json`` or ``.toml`` file, and a protocol's own configuration
-validated by its pydantic model; errors name the file, the line (syntax) or the fields (issue 7)."""
+validated by its pydantic model; errors name the file, the line (syntax) or the fields."""
 
 from __future__ import annotations
 

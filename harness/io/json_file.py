@@ -6,7 +6,7 @@ mark, a syntax error, an integer longer than Python parses (> 4300 digits) or ne
 stack all give the caller's documented error type, never ``UnicodeDecodeError``, ``ValueError`` or
 ``RecursionError`` from inside the standard library.
 
-Every result file is written through :func:`strict_json` (issue 25 item 16): JSON as RFC 8259 defines
+Every result file is written through :func:`strict_json`: JSON as RFC 8259 defines
 it, which has no ``Infinity`` or ``NaN``. Pydantic writes a non-finite float as ``null`` unless a model
 asks for the constants; whatever still carries one is written as ``null`` too, so that any JSON reader
 (``jq``, a browser, ``json.loads(..., parse_constant=...)``) reads every result file. The model's own

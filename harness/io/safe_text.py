@@ -1,5 +1,5 @@
 """Text from outside the harness made safe to print with Rich: markup escaped, terminal control codes
-neutralised (issue 18, "Rich markup from a model").
+neutralised (a model's output may hold Rich markup or escape codes).
 
 Adapter names, class names, stream ids, error messages, configuration values and file contents are the
 model's or the user's words, not ours: a ``[/bold]`` in them is Rich markup that would end the CLI with a

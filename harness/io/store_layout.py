@@ -4,11 +4,11 @@ there, which no run may take, and the rule that a run directory is a real direct
 A results directory holds one directory per run, and the store's own files beside them: the run index
 ``index.sqlite`` with SQLite's sidecars (``-wal``, ``-shm``, ``-journal``), a damaged index moved aside
 (``index.sqlite.damaged-<UTC time>``), and hidden entries (``.sweep-staging``, the temporary files of
-atomic writes). :func:`reserved_reason` says why a run id would collide with one of them (issue 25 item
-13); a name starting with ``-`` is refused too, since every command would read it as an option.
+atomic writes). :func:`reserved_reason` says why a run id would collide with one of them;
+a name starting with ``-`` is refused too, since every command would read it as an option.
 
 A run directory that is a symbolic link would be written through to wherever it points, outside the
-store (issue 25 item 16): :func:`check_run_dir` refuses it before anything is written. This module sits
+store: :func:`check_run_dir` refuses it before anything is written. This module sits
 at the bottom of the harness (it imports nothing of ours), so the run configuration, the event log, the
 result writers and the store all share one rule.
 """

@@ -1,4 +1,4 @@
-"""``streambench report``: one self-contained HTML file for one run or a set of runs (issue 6; DESIGN.md
+"""``streambench report``: one self-contained HTML file for one run or a set of runs (DESIGN.md
 "Results": ``report.html``, every string escaped; seed 004 §6.3 for the Pareto analysis and the latency
 breakdown).
 
@@ -11,7 +11,7 @@ fill, and the environment manifest.
 Several runs: the comparison first (:mod:`streambench.harness.report.compare`: the verdict for a latency
 budget, runs, headline figures with their differences and intervals, overlaid latency distributions,
 Pareto fronts), then each run's own report
-collapsed, to open when wanted (issue 17: a reader looks for the comparison, not for the 20,000 pixels
+collapsed, to open when wanted (a reader looks for the comparison, not for the 20,000 pixels
 of stacked single-run reports above it). The bundles are read by
 :func:`streambench.harness.runs.catalog.load_bundle`; this room only draws.
 """

@@ -5,7 +5,7 @@ the latency distributions overlaid, and the Pareto fronts of accuracy against la
 measured, energy (seed 004 §6.3.3). Runs are comparable on timings only on the same hardware (§6.3.1):
 differing environment fingerprints are called out and their timings not subtracted (DESIGN.md
 "Results"). A run whose measurement is INVALID has its timings greyed, is drawn hollow and left out of
-the Pareto front, and is not eligible in the verdict (issue 27)."""
+the Pareto front, and is not eligible in the verdict."""
 
 from __future__ import annotations
 

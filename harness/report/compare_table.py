@@ -9,10 +9,10 @@ run did not measure, or an interval that cannot be had, is "—" with the reason
 for one reason, is one line. Timings of runs from different environment fingerprints are shown but not
 subtracted (DESIGN.md "Results": comparisons refuse runs whose fingerprints differ). Timings of a run whose
 measurement-quality verdict is INVALID (:mod:`streambench.harness.results.quality`), and every difference
-of one, are greyed with the reason, never bold (issue 27: they measure the machine, not the model).
+of one, are greyed with the reason, never bold (they measure the machine, not the model).
 
 Consecutive F1@Δt rows equal in every run (same estimate and interval) are one row, ``F1@0–512 ms``,
-"equal at" its Δt (issue 27: seven identical rows said one thing seven times). A value and its interval,
+"equal at" its Δt (seven identical rows would say one thing seven times). A value and its interval,
 a difference and its interval, are two lines of one cell, so that run #1 and two more runs fit the page at
 1300 px (the browser test measures it).
 """

@@ -1,4 +1,4 @@
-"""The comparison's verdict block (issue 27 item 3): for a latency budget B, the most accurate run that fits.
+"""The comparison's verdict block: for a latency budget B, the most accurate run that fits.
 
 The rule, stated on the page as here (docs/results.md "The report"):
 

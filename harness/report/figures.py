@@ -101,7 +101,7 @@ _MARKS = (("p50", "p50_ms", "tab:green"), ("p95", "p95_ms", "tab:orange"), ("p99
 def latency_bins(latency_ms: np.ndarray) -> tuple[np.ndarray | int, bool]:
     """Histogram bins for per-frame latencies, and whether the x axis is logarithmic: log-spaced bins on a
     log axis when the latencies span more than a factor of 10 (a few 4 ms frames would otherwise squeeze
-    a typical 0.03-0.2 ms range into one bar, p50 and p95 in it), linear otherwise (issue 17)."""
+    a typical 0.03-0.2 ms range into one bar, p50 and p95 in it), linear otherwise."""
     count = min(80, max(10, latency_ms.size // 20))
     positive = latency_ms[latency_ms > 0]
     if positive.size < 2 or positive.max() <= 10 * positive.min():

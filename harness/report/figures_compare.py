@@ -8,7 +8,7 @@ time unit that suits each tick (:mod:`streambench.harness.report.numbers`), neve
 front is :func:`streambench.harness.report.analysis.pareto_front` (seed 004 §6.3.3). The accuracy axis spans
 the points and their intervals (:func:`share_limits`), not 0–100 %. Labels of points go on the side that
 faces the middle of the plot, so they stay inside it, and further out, with a leader line, where they
-would cover another label or point (:func:`place_labels`; issue 27: labels of close runs overlapped).
+would cover another label or point (:func:`place_labels`: labels of close runs would overlap).
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def _error_bars(ax: Any, points: Sequence[ParetoPoint]) -> None:
 def share_limits(values: Sequence[float], pad: float = 0.12, min_span: float = 0.02) -> tuple[float, float]:
     """Limits of an accuracy axis (shares in [0, 1]) around ``values`` (the points and their intervals):
     padded by ``pad`` of their span, at least ``min_span`` (2 percentage points) wide about the middle,
-    never further out than −2 % and 102 % (issue 27: a fixed 0–100 % axis squeezed 93–96.5 % into one
+    never further out than −2 % and 102 % (a fixed 0–100 % axis would squeeze 93–96.5 % into one
     line)."""
     low, high = min(values), max(values)
     span = high - low

@@ -1,4 +1,4 @@
-"""The measurement-quality verdict on the page (issue 27 item 2): wherever the report shows a run's timings,
+"""The measurement-quality verdict on the page: wherever the report shows a run's timings,
 its VALID / INVALID verdict (:mod:`streambench.harness.results.quality`, after MLPerf LoadGen) is shown
 beside them, INVALID with its reasons and what it means: the latencies include time that was not the
 model's, so they are not a measurement of it."""

@@ -1,4 +1,4 @@
-"""The per-run section about event detection (issue 27): when after an event starts the model flags it,
+"""The per-run section about event detection: when after an event starts the model flags it,
 what it misses and how often it raises a false alarm, per event class (protocols/online_events.py;
 docs/metrics.md "Event detection")."""
 

@@ -75,7 +75,7 @@ SEGMENT_VS_FRAME = (
     "own answer against that frame's labels, so short events, onsets and label changes weigh more in it "
     '(docs/metrics.md, "Time, units and delay").'
 )
-"""Said wherever segment F1 is shown beside frame F1 (issue 27 item 8)."""
+"""Said wherever segment F1 is shown beside frame F1."""
 
 
 def _dataset(r: RunResult) -> str:
@@ -85,7 +85,7 @@ def _dataset(r: RunResult) -> str:
 
 
 def _seed(r: RunResult) -> str:
-    """The data set's seed and where it came from (issue 24): secret until scored, or public."""
+    """The data set's seed and where it came from: secret until scored, or public."""
     seeds = r.seeds
     if seeds.dataset is None:
         return esc("none (data read from files)")
@@ -114,7 +114,7 @@ def _facts(bundle: RunBundle, r: RunResult) -> list[tuple[str, str]]:
         ("clock", esc(f"{r.clock.name} ({r.clock.resolution_ns:g} ns resolution), pacing {r.clock.pacing}")),
         ("warm-up", esc(f"{r.warmup.frames} frames on {r.warmup.stream_id}") if r.warmup else esc("none")),
         ("fingerprint", f"<code>{esc(r.fingerprint)}</code>"),
-        ("threads", esc(thread_summary(r.threads))),  # issue 27
+        ("threads", esc(thread_summary(r.threads))),  # the thread setting that governed the model
         ("streambench", esc(r.streambench_version)),
         (
             "execution",
@@ -260,7 +260,7 @@ def summary_section(bundle: RunBundle) -> str:
     ]
     warnings = "".join(f'<li class="warn">{esc(w)}</li>' for w in [*m.headline.warnings, *recorded])
 
-    def scored_as(role: str) -> str:  # issue 24 item 5: a failed test stream is in the figures, as wrong
+    def scored_as(role: str) -> str:  # a failed test stream is in the figures, as wrong
         if role != "test":
             return " (a validation stream: fits no threshold)"
         return " (scored as answered wrongly)" if r.scored.failure_rule == "wrong" else " (not scored)"

@@ -1,5 +1,5 @@
 """Reading a run's ``arrays.npz`` (written by :func:`streambench.harness.results.files.write_run`): every
-stream's recording (``s<i>/...``) and every failed stream's clock and labels (``f<i>/...``; issue 24 item 5),
+stream's recording (``s<i>/...``) and every failed stream's clock and labels (``f<i>/...``),
 each array checked at the edge so that a bad file fails here, naming it, not later far from it."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@
   then "not called" and ``streambench compare`` exits 3 (inconclusive).
 * Other figures (F1, accuracy, energy, causality checks) are regressions when they breach their floor.
 * Runs that scored different data (their data hashes differ) are compared, with a note. Two runs whose
-  synthetic streams were drawn from **different secret seeds** (the default since issue 24: each run
+  synthetic streams were drawn from **different secret seeds** (the default: each run
   draws its own, so no model can have trained on it) scored two draws of the same distribution: the
   note says so. A figure scored against the labels (F1, accuracy, EER, checks: everything but the
   timings and energy, :data:`COST_KEYS`) then moves with the draw as well as with the model, so its
@@ -130,7 +130,7 @@ LATENCY_GATE_NOTE = (
     "a change of latency, and no test over their frames can tell the two apart; for a CI gate on latency "
     "use `streambench ab` (base and head in interleaved rounds of one job)"
 )
-"""Said whenever ``--fail-on`` gates a latency figure (issue 16: unchanged code failed this gate 4 of 5
+"""Said whenever ``--fail-on`` gates a latency figure (unchanged code failed this gate 4 of 5
 times on a busy machine)."""
 
 
@@ -316,7 +316,7 @@ def compare_runs(
         samples = (np.asarray(base_latency_ns, dtype=np.int64), np.asarray(head_latency_ns, dtype=np.int64))
     changes = [_change(k, base.figure(k), head.figure(k), rules.get(k), samples, alpha) for k in keys]
     differs = data_note(base, head)
-    framing = framing_note(base, head)  # issue 27 item 5: frames of another size or rate
+    framing = framing_note(base, head)  # frames of another size or rate
     if framing is not None:
         differs = f"{differs}; {framing}" if differs else framing
     measurement = None if force else refusal({base.run: base.measurement, head.run: head.measurement})

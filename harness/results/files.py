@@ -122,7 +122,7 @@ class EnvironmentRecord(RunRecord):
 
 
 class ExecutionRecord(BaseModel):
-    """How the adapter was run (issue 7): in this process or in an isolated worker, the failure policy,
+    """How the adapter was run: in this process or in an isolated worker, the failure policy,
     and how many sessions the run took (1 + the number of resumes)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -147,7 +147,7 @@ class ExecutionRecord(BaseModel):
 
 class ScoredRecord(BaseModel):
     """How much of the plan was scored, and how: the streams that finished by their outputs, the test
-    streams the adapter failed on as answered wrongly on every frame (``failure_rule``; issue 24 item 5)."""
+    streams the adapter failed on as answered wrongly on every frame (``failure_rule``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -390,5 +390,5 @@ def load_recordings(run_dir: Path) -> list[StreamRecording]:
 
 def load_failed_streams(run_dir: Path) -> list[FailedStream]:
     """The failed streams saved in ``arrays.npz`` (labels and clock, no output), checked like the
-    recordings; none in a file written before failed streams were scored (issue 24 item 5)."""
+    recordings; none in a file written before failed streams were scored."""
     return read_arrays(run_dir / ARRAYS_FILE, ResultFileError)[1]

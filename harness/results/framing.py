@@ -1,4 +1,4 @@
-"""Do two measurements frame the same signal? (issue 27 item 5)
+"""Do two measurements frame the same signal?
 
 A frame's latency, the frames per second and the energy per frame are figures *per frame*: between two
 runs whose frames hold different amounts of signal (512 against 256 samples, 25 against 50 frames/s) they
@@ -46,7 +46,7 @@ def _consequence(base: Framing, head: Framing) -> str:
 
 def framing_note(base: RunHeadline, head: RunHeadline) -> str | None:
     """How the two runs' frames differ (size, sample rate or frame rate), None when they are the same or
-    either run does not record its framing (an index entry written before issue 27)."""
+    either run does not record its framing (an index entry written before framing was recorded)."""
     if base.data is None or head.data is None or base.data.framing is None or head.data.framing is None:
         return None
     b, h = base.data.framing, head.data.framing

@@ -1,4 +1,4 @@
-"""The interleaved-round latency gate: a three-valued verdict from paired rounds (issue 16).
+"""The interleaved-round latency gate: a three-valued verdict from paired rounds.
 
 The statistical unit is the **pair of rounds**, never the frame: frames of one round share the machine's
 load, so they are not independent samples (the reason ``compare``'s per-frame rank test raised false

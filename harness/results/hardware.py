@@ -1,4 +1,4 @@
-"""The hardware-normalised view across machines — seed 004 §6.3.1 "硬件归一化与公平对比" (issue 27 item 7).
+"""The hardware-normalised view across machines — seed 004 §6.3.1 "硬件归一化与公平对比".
 
 Online runs from several machines (stores, or run directories copied from elsewhere) are grouped by
 machine: the environment fingerprint (:func:`streambench.harness.instruments.manifest.fingerprint`), which

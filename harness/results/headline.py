@@ -59,7 +59,7 @@ class Figure(BaseModel):
 
 class DataRecord(BaseModel):
     """What a comparison needs to know of the data a run scored: the data set's kind, the content hash of
-    its streams, and its seed with where the seed came from (issue 24)."""
+    its streams, and its seed with where the seed came from."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -3,7 +3,7 @@ FLOPs-normalised latency, only between runs of the same environment fingerprint.
 
 ``--baseline`` is checked before any stream is measured (:func:`check_baseline`); a baseline that cannot be
 read once the streams are measured (deleted meanwhile, or on ``--resume``) costs the normalisation, never
-the run (:func:`normalise_measured`; issue 25 item 14).
+the run (:func:`normalise_measured`).
 """
 
 from __future__ import annotations

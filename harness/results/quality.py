@@ -1,4 +1,4 @@
-"""A measurement-quality verdict on every timed run: VALID or INVALID, with reasons (issue 16).
+"""A measurement-quality verdict on every timed run: VALID or INVALID, with reasons.
 
 After MLPerf LoadGen, whose result is VALID or INVALID with the reasons printed beside the figures (a run
 too short, too few queries for the percentile it reports, a latency bound missed): a latency figure is

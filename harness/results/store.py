@@ -16,7 +16,7 @@ An index that cannot be used raises :class:`IndexUnusable`, which says whether i
 no whole database there: garbled, truncated) or only cannot be written or read (a read-only or full
 store, a directory where the index belongs, a newer schema). A damaged index is never deleted: it is
 moved aside (:func:`move_aside`, ``index.sqlite.damaged-<UTC time>``) and rebuilt; the read-only
-commands read the run directories when the index cannot be written (issue 25 items 12 and 16).
+commands read the run directories when the index cannot be written.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def print_summary(console: Console, result: RunResult) -> None:
             _pct(replay["strict"][i].f1_micro),
         )
     console.print(curve)
-    print_events(console, metrics)  # issue 27: the classes F1 counts, event delays, misses, false alarms
+    print_events(console, metrics)  # the classes F1 counts, event delays, misses, false alarms
     origin = segment_origin(result.dataset_config)  # where the data's segment length came from
     for note in figure_notes(metrics, origin):  # figures that would look broken alone, each with its reason
         console.print(f"[bold]why:[/] {safe(note)}", highlight=False)
@@ -129,7 +129,7 @@ def print_summary(console: Console, result: RunResult) -> None:
         f"{res.flops_per_frame:,}" if res.flops_per_frame is not None else f"null ({safe(res.flops_reason)})"
     )
     rss = f"{res.memory.peak_rss_bytes / 2**20:.0f} MiB"
-    if result.execution.mode != "in-process":  # the adapter's memory is its worker's (issue 18)
+    if result.execution.mode != "in-process":  # the adapter's memory is its worker's
         worker = res.worker_peak_rss_bytes
         shown = (
             f"{worker / 2**20:.0f} MiB"
@@ -176,8 +176,8 @@ def print_summary(console: Console, result: RunResult) -> None:
 
 
 def _print_execution(console: Console, result: RunResult) -> None:
-    """How much was scored, how the adapter ran, and every failure (issue 7; issue 24 item 5: a failed
-    test stream is in the metrics as answered wrongly, and the summary says so)."""
+    """How much was scored, how the adapter ran, and every failure (a failed test stream is in the
+    metrics as answered wrongly, and the summary says so)."""
     scored, run = result.scored, result.execution
     sessions = f" · {run.sessions} sessions (resumed)" if run.sessions > 1 else ""
     console.print(
@@ -186,7 +186,7 @@ def _print_execution(console: Console, result: RunResult) -> None:
         f"{run.on_error}{sessions}",
         highlight=False,
     )
-    console.print(f"threads: {safe(thread_summary(result.threads))}", highlight=False)  # issue 27
+    console.print(f"threads: {safe(thread_summary(result.threads))}", highlight=False)
     for warning in host_timing_warnings(result):
         console.print(f"[yellow]warning:[/] {safe(warning)}", highlight=False)
     audit = result.session_audit
@@ -257,7 +257,7 @@ def print_robustness(console: Console, report: RobustnessReport) -> None:
     )
     for point in report.points:
         status = "ok"
-        if point.failure is not None:  # its failed streams are in the F1 as answered wrongly (issue 24)
+        if point.failure is not None:  # its failed streams are in the F1 as answered wrongly
             fail, count = point.failure, max(len(point.failures), 1)
             scored = "scored as wrong" if point.f1 is not None else "not scored"
             status = (
@@ -303,7 +303,7 @@ def print_causality(console: Console, report: CausalityReport, skipped: dict[str
 
 
 def host_timing_warnings(online: RunResult) -> list[str]:
-    """What the parent's clock says against the worker's (issue 24), and how the adapter ran."""
+    """What the parent's clock says against the worker's, and how the adapter ran."""
     host = getattr(online, "host_timing", None)
     out = trust_gaps(online.execution.mode, online.execution.sandbox)
     if host is not None and host.verdict == "disagree":
@@ -315,11 +315,11 @@ def host_timing_warnings(online: RunResult) -> list[str]:
         )
     if host is not None:
         out.extend(host.notes)
-    if online.threads.warning:  # issue 27: more threads at once than the adapter's process has cores
+    if online.threads.warning:  # more threads at once than the adapter's process has cores
         out.append(online.threads.warning)
     out.extend(conversion_warnings(online.environment.data_sources.value))  # resampled, down-mixed audio
     left = online.execution.leftover_processes
-    if left:  # issue 25, item 8
+    if left:  # processes the model started and left running, ended with the run
         named = "; ".join(f"{p.pid} {p.name} ({_middle_cut(p.command, 80)})" for p in left)
         out.append(f"the adapter left {len(left)} process(es) running, ended by the harness: {named}")
     return out

@@ -1,5 +1,5 @@
 """The event-detection lines of the online summary that ``streambench run`` and ``streambench score``
-print (issue 27): which classes the F1 counts, then when after an event starts the model flags it, its
+print: which classes the F1 counts, then when after an event starts the model flags it, its
 misses and false alarms per hour, per event class (protocols/online_events.py; docs/metrics.md)."""
 
 from __future__ import annotations

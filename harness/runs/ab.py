@@ -1,5 +1,5 @@
 """An A/B latency comparison in one job: interleaved (or duet) rounds, the three-valued gate, the quality
-verdict of each side (issue 16). Shared by ``streambench ab`` and the pytest plugin's gate.
+verdict of each side. Shared by ``streambench ab`` and the pytest plugin's gate.
 
 :func:`run_ab` runs the rounds (harness/execution/rounds.py), judges the pairs of rounds
 (harness/results/gate.py; on wall time, or with ``on="cpu"`` on the CPU time of the thread that ran

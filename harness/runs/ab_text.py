@@ -79,7 +79,7 @@ def _pct(value: float | None) -> str:
 
 
 def side_titles(report: ABReport) -> tuple[str, str]:
-    """What tells the two sides apart, for a header (issue 27, item 8: not "X vs X" when only options,
+    """What tells the two sides apart, for a header (not "X vs X" when only options,
     the checkout or the interpreter differ): the adapter, plus whatever differs of its options, its
     ``PYTHONPATH`` and its interpreter."""
     base, head = report.sides

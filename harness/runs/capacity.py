@@ -1,4 +1,4 @@
-"""Runs the capacity protocol (issue 28): how many live streams one machine serves at deadline, with
+"""Runs the capacity protocol: how many live streams one machine serves at deadline, with
 accuracy held.
 
 A thin layer over its own modules: the plan and score (protocols/capacity.py, capacity_score.py), the

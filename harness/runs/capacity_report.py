@@ -1,4 +1,4 @@
-"""The capacity protocol's section of the run report (issue 28): the curve N -> deadline-miss rate (with
+"""The capacity protocol's section of the run report: the curve N -> deadline-miss rate (with
 its upper bound) and F1@deadline, the capacity and the knee marked, and the table of every point."""
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ def figure_keys() -> list[tuple[str, str]]:
 
 def index_run(run_dir: Path) -> RunHeadline:
     """Read a run directory's results and upsert its headline into ``<run_dir>/../index.sqlite``: the
-    index of the results directory that holds it, a symbolic link's target's never (issue 25 item 16)."""
+    index of the results directory that holds it, a symbolic link's target's never."""
     run_dir = Path(os.path.abspath(run_dir))
     head = load_headline(run_dir)  # read before the transaction: it stays short
     store.upsert(run_dir.parent, head)
@@ -216,9 +216,9 @@ def measured_differences(scored: RunResult, config: RunConfig) -> list[str]:
 
 def check_joinable(config: RunConfig) -> None:
     """Refuse to add a protocol's result to a run directory whose scored (online) run measured another
-    adapter, other adapter options or other data (issue 17: a reference robustness run written into a
-    GRU's run would be shown as the GRU's), and a run directory that is a symbolic link (issue 25 item
-    16: it would write outside the store). Nothing else to check for a new run directory."""
+    adapter, other adapter options or other data (a reference robustness run written into a
+    GRU's run would be shown as the GRU's), and a run directory that is a symbolic link (it would write
+    outside the store). Nothing else to check for a new run directory."""
     if config.run_id is None:
         return
     from streambench.harness.io.store_layout import check_run_dir

@@ -3,7 +3,7 @@ what the model emitted.
 
 An arm is a router wrapper (``adapters/router.py``: window aggregation, hard label) around the run's
 adapter. Each wrapper is a causal function of the wrapped adapter's last prediction per frame and of its
-own history, so running the model alone (sealed, in a worker: issue 24, item 1) and replaying its
+own history, so running the model alone (sealed, in a worker) and replaying its
 recorded predictions through the wrapper here gives the weights the wrapped model would have emitted,
 with the same wrapper code: :func:`replay_arm` runs the wrapper, on an engine of this process, around a
 stand-in adapter (:class:`RecordedModel`) that answers each frame with the predictions the model returned

@@ -1,5 +1,5 @@
-"""The run store as the read-only commands see it (``streambench runs`` and ``show``; issue 25 items 12
-and 16): through the index when it can be used, else from the run directories, which are the truth.
+"""The run store as the read-only commands see it (``streambench runs`` and ``show``):
+through the index when it can be used, else from the run directories, which are the truth.
 
 * A damaged index (garbled, truncated: SQLite finds no whole database in it) is moved aside to
   ``index.sqlite.damaged-<UTC time>`` and rebuilt from the run directories

@@ -71,7 +71,7 @@ class OnlineProtocol(RunProtocol[None, RunResult]):
 
     def prepare(self, run: RunConfig, config: None) -> tuple[RunConfig, None]:
         """Every input is checked before the first stream: ``--baseline`` names a readable run
-        (:func:`~streambench.harness.results.normalisation.check_baseline`; issue 25 item 14)."""
+        (:func:`~streambench.harness.results.normalisation.check_baseline`)."""
         if run.baseline is not None:
             check_baseline(run.baseline)
         return run, config
@@ -91,7 +91,7 @@ class OnlineProtocol(RunProtocol[None, RunResult]):
 
     def resume(self, run_dir: Path, progress: ProgressHook | None) -> Outcome[RunResult]:
         finished = finished_run(run_dir)
-        if finished is not None:  # a no-op that says so (issue 18): nothing rerun, nothing rewritten
+        if finished is not None:  # a no-op that says so: nothing rerun, nothing rewritten
             return Outcome(finished, run_dir, None, unchanged=True)
         result, recordings, written = resume_run(run_dir, progress)
         return Outcome(result, written, recordings)
@@ -101,10 +101,10 @@ class OnlineProtocol(RunProtocol[None, RunResult]):
 
     def print_result(self, console: Console, outcome: Outcome[RunResult]) -> int:
         """The summary; exit 130 if the run was interrupted (Ctrl-C, SIGTERM), 2 if ``--baseline`` could
-        not be read once the streams were measured (the run is written; issue 25 item 14), 1 if the
+        not be read once the streams were measured (the run is written), 1 if the
         adapter failed anywhere (``--on-error stop`` included: the run ended at a failure, not at the
         user's word), if the session's own audit failed, or if the parent's clock disagrees with the
-        worker's (issue 24)."""
+        worker's."""
         result = outcome.result
         print_summary(console, result)
         if result.status == "incomplete" and (result.incomplete_reason or "").startswith("interrupted"):
@@ -319,7 +319,7 @@ def served_model_figures(result: RunResult) -> list[Figure]:
 
 
 def event_figures(result: RunResult) -> list[Figure]:
-    """The event-level headline (protocols/online_events.py, issue 27), every event class pooled: event F1
+    """The event-level headline (protocols/online_events.py), every event class pooled: event F1
     with the onset collar, onset delay p50 / p90 / max of the matched events on the computation-aware
     clock, the share of reference events missed and false alarms per hour; one null ``event_f1`` with the
     reason where the data has no event labels."""

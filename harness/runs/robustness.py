@@ -5,7 +5,7 @@ each variant's streams are the clean streams wrapped by
 harness/datasets/perturb.py. An adapter error on a stream of a variant is recorded as that point's failure
 (stream, frame, error), the point goes on with its next stream and the sweep with its next point (seed 004
 §6.2.2 (3): "模型需处理缺失，不应崩溃"); the failed stream counts in the point's F1 as answered wrongly
-(protocols/robustness.py; issue 24 item 5), never left out. The F1 counts the classes the online F1
+(protocols/robustness.py), never left out. The F1 counts the classes the online F1
 counts, the data's ``background_class`` bound as in an online run (every class but the background).
 """
 

@@ -102,7 +102,7 @@ def run_session(run: RunContext[None, RunResult]) -> RunResult:
     SIGTERM) or one stopped by ``on_error="stop"`` still writes its result, marked ``incomplete``, over the
     streams that finished; :func:`resume_run` finishes it. ``run.extra``: the recordings."""
     config = run.run.model_copy(update={"run_id": run.run_id})
-    with RunLock(run.run_dir):  # one writer per run directory, from this check to the result (issue 18)
+    with RunLock(run.run_dir):  # one writer per run directory, from this check to the result
         if (run.run_dir / EVENTS_FILE).exists() or (run.run_dir / RESULT_FILE).exists():
             raise ValueError(
                 f"{run.run_dir}: a run with this id exists already; resume it with --resume {run.run_dir}"
@@ -128,7 +128,7 @@ def resume_run(
 
 def finished_run(run_dir: Path) -> RunResult | None:
     """The result of a run that is finished (every planned stream in its event log, done or failed, and
-    a complete ``result.json``), else None: resuming it has nothing to do (issue 18)."""
+    a complete ``result.json``), else None: resuming it has nothing to do."""
     try:
         log = read_events(run_dir)
         result = load_result(run_dir) if (run_dir / RESULT_FILE).is_file() else None
@@ -178,7 +178,7 @@ def _execute(
         split=config.protocol.split_seed,
     )
     with open_subject(config, streams, warmup) as subject:
-        seen = subject.process()  # the adapter's process once built: its threads and modules (issue 27)
+        seen = subject.process()  # the adapter's process once built: its threads and modules
         threads = seen.threads if seen is not None else None
         thread_record = settle_threads(thread_record, config.threads, threads, subject.mode == "sealed")
         manifest = collect_manifest(
@@ -206,7 +206,7 @@ def _session(
     streams: Sequence[Stream],
 ) -> tuple[RunResult, list[StreamRecording]]:
     """One session of a run (the first, or a resume): log, measure, score, write. ``streams``: the data
-    set, whose labels score a failed stream as answered wrongly (issue 24 item 5)."""
+    set, whose labels score a failed stream as answered wrongly."""
     assert config.run_id is not None
     run_dir, progress = run.run_dir, run.progress
     created = previous.start.created_at if previous is not None else datetime.now(timezone.utc)
@@ -272,7 +272,7 @@ def _session(
                     memory, gpu_energy, cpu_energy, frames, stopped = _measured(
                         executor, run_plan, gpu_meter, cpu_meter
                     )
-            except (KeyboardInterrupt, RunInterrupted) as exc:  # outside _measured's window (issue 25)
+            except (KeyboardInterrupt, RunInterrupted) as exc:  # outside _measured's window
                 raise RunInterrupted(f"interrupted ({exc or type(exc).__name__}); {second}") from None
             finally:
                 gpu_meter.close()
@@ -285,7 +285,7 @@ def _session(
                 raise RunInterrupted(f"{stopped} before the first test stream finished; {second}")
             raise NothingScoredError(run_dir, executor.failures, stopped)
         wrong = failed_streams(executor.failures, streams)  # scored as answered wrongly, never dropped
-        background = background_class_of(config.data)  # issue 27
+        background = background_class_of(config.data)  # F1 counts every class but the data's background
         metrics = online.score(recordings, config.protocol, subject.info.classes, wrong, background)
         quality = measurement_quality(recordings, subject.info.device)
         host_timing = subject.host_timing(recordings)
@@ -362,7 +362,7 @@ def _session(
         write = lambda directory: write_arrays(directory, recordings, wrong)  # noqa: E731
         path = run.save(result, files=write, replace=True) / RESULT_FILE  # resumed: replaces its own
 
-    if held and stopped is None:  # honoured now that the result is written (issue 18)
+    if held and stopped is None:  # honoured now that the result is written
         raise RunInterrupted(
             f"signal {held[0]} while scoring; it waited for the result, which is complete: {path}"
         )

@@ -1,4 +1,4 @@
-"""Runs the online session's own audit (issue 24, item 6; the plan and the verdict are pure:
+"""Runs the online session's own audit (the plan and the verdict are pure:
 protocols/session_audit.py): replayed and occluded copies of scored streams, fed to the same sealed
 worker at random positions among the scored streams, each under a fresh token like any stream.
 

@@ -1,7 +1,7 @@
 """The adapter under test as an online session holds it (harness/runs/session.py): in this process or
 in a worker (sealed by default), with what the session reads off it at the end — its memory, its
-host-side timing verdict, its sandbox, the processes it left running (issue 25) — and the session's own
-audit (issue 24), and the run's measurement-quality verdict with those verdicts folded in."""
+host-side timing verdict, its sandbox, the processes it left running — and the session's own
+audit, and the run's measurement-quality verdict with those verdicts folded in."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def open_subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | 
                 process=lambda: _reported(isolated.adapter_process),
             )
         return
-    children = ChildWatch()  # in process, what the model starts is this process's (issue 25, item 8)
+    children = ChildWatch()  # in process, what the model starts is this process's
     try:
         built = watch_build()
         adapter = build_adapter(config, first)
@@ -118,7 +118,7 @@ def open_subject(config: RunConfig, streams: Sequence[Stream], warmup: Stream | 
 
 
 def _reported(process: dict[str, object] | None) -> AdapterProcess | None:
-    """The worker's report of its process (issue 27); None when it sent none or one this harness cannot
+    """The worker's report of its process; None when it sent none or one this harness cannot
     read (an A/B side's other checkout): the record then says less, the run goes on."""
     try:
         return AdapterProcess.model_validate(process) if process is not None else None
@@ -129,7 +129,7 @@ def _reported(process: dict[str, object] | None) -> AdapterProcess | None:
 def adapter_memory(subject: Subject, memory: MemoryReport) -> tuple[MemoryReport, int | None, str]:
     """(the harness's memory report, the worker's peak RSS, why it is what it is). Under ``--isolate``
     the adapter's memory is the worker's, which the harness's probe cannot see: this process reads the
-    worker's high-water mark from /proc after every reply (issue 18; issue 24: not the worker's word)."""
+    worker's high-water mark from /proc after every reply (not the worker's word)."""
     if subject.mode == "in-process":
         return memory, None, "the adapter ran in this process: its memory is memory.peak_rss_bytes"
     harness_only = memory.model_copy(
@@ -177,7 +177,7 @@ def own_threads_share(recordings: Sequence[StreamRecording]) -> float | None:
 def with_verdicts(
     quality: MeasurementQuality, host: HostTimingRecord, audit: SessionAuditResult
 ) -> MeasurementQuality:
-    """INVALID when the parent's clock disagrees with the worker's (issue 24): the worker's latency
+    """INVALID when the parent's clock disagrees with the worker's: the worker's latency
     figures then measure what the model let its own clock say; and when the session's own audit failed:
     the model answered a copy of a scored stream differently."""
     if audit.passed is False:
@@ -202,7 +202,7 @@ def session_auditor(
     done: Sequence[StreamRecording],
     failed: Sequence[FailureEvent],
 ) -> SessionAuditor | None:
-    """The session's own audit (issue 24 item 6) over the streams this session runs; sealed runs only
+    """The session's own audit over the streams this session runs; sealed runs only
     (in process a variant would not look like a scored stream to a model that walks the call stack)."""
     if subject.run_variant is None:
         return None

@@ -65,7 +65,7 @@ F1_NOT_RECORDED = "not recorded (a file written before the stability run named t
 
 class EventSummary(BaseModel):
     """The online protocol's figures of the same recordings (frame units, Strict): every F1 counts the
-    classes the online F1 counts (``f1_counts``; protocols/online.py, issue 27)."""
+    classes the online F1 counts (``f1_counts``; protocols/online.py)."""
 
     curve: list[CurvePoint] = Field(description="F1@Δt / Acc@Δt over all test streams")
     segment_f1_micro: float = Field(description="offline segment F1 over the classes of f1_counts")

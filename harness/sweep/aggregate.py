@@ -1,11 +1,11 @@
 """A sweep's runs grouped by configuration: every run of one adapter label, protocol, perturbation point
 and grid values, whatever its seed and repeat, is one configuration, shown as the median and range of
-its runs (issue 17: a model is never shown "dominated" by its own repeat).
+its runs (so a model is never shown "dominated" by its own repeat).
 
 Median and range (min–max), not mean and standard deviation: a sweep has few repeats (often 2-5), where
 the median is not pulled by one disturbed run and the range shows every run (Tukey 1977, the summary of
 a small batch). Timings are grouped per environment fingerprint as well and never pooled across
-fingerprints (issue 10; DESIGN.md "Results"). Nothing is computed that the runs did not measure: a
+fingerprints (DESIGN.md "Results"). Nothing is computed that the runs did not measure: a
 figure no run of a configuration measured has no spread, only the reason.
 """
 

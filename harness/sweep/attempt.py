@@ -1,6 +1,6 @@
 """One attempt of a sweep's run in a process of its own (the local executor's default, ``isolate=True``):
-a crash, ``os._exit`` or the OOM killer costs that attempt only (issue 18), and a signal to the sweep
-ends the attempt's whole process tree at once (issue 25 items 9 and 15).
+a crash, ``os._exit`` or the OOM killer costs that attempt only, and a signal to the sweep
+ends the attempt's whole process tree at once.
 
 The driver makes the attempt's directory (``streambench-sweep-*`` in the temporary folder, mode 0700)
 and owns it: ``job.json`` (:class:`AttemptJob`) in, the run's files and ``outcome.json``

@@ -1,4 +1,4 @@
-"""The sweep's driver (issue 10): expand a sweep file, skip every run the store holds already (resuming
+"""The sweep's driver: expand a sweep file, skip every run the store holds already (resuming
 is the default: a finished sweep runs nothing), hand the rest to an executor
 (:mod:`streambench.harness.sweep.executors`) and return what happened. ``streambench sweep``
 (harness/cli/sweep.py) adds the progress line and the report around it. SIGINT and SIGTERM stop the sweep at

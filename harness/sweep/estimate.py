@@ -1,5 +1,5 @@
 """How long the runs of a sweep that the store lacks will take, from what the store measured before
-(``streambench sweep --dry-run``; issue 17). Never a guess: a run with no measured basis has no estimate,
+(``streambench sweep --dry-run``). Never a guess: a run with no measured basis has no estimate,
 only the reason.
 
 The model, per run: ``start-up + frames × cost per frame``.

@@ -1,4 +1,4 @@
-"""Signals during a sweep (issue 25 items 9 and 15): SIGINT and SIGTERM end a sweep at once, wherever it
+"""Signals during a sweep: SIGINT and SIGTERM end a sweep at once, wherever it
 is, as :class:`SweepInterrupted`, which the command turns into one line and exit code 130 (SIGINT) or 143
 (SIGTERM).
 

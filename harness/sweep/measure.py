@@ -5,7 +5,7 @@ machine it ran on, and returns the run's files as bytes (:class:`Measured`), for
 machine holds.
 
 An interrupted run (Ctrl-C, SIGTERM) is not a failed attempt: it stops the sweep, as
-:class:`~streambench.harness.sweep.interrupts.SweepInterrupted` naming the signal (issue 25 item 15); its
+:class:`~streambench.harness.sweep.interrupts.SweepInterrupted` naming the signal; its
 directory, a temporary one, is gone with it, so nothing of it is offered for ``--resume``.
 """
 

@@ -5,8 +5,7 @@ Built on the store's files (each run's result files, read through
 :func:`streambench.harness.headline.load_headline`, and the ``sweep.json`` the driver wrote next to them);
 drawn as markdown here and as HTML by :func:`streambench.harness.sweep.report_html.write_sweep_html`.
 
-Rules (issue 10, "Heterogeneous machines"; DESIGN.md "Results": comparisons refuse runs whose
-fingerprints differ; issue 17, repeats aggregated):
+Rules (DESIGN.md "Results": comparisons refuse runs whose fingerprints differ; repeats aggregated):
 
 * A configuration is every run of one adapter label, protocol, point and grid values; its seeds and
   repeats are aggregated, each figure shown as the median and range of the runs

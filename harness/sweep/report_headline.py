@@ -1,5 +1,4 @@
-"""A protocol's headline figure against the sweep's knobs (issue 28, item 8: "the sweep report plots
-capacity against the knob").
+"""A protocol's headline figure against the sweep's knobs (such as a capacity against a grid knob).
 
 A protocol may declare the one figure a sweep plots (its ``sweep_headline``: the capacity protocol's
 ``capacity@<deadline>ms``, with its interval and how its search ended). The sweep report then shows, per
@@ -10,8 +9,8 @@ axis, a numeric one at its values. Figures of one protocol are one series whatev
 (``capacity@40ms`` and ``capacity@80ms`` are both ``capacity``: the deadline is a knob like any other).
 
 A figure that depends on the machine (``timed``; capacity does) is grouped per environment fingerprint and
-never mixed across fingerprints, as the report's timings are (:mod:`streambench.harness.sweep.report`,
-issue 10); one that does not is grouped over every run. The bracket of several runs is the widest: from
+never mixed across fingerprints, as the report's timings are (:mod:`streambench.harness.sweep.report`);
+one that does not is grouped over every run. The bracket of several runs is the widest: from
 the lowest ``low`` to the highest ``high`` (open when any run's is). Drawn with the report's figure
 helpers (:mod:`streambench.harness.report.figures`).
 """

@@ -1,4 +1,4 @@
-"""A sweep: adapters × protocols × perturbation points × a parameter grid × seeds × repeats (issue 10).
+"""A sweep: adapters × protocols × perturbation points × a parameter grid × seeds × repeats.
 
 A sweep file (TOML, validated by :class:`SweepFile`) is expanded by :func:`expand` into
 :class:`RunSpec` s, one per run, each with a **stable id**: a short sha256 of the canonical JSON of the
@@ -21,7 +21,7 @@ ones:
 
 ``seed`` sets ``RunConfig.torch_seed`` and the protocol's own seed (robustness injectors' ``seed``,
 causality's ``noise_seed``); the data set's seed is a grid key like any other (``"run.data.seed"``: such
-runs are marked ``public seed``); left unset, each run draws its own secret one when it runs (issue 24).
+runs are marked ``public seed``); left unset, each run draws its own secret one when it runs.
 Grid keys are dotted paths: ``run.<RunConfig field>...`` applies to every run; ``<protocol>.<field>``
 to that protocol's configuration only.
 

@@ -200,8 +200,8 @@ def dtw_distance(a: npt.ArrayLike, b: npt.ArrayLike, *, cost: DtwCost = "sum") -
     ``+ d_2²``, ...), the left-to-right sum of the textbook loop, and every other step is the
     recursion's own, so the result is bitwise the cell-by-cell loop's and, for ``"sqrt_sum_sq"``,
     bitwise ``dtaidistance.dtw.distance_fast`` (1-D) and ``dtw_ndim.distance_fast`` (``M > 1``), whose
-    convention it is (``"sum"``: their ``inner_dist="euclidean"``). Until issue 25 the squares were
-    added by ``numpy.einsum``, in another order for ``M >= 3``: values differ from those earlier ones by
+    convention it is (``"sum"``: their ``inner_dist="euclidean"``). Earlier versions added the
+    squares by ``numpy.einsum``, in another order for ``M >= 3``: values differ from those earlier ones by
     a few units in the last place at most (relative ``< 1e-15`` in the tests).
 
     Complexity: ``O(n·m·M)`` time and ``O(M·(n + m))`` memory, a copy of the inputs and blocks of about

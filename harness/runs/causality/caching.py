@@ -7,7 +7,7 @@ random order, a **repeat** of A, an **unseen control** (:func:`unseen_control`) 
 (:func:`~streambench.harness.runs.causality.variants.nudge`). The verdict compares the repeat with the unseen
 control; the one-ulp copy, the audit's former control, is reported beside it and decides nothing.
 
-Why the control is unseen content (issue 24, item 4): a control must cost an honest model what A costs and
+Why the control is unseen content: a control must cost an honest model what A costs and
 be a miss for every cache. A one-ulp copy costs the same, but a cache whose key forgives a few ulps (the
 payload rounded, :class:`streambench.adapters.offenders.rounding_cache.RoundingCacheAdapter`) serves it as
 fast as the repeat, and passes. What was weighed for the unseen control:

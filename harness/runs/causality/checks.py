@@ -6,7 +6,7 @@ worker** (``sealed``), where the future does not exist in the adapter's process,
 harness is impossible by construction and what follows checks the model's own computation; every
 instance is warmed up like a scored run's.
 
-* **determinism** (first; issue 15 item 5): the first stream on two fresh instances in two processes.
+* **determinism** (first): the first stream on two fresh instances in two processes.
   A model whose outputs differ is *nondeterministic* (the check fails with the size), and every later
   comparison allows twice that difference, so noise is not called look-ahead.
 * **shared_state** (sealed only): the first stream on a fresh instance in the process that already ran

@@ -1,4 +1,4 @@
-"""The causality protocol's **scored_replay** check (harness/runs/causality/checks.py; issue 15 item 3):
+"""The causality protocol's **scored_replay** check (harness/runs/causality/checks.py):
 the online run's own recorded outputs are evidence. When the run directory holds an online run of the
 same adapter, options and data, a random subset of its streams (drawn from the run's cut seed, any of
 them, not only the first) is replayed on fresh instances, clean and occluded at hidden cuts, and must
@@ -6,7 +6,7 @@ reproduce the saved predictions of ``arrays.npz``: in full for the clean replay,
 occluded one. A model that cheated in the scored run — however it told the scored run from an audit —
 is caught by its own outputs.
 
-The streams the adapter failed on in the scored run are drawn like any other (issue 24 item 5: a failed
+The streams the adapter failed on in the scored run are drawn like any other (a failed
 stream is scored as answered wrongly, and audited): each is replayed clean on a fresh instance and must
 fail again. One that the replay answers is a finding — the model behaves differently when audited — and
 so is the reverse, a stream the scored run answered that the replay fails on. Where the scored failure

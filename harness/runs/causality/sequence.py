@@ -1,4 +1,4 @@
-"""The causality checks of an adapter's sequence mode (issue 15 item 4; seed 004 §6.2.3: gradient flow
+"""The causality checks of an adapter's sequence mode (seed 004 §6.2.3: gradient flow
 ``∂y_t/∂x_s = 0`` for ``s > t``; DESIGN.md "Causality").
 
 A sequence mode is ``predict_sequence(frames) -> list[Prediction]`` (capability ``"sequence"``, each
