@@ -97,7 +97,7 @@ class OnnxOptions(AdapterOptions):
     inter_op_threads: int | None = Field(None, ge=1, description="ORT inter-op threads (None: its default)")
     name: str | None = Field(None, description="name recorded in results; default: the file name")
     max_batch_size: int = Field(
-        0, ge=0, description="batch mode (issue 28): most streams one session.run serves; 0: no batch mode"
+        0, ge=0, description="batch mode: most streams one session.run serves; 0: no batch mode"
     )
     state_batch_axis: int = Field(0, description="the batch axis of the states (a GRU's h [L, B, H]: 1)")
 

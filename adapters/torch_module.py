@@ -102,7 +102,7 @@ class DrivenOptions(AdapterOptions):
     max_batch_size: int = Field(
         0,
         ge=0,
-        description="batch mode (issue 28; state mode only): the largest batch forward(x [B, D], state) "
+        description="batch mode (state mode only): the largest batch forward(x [B, D], state) "
         "takes, the state batched along state_batch_axis; 0: no batch mode",
     )
     state_batch_axis: int = Field(0, description="the batch axis of the state (a GRU's h [L, B, H]: 1)")

@@ -133,7 +133,7 @@ class CurvePoint(BaseModel):
     f1_micro: float = Field(description="micro F1 over the scored classes (OnlineScore.scored_classes)")
     f1_macro: float
     f1_micro_all_classes: float | None = Field(
-        None, description="micro F1 over every class in OnlineScore.classes; null before issue 27"
+        None, description="micro F1 over every class in OnlineScore.classes; null before 0.2.0"
     )
     accuracy: float
     answered: float = Field(description="share of units with a prediction inside the window")
@@ -176,7 +176,7 @@ class OnlineScore(BaseModel):
     scored_classes: list[str] | None = Field(
         None,
         description="the classes every F1 counts (all but the data's background); null in results "
-        "written before issue 27: every class in `classes`",
+        "written before 0.2.0: every class in `classes`",
     )
     scored_rule: str | None = Field(None, description="why those classes, in words")
     segment_unit: str | None = Field(

@@ -66,7 +66,7 @@ class BusyWaitFigures(BaseModel):
     relative_error: float = Field(description="(median - nominal) / nominal: clock error plus interference")
     tolerance: float
     tail_limit_ns: float | None = Field(
-        None, description="the p99 a quiet machine stays within (null: judged before issue 27)"
+        None, description="the p99 a quiet machine stays within (null: judged before 0.2.0)"
     )
     machine: Literal["quiet", "busy"] = Field(
         "quiet", description="busy: the median is off by more than the tolerance, or p99 above the tail limit"

@@ -115,12 +115,12 @@ class EnvironmentManifest(BaseModel):
         description="each file an adapter option names (ONNX, TorchScript, weights): path, bytes, sha256",
     )
     adapter_packages: Item = Field(
-        default_factory=lambda: missing_item("not recorded (a run made before issue 27)"),
+        default_factory=lambda: missing_item("not recorded (a run made before 0.2.0)"),
         description="distributions of the modules loaded in the adapter's process once the model was built "
         "(name: version), those its import and construction loaded, and modules of no distribution",
     )
     data_sources: Item = Field(
-        default_factory=lambda: missing_item("not recorded (a run made before issue 27)"),
+        default_factory=lambda: missing_item("not recorded (a run made before 0.2.0)"),
         description="per stream read from a file: the file, its own sample rate and channels, and the "
         "conversions applied (resampled to, channels taken)",
     )

@@ -133,7 +133,7 @@ class ThreadRecord(BaseModel):
     set_by: SetBy | None = Field(
         None,
         description="who chose the intra-op count in force in the adapter's process once the model was "
-        "built; null: torch was not imported there (or a run recorded before issue 27)",
+        "built; null: torch was not imported there (or a run recorded before 0.2.0)",
     )
     adapter_process: AdapterThreads | None = Field(
         None, description="torch's threads in the adapter's process, read once the model was built"

@@ -52,7 +52,7 @@ def events_section(bundle: RunBundle) -> str:
         return absent(bundle.result_reason)
     events = result.metrics.events
     if events is None:
-        return absent(result.metrics.events_reason or "a result written before event figures (issue 27)")
+        return absent(result.metrics.events_reason or "a result written before event figures")
     settings = events.settings
     offset = (
         f" and its offset within max({1e3 * settings.t_collar_s:g} ms, "

@@ -102,7 +102,7 @@ class EnvironmentRecord(RunRecord):
     fingerprint: str | None = Field(None, description="hash of the environment items that affect timing")
     dataset_seed_kind: Literal["secret", "public"] | None = Field(None, description=SEED_KIND_DESCRIPTION)
     sandbox: SandboxRecord | None = Field(
-        None, description="the sealed worker's OS sandbox (issue 24); null in process and in older files"
+        None, description="the sealed worker's OS sandbox; null in process and in older files"
     )
     execution_mode: Literal["in-process", "isolated", "sealed"] | None = Field(
         None,
@@ -135,13 +135,13 @@ class ExecutionRecord(BaseModel):
     sessions: int = Field(ge=1)
     sandbox: SandboxRecord | None = Field(
         None,
-        description="the sealed worker's OS sandbox (issue 24): sandboxed, or unsandboxed with the reason; "
+        description="the sealed worker's OS sandbox: sandboxed, or unsandboxed with the reason; "
         "null in process and in runs recorded before it",
     )
     leftover_processes: list[LeftoverProcess] = Field(
         default_factory=list,
         description="processes the adapter started and left running, which the harness ended when the run "
-        "(or a worker) ended (issue 25); empty in runs recorded before it",
+        "(or a worker) ended; empty in runs recorded before it",
     )
 
 
@@ -161,7 +161,7 @@ class ScoredRecord(BaseModel):
     failure_rule: Literal["dropped", "wrong"] = Field(
         "dropped",
         description="how the failed test streams entered the metrics: wrong, as answered wrongly on every "
-        "frame (the complement of their labels); dropped, left out (results written before issue 24)",
+        "frame (the complement of their labels); dropped, left out (results written before 0.2.0)",
     )
     predictions_beyond_end: int = Field(
         0, description="predictions dropped because they labelled a frame past the end of their stream"
@@ -241,7 +241,7 @@ class NormalisationRecord(BaseModel):
     reason: str | None
     error: str | None = Field(
         None,
-        description="the baseline could not be read once the streams were measured (issue 25 item 14): "
+        description="the baseline could not be read once the streams were measured: "
         "the run is written with no normalisation, and `streambench run` exits 2; None: it was read",
     )
 
@@ -286,16 +286,16 @@ class RunResult(RunRecord):
         "answered wrongly (scored.failure_rule)"
     )
     measurement_quality: MeasurementQuality | None = Field(
-        None, description="VALID / INVALID with reasons (issue 16); null in runs recorded before it"
+        None, description="VALID / INVALID with reasons; null in runs recorded before it"
     )
     host_timing: HostTimingRecord | None = Field(
         None,
-        description="the parent's clock against the worker's (issue 24): sealed runs; not-checked with the "
+        description="the parent's clock against the worker's: sealed runs; not-checked with the "
         "reason in process; null in runs recorded before it",
     )
     session_audit: SessionAuditResult | None = Field(
         None,
-        description="the run's own causality verdict (issue 24): replayed and occluded copies of scored "
+        description="the run's own causality verdict: replayed and occluded copies of scored "
         "streams interleaved among them in the same sealed worker; null in runs recorded before it",
     )
     arrays_file: str = ARRAYS_FILE

@@ -70,7 +70,7 @@ class DataRecord(BaseModel):
         None, description="secret: drawn for the run, written after scoring; public: given, so rebuildable"
     )
     framing: Framing | None = Field(
-        None, description="frame rate, samples per frame and sample rate (issue 27); null in older entries"
+        None, description="frame rate, samples per frame and sample rate; null in older entries"
     )
 
     def public_seed_note(self) -> str | None:
@@ -118,7 +118,7 @@ class RunHeadline(BaseModel):
         None, description="where the adapter ran: sealed, isolated or in-process; null in older entries"
     )
     threads: str | None = Field(
-        None, description="the thread setting that governed the model (issue 27); null in older entries"
+        None, description="the thread setting that governed the model; null in older entries"
     )
 
     @property

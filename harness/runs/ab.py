@@ -94,7 +94,7 @@ class ABReport(BaseModel):
     mode_reason: str
     execution: Literal["sealed", "isolated"] = Field(
         "isolated",
-        description="sealed: both sides in sealed workers fed by this process (issue 24); isolated: each "
+        description="sealed: both sides in sealed workers fed by this process; isolated: each "
         "side's worker builds its own streams (another checkout or interpreter, or --no-sealed)",
     )
     execution_reason: str = ""

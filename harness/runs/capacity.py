@@ -281,7 +281,7 @@ def _verdict_lines(result: CapacityResult) -> list[str]:
 
 class CapacityProtocol(RunProtocol[capacity.CapacityConfig, CapacityResult]):
     name = "capacity"
-    summary = "issue 28: live streams served at deadline (LoadGen's bound), accuracy held"
+    summary = "live streams served at deadline (LoadGen's bound), accuracy held"
     result_file = RESULT_FILE
     result_model = CapacityResult
     config_model = capacity.CapacityConfig

@@ -325,7 +325,7 @@ def event_figures(result: RunResult) -> list[Figure]:
     reason where the data has no event labels."""
     events = result.metrics.events
     if events is None:
-        reason = result.metrics.events_reason or "not computed: a result written before issue 27"
+        reason = result.metrics.events_reason or "not computed: a result written before 0.2.0"
         return [
             Figure(key="event_f1", label="event F1", unit="%", better="higher", value=None, reason=reason)
         ]

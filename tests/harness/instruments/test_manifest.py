@@ -256,7 +256,7 @@ def test_unreported_adapter_process_and_generated_data_say_why(manifest: Environ
     assert manifest.data_sources.reason == "no stream was read from an audio file"
     older = json.loads(manifest.model_dump_json(exclude={"adapter_packages", "data_sources"}))
     again = EnvironmentManifest.model_validate(older)  # a result written before issue 27 still reads
-    assert again.adapter_packages.reason == "not recorded (a run made before issue 27)"
+    assert again.adapter_packages.reason == "not recorded (a run made before 0.2.0)"
 
 
 def test_data_sources_are_recorded_as_given(tmp_path: Path) -> None:
