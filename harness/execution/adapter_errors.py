@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 __all__ = [
+    "MESSAGE_LIMIT",
+    "TRACEBACK_LIMIT",
     "AdapterCallError",
     "AdapterCrashError",
     "AdapterError",
@@ -18,7 +20,24 @@ __all__ = [
     "AdapterTimeoutError",
     "AdapterWorkerError",
     "HarnessInterrupt",
+    "bounded",
 ]
+
+MESSAGE_LIMIT = 4000
+"""Characters of an adapter failure's message kept (its problem: the model's own words included)."""
+TRACEBACK_LIMIT = 40000
+"""Characters of a failure's traceback kept."""
+
+
+def bounded(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` cut to about ``limit`` characters: its start and its end (where a traceback names the
+    exception) with the count of characters left out between them. A model's exception message is its
+    own words, of any size; a failure record, the console summary and the event log hold it bounded."""
+    if len(text) <= limit:
+        return text
+    keep = limit - 40  # room for the note, so that a bounded text is bounded again unchanged
+    head, tail = keep * 3 // 4, keep - keep * 3 // 4
+    return f"{text[:head]} [{len(text) - keep:,} characters left out] {text[-tail:]}"
 
 
 class HarnessInterrupt(BaseException):
@@ -32,6 +51,7 @@ class AdapterError(Exception):
     """Something went wrong in or with an adapter; names the adapter, the stream and the frame."""
 
     def __init__(self, adapter: str, stream_id: str, frame: int, problem: str) -> None:
+        problem = bounded(problem)
         super().__init__(f"adapter {adapter!r}, stream {stream_id!r}, frame {frame}: {problem}")
         self.adapter = adapter
         self.stream_id = stream_id

@@ -27,7 +27,12 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 
 from streambench.adapters.contract import Stream
-from streambench.harness.execution.adapter_errors import AdapterError, HarnessInterrupt
+from streambench.harness.execution.adapter_errors import (
+    TRACEBACK_LIMIT,
+    AdapterError,
+    HarnessInterrupt,
+    bounded,
+)
 from streambench.harness.execution.engine import Engine, FrameProgress
 from streambench.harness.execution.event_log import (
     EVENTS_FILE,
@@ -101,7 +106,9 @@ def failure_event(exc: AdapterError, role: StreamRole) -> FailureEvent:
         frame=exc.frame,
         error_type=type(exc).__name__,
         message=str(exc),
-        traceback="".join(traceback.format_exception(type(cause), cause, cause.__traceback__)),
+        traceback=bounded(
+            "".join(traceback.format_exception(type(cause), cause, cause.__traceback__)), TRACEBACK_LIMIT
+        ),
     )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from streambench.adapters.contract import Adapter, Frame, PredictOutput, Stream
-from streambench.harness.execution.adapter_errors import AdapterError
+from streambench.harness.execution.adapter_errors import TRACEBACK_LIMIT, AdapterError, bounded
 from streambench.harness.execution.code_identity import code_files
 from streambench.harness.execution.output_commits import Outbox
 from streambench.harness.execution.sealed_feed import PIPE_LOST, ParentFeed, pipe_lost
@@ -199,10 +199,13 @@ def send(conn: Connection, message: dict[str, Any]) -> None:
 
 
 def describe(exc: BaseException) -> dict[str, Any]:
+    """An exception as a reply names it (its message and traceback bounded: a model's words)."""
     return {
         "type": type(exc).__name__,
-        "message": str(exc),
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        "message": bounded(str(exc)),
+        "traceback": bounded(
+            "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)), TRACEBACK_LIMIT
+        ),
     }
 
 

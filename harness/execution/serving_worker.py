@@ -36,6 +36,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from streambench.adapters.contract import Adapter, Frame, Prediction, PredictOutput, StreamKey
+from streambench.harness.execution.adapter_errors import TRACEBACK_LIMIT, bounded
 from streambench.harness.execution.sealed_feed import decode_frame, pipe_lost
 from streambench.harness.instruments.threads import ThreadConfig
 
@@ -235,8 +236,9 @@ class ServingCore:
             return _encode_reply(outputs, self.num_classes)
         except Exception as exc:
             item = exc.item if isinstance(exc, ServingError) else position
-            error = {"type": type(exc).__name__, "message": str(exc), "item": item}
-            error["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            error = {"type": type(exc).__name__, "message": bounded(str(exc)), "item": item}
+            error["traceback"] = bounded(trace, TRACEBACK_LIMIT)
             return b"E" + json.dumps(error).encode()
 
 
