@@ -1,8 +1,19 @@
-"""The suite's two tiers. ``python -m pytest`` (the README's test command) runs every test but those
-marked ``slow``: end-to-end tests that drive the CLI through subprocesses, signals and sweeps, install
-wheels, or search on long simulated clocks (about seven minutes together). They run in their own step
-of ``.ci/run`` (``python -m pytest -m slow``), so CI runs everything; a test run selecting them by a
-``-m`` expression that names ``slow`` runs them too.
+"""The suite's tiers (README, "Testing"). ``python -m pytest`` (the README's test command) is the fast
+tier: every test that starts no process. Two more tiers run in their own step of ``.ci/run``,
+``python -m pytest -m "processes or slow"``, so CI runs everything:
+
+- ``processes``: a test that starts a process (a sealed or isolated worker, a subprocess, a command whose
+  run starts a worker, a multiprocessing child, a ``git`` call of the environment manifest);
+- ``slow``: end-to-end tests that drive the CLI through subprocesses, signals and sweeps, install wheels,
+  or search on long simulated clocks.
+
+A tier runs when a ``-m`` expression selects its mark (names it, not as ``not processes``), and is
+skipped with the reason otherwise. In a run that skips the ``processes`` tier, a test that starts a
+process without one of the marks (``processes``, ``slow``, ``docs_commands``) fails, naming what it
+started, so the fast tier cannot drift into the slower ones. Processes are seen through the interpreter's
+audit events (``subprocess.Popen``, ``os.fork``, ``os.forkpty``, ``os.posix_spawn``, ``os.spawn``,
+``os.system``) and multiprocessing's ``spawnv_passfds``, which the spawn and forkserver contexts start
+their children with and which raises no audit event.
 
 A suite started where SIGINT is ignored (a background job of a non-interactive shell: ``cmd &`` in a
 script, ``nohup``) would pass that on to every process the tests start, and the tests that send Ctrl-C to
@@ -12,23 +23,123 @@ start with the default too."""
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing.util
+import os
 import signal
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+PROCESS_MARKS = ("processes", "slow", "docs_commands")
+"""A test with one of these marks may start processes."""
+_PROCESS_EVENTS = ("subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.system")
 
-def _slow_selected(config: pytest.Config) -> bool:
+_started: list[str] | None = None
+"""What the running unmarked test started; None while no such test runs."""
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _started is not None and event in _PROCESS_EVENTS:
+        shown = args[1] if event == "subprocess.Popen" and len(args) > 1 else args[:1]
+        _started.append(f"{event} {str(shown)[:160]}")
+
+
+sys.addaudithook(_audit)  # for the session: an audit hook cannot be removed; it records only when asked
+_spawnv_passfds: Callable[..., int] = multiprocessing.util.spawnv_passfds
+
+
+def _spawn_watched(path: Any, args: Any, passfds: Any) -> int:
+    if _started is not None:
+        _started.append(f"multiprocessing child {str(list(args))[:160]}")
+    return _spawnv_passfds(path, args, passfds)
+
+
+multiprocessing.util.spawnv_passfds = _spawn_watched
+
+
+def _selected(config: pytest.Config, mark: str) -> bool:
+    """Whether the run's ``-m`` expression selects the tier ``mark`` (names it, not as ``not mark``)."""
     expression = str(config.getoption("markexpr") or "")
-    return "slow" in expression and "not slow" not in expression
+    return mark in expression and f"not {mark}" not in expression
+
+
+def _watched(config: pytest.Config) -> bool:
+    """Whether this run watches for processes: one that skips the ``processes`` tier (the fast tier), or
+    one asked to list them (``STREAMBENCH_PROCESS_LOG``)."""
+    return not _selected(config, "processes") or bool(PROCESS_LOG)
+
+
+@contextlib.contextmanager
+def _watching(item: pytest.Item) -> Iterator[list[str]]:
+    global _started
+    if not _watched(item.config) or any(item.get_closest_marker(mark) is not None for mark in PROCESS_MARKS):
+        yield []
+        return
+    _started = []
+    try:
+        yield _started
+    finally:
+        _started = None
+
+
+PROCESS_LOG = os.environ.get("STREAMBENCH_PROCESS_LOG")
+"""A file: list the unmarked tests that start processes there (one line each: test, phase, the first
+process) instead of failing them, to mark a suite's tests at once."""
+
+
+def _refuse(item: pytest.Item, phase: str, started: list[str]) -> None:
+    if started and PROCESS_LOG:
+        with open(PROCESS_LOG, "a", encoding="utf-8") as log:
+            log.write(f"{item.nodeid}\t{phase}\t{len(started)}\t{started[0]}\n")
+        return
+    if started:
+        pytest.fail(
+            f"{item.nodeid} started {len(started)} process(es) in its {phase} without the `processes` mark "
+            f"(the fast tier, -m 'not processes', starts none): {started[0]}",
+            pytrace=False,
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    with _watching(item) as started:
+        result = yield
+    _refuse(item, "setup", started)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _watching(item) as started:
+        result = yield
+    _refuse(item, "call", started)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    with _watching(item) as started:
+        result = yield
+    _refuse(item, "teardown", started)
+    return result
+
+
+TIERS = {
+    "slow": "end-to-end tier: python -m pytest -m slow (a step of .ci/run)",
+    "processes": "starts processes: python -m pytest -m processes (a step of .ci/run)",
+}
+"""The tiers ``python -m pytest`` skips, and why (the reason pytest prints)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if _slow_selected(config):
-        return
-    skip = pytest.mark.skip(reason="end-to-end tier: python -m pytest -m slow (a step of .ci/run)")
+    skips = {mark: pytest.mark.skip(reason=why) for mark, why in TIERS.items() if not _selected(config, mark)}
     for item in items:
-        if item.get_closest_marker("slow") is not None:
-            item.add_marker(skip)
+        tier = "slow" if item.get_closest_marker("slow") is not None else "processes"  # slow: its own tier
+        if tier in skips and item.get_closest_marker(tier) is not None:
+            item.add_marker(skips[tier])

@@ -302,6 +302,7 @@ def test_every_headline_key_is_defined_in_the_metrics_page() -> None:
     assert missing == [], f"headline keys not in docs/metrics.md: {missing}"
 
 
+@pytest.mark.processes
 def test_every_concrete_headline_key_is_defined_in_the_metrics_page(tmp_path: Path) -> None:
     from streambench.harness.execution.config import RunConfig
     from streambench.harness.runs.catalog import load_headline

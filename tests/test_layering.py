@@ -319,6 +319,7 @@ def test_the_code_that_iterates_the_registry_names_no_protocol(path: Path) -> No
     assert not named, f"{path.name} names protocols: {named}"
 
 
+@pytest.mark.processes
 def test_the_cli_starts_without_torch_or_scipy() -> None:
     """Issue 17: every command paid 4-10 s of start-up (`import streambench.harness.cli` imported torch
     through the data set and scipy.stats through compare). A fresh interpreter imports the CLI and none of

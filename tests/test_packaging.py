@@ -37,6 +37,7 @@ PUBLIC_API = {
     # running from Python
     "RunConfig",
     "run",
+    "resume",
     "Outcome",
     "RunResult",
     "ab",
@@ -76,6 +77,7 @@ def test_the_source_tree_links_each_floor_into_streambench(floor: str) -> None:
     assert link.is_symlink() and link.resolve() == (ROOT / floor).resolve()
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("floor", FLOORS)
 def test_a_floor_imported_under_its_old_top_level_name_says_where_it_went(floor: str) -> None:
     """From a checkout's root, ``import adapters`` would otherwise load a second copy of the floor."""
@@ -90,6 +92,7 @@ def test_the_public_api_is_exactly_the_documented_one() -> None:
         assert getattr(streambench, name) is not None, name
 
 
+@pytest.mark.processes
 def test_help_lists_the_public_api() -> None:
     code = "import streambench; help(streambench)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

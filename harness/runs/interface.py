@@ -60,6 +60,8 @@ _RUN_DEFAULT_ADAPTER = RunConfig.model_fields["adapter"].default
 class RunProtocol(ProtocolContract[ConfigT, ResultT]):
     """A protocol whose run the base carries out; see the module docstring."""
 
+    run_options: ClassVar[frozenset[str]] = frozenset({"isolate", "sealed"})
+    """Its context holds the model sealed in a worker, or in process where the run says so."""
     default_adapter: ClassVar[str | None] = None
     """The adapter it runs when the run names none (the run configuration's default, ``reference``);
     None: that one."""

@@ -89,6 +89,7 @@ def test_class_signature_deterministic_and_unit_norm() -> None:
         class_signature(-1, 8, "audio")
 
 
+@pytest.mark.processes
 def test_class_signature_same_in_another_process() -> None:
     code = "from streambench.adapters.reference import class_signature as s; "
     code += "print(s(5, 16, 'audio').tobytes().hex())"

@@ -26,6 +26,7 @@ def speech(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("adapter", ["silero-vad", "silero-vad-onnx"])
 def test_the_example_configuration_runs_both_variants(speech: Path, adapter: str) -> None:
     tree = load_config_file(ROOT / "examples" / "vad.toml")

@@ -30,6 +30,7 @@ def _judged(config: RunConfig, one_core: bool = False):  # type: ignore[no-untyp
         return judge_host_timing(recordings, worker.floor, worker.start_times), recordings
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("offender", "options"),
     [
@@ -50,11 +51,13 @@ def test_work_hidden_in_exiting_threads_or_after_the_return_is_called(offender: 
         assert any("CPU a frame its own clock did not count" in note for note in judged.notes), judged.notes
 
 
+@pytest.mark.processes
 def test_a_process_that_would_do_the_work_is_refused() -> None:
     with pytest.raises(AdapterError, match="PermissionError"):
         _judged(_sealed("offender-fork-work", work_us=WORK_US))
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("adapter", "options"),
     [
@@ -67,6 +70,7 @@ def test_honest_twins_of_the_same_cost_are_not_called(adapter: str, options: dic
     assert judged.verdict == "agree", judged
 
 
+@pytest.mark.processes
 def test_a_models_own_helper_thread_is_counted_as_its_own() -> None:
     _, recordings = _judged(
         _sealed(

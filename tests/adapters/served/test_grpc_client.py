@@ -111,6 +111,7 @@ def _without_json_names(file: Any) -> None:
             field.ClearField("json_name")
 
 
+@pytest.mark.processes
 def test_the_committed_module_is_what_the_shipped_proto_compiles_to(tmp_path: Path) -> None:
     """The messages and the service the committed module registers are the ``.proto``'s, as protoc reads it
     now (compared as descriptors: the generated text also depends on protoc's version)."""

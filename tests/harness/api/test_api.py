@@ -106,6 +106,7 @@ def test_what_is_no_configuration_is_a_type_error_naming_the_argument(given: obj
         streambench.ab(streambench.RunConfig(adapter="null"), given)  # type: ignore[arg-type]
 
 
+@pytest.mark.processes
 def test_a_mapping_of_run_config_fields_is_validated_into_one(tmp_path: Path) -> None:
     """Decided (docs/python.md): a mapping is a configuration file's table, validated as RunConfig
     validates one; a bad field is the ValueError that names it."""
@@ -136,6 +137,7 @@ def test_an_adapter_that_cannot_be_built_is_the_value_error_the_page_promises(
         streambench.run({**config, "output_dir": tmp_path})
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     "isolate", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["in-process", "sealed"]
 )

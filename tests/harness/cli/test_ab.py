@@ -21,6 +21,7 @@ def invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.processes
 def test_interleaved_job_in_one_pair_of_workers() -> None:
     code, output = invoke("--mode", "interleaved", "--rounds", "6", "--restart-every", "0", "--json")
     assert code in (0, 1, 3), output
@@ -38,6 +39,7 @@ def test_interleaved_job_in_one_pair_of_workers() -> None:
     assert report["data_seed_kind"] == "secret" and isinstance(report["data_seed"], int)  # no --seed
 
 
+@pytest.mark.processes
 def test_duet_sequential_on_cpu_time_with_fresh_workers() -> None:
     code, output = invoke(
         "--mode", "duet", "--rounds", "6", "--max-rounds", "8", "--step", "2", "--restart-every", "4",
@@ -53,6 +55,7 @@ def test_duet_sequential_on_cpu_time_with_fresh_workers() -> None:
     assert report["pass_confidence_per_look"] == report["gate"]["pass_confidence"] == pytest.approx(0.995)
 
 
+@pytest.mark.processes
 def test_markdown_and_bad_input() -> None:
     code, output = invoke("--rounds", "2", "--restart-every", "0", "--markdown")
     assert code == 3, output  # two pairs are too few for any interval
@@ -79,6 +82,7 @@ def run_ab_cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.processes
 def test_config_file_gives_both_sides_its_data_engine_and_adapter(tmp_path: Path) -> None:
     config = tmp_path / "run.toml"
     config.write_text(
@@ -96,6 +100,7 @@ def test_config_file_gives_both_sides_its_data_engine_and_adapter(tmp_path: Path
     assert [s["frames"] for s in json.loads(output[output.index("{") :])["sides"]] == [100, 100]
 
 
+@pytest.mark.processes
 def test_config_file_with_audio_files_data(tmp_path: Path) -> None:
     soundfile = pytest.importorskip("soundfile")
     for k in range(2):  # 1 s of audio each, 10 frames of 1600 samples

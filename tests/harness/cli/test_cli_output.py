@@ -43,6 +43,7 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.mark.processes
 def test_f1_is_a_percentage_in_run_show_and_runs(results: tuple[Path, str, str]) -> None:
     """``run`` printed F1 in percent while ``show`` / ``runs`` printed a fraction: now all print the same
     percentage of the same stored fraction (result.json keeps the fraction)."""
@@ -63,6 +64,7 @@ def test_f1_is_a_percentage_in_run_show_and_runs(results: tuple[Path, str, str])
     assert figure["unit"] == "%" and f"F1@100ms {figure['value'] * 100:.2f} %" in listed.output
 
 
+@pytest.mark.processes
 def test_a_table_in_a_ci_log_is_not_clipped_at_80_columns(results: tuple[Path, str, str]) -> None:
     store, run_id, _ = results
     done = run_streambench(["runs", "--results-dir", str(store)], store)
@@ -97,6 +99,7 @@ def test_every_command_has_json_output() -> None:
     assert lacking == []  # schema prints JSON Schema whatever is asked
 
 
+@pytest.mark.processes
 def test_json_of_reindex_report_and_rescoring(results: tuple[Path, str, str], tmp_path: Path) -> None:
     store, run_id, _ = results
     runner = CliRunner()
@@ -133,6 +136,7 @@ def _complete(words: str, cwd: Path) -> list[str]:
     return done.stdout.split()
 
 
+@pytest.mark.processes
 def test_shell_completion_of_commands_and_values(results: tuple[Path, str, str]) -> None:
     store, run_id, _ = results
     assert _complete("streambench ru", store) == ["run", "runs"]

@@ -78,6 +78,7 @@ LISTING = {
 headline's models (no data set reader, no protocol, no result file's model)."""
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("argv", "ours"),
     [

@@ -118,6 +118,7 @@ def test_unreadable_and_non_utf8_files(tmp_path: Path) -> None:
         load_config_file(path)
 
 
+@pytest.mark.processes
 def test_cli_run_with_a_config_file(tmp_path: Path) -> None:
     path = tmp_path / "run.toml"
     path.write_text(TOML.replace('on_error = "stop"', 'on_error = "continue"'))

@@ -157,6 +157,7 @@ def test_type_names_are_readable() -> None:
     assert type_name(fields["directory"].annotation) == "Path | None"
 
 
+@pytest.mark.processes
 def test_describing_every_kind_imports_neither_torch_nor_scipy_nor_the_file_readers() -> None:
     """The command starts as fast as the CLI: a generated kind is built with numpy alone."""
     code = (

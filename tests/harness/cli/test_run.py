@@ -13,6 +13,7 @@ from streambench.harness.cli import app
 from streambench.harness.results.files import load_result
 
 
+@pytest.mark.processes
 def test_unknown_adapter_and_bad_config_fail_clearly(tmp_path: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(app, ["run", "--adapter", "refernce", "--output-dir", str(tmp_path), "--no-progress"])
@@ -23,6 +24,7 @@ def test_unknown_adapter_and_bad_config_fail_clearly(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "expected KEY=VALUE" in res.output
 
 
+@pytest.mark.processes
 def test_cli_run_prints_the_summary_and_score_reproduces_it(tmp_path: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(
@@ -41,6 +43,7 @@ def test_cli_run_prints_the_summary_and_score_reproduces_it(tmp_path: Path) -> N
     assert "reference-lookahead" in listed.output and "streambench.adapters.null:NullAdapter" in listed.output
 
 
+@pytest.mark.processes
 def test_a_protocol_refuses_to_join_a_run_of_another_adapter_or_data(tmp_path: Path) -> None:
     """Issue 17: the report's hint `--protocol robustness --run-id <run>` with another adapter would
     show a reference robustness run as the GRU's. The same adapter and data may join."""
@@ -60,6 +63,7 @@ def test_a_protocol_refuses_to_join_a_run_of_another_adapter_or_data(tmp_path: P
     assert seed.exit_code == 2 and "data set" in seed.output
 
 
+@pytest.mark.processes
 def test_run_and_adapters_speak_json(tmp_path: Path) -> None:
     """Issue 17: --json for run (its directory, exit code and headline, nothing else on stdout) and for
     adapters (the registry, or one adapter's options)."""

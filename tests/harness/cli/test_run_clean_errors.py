@@ -37,6 +37,7 @@ def _adapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str) -> tup
     return name, f"{name}:Model"
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("fault", "isolate"),
     [("syntax", False), ("import", False), ("constructor", False), ("constructor", True)],

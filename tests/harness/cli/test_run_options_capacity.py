@@ -26,7 +26,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """What ``streambench run`` hands the Python entry point (``api.run``), instead of running it."""
     seen: dict[str, Any] = {}
 
-    def fake_run(config: Any, protocol: str, settings: Any, progress: Any = None) -> None:
+    def fake_run(config: Any, protocol: str, settings: Any, progress: Any = None, given: Any = None) -> None:
         seen.update(protocol=protocol, settings=settings)
         raise _Captured
 
@@ -104,6 +104,7 @@ def test_resume_takes_no_flag(tmp_path: Path) -> None:
     assert done.exit_code == 2 and "--resume takes no other run options" in done.output
 
 
+@pytest.mark.processes
 def test_a_tiny_capacity_run_records_the_flags(tmp_path: Path) -> None:
     """End to end, in process: N = 1 only, half a second, the null adapter; the result is at the flag's
     deadline and records both flags' values."""

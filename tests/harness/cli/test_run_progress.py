@@ -8,6 +8,7 @@ import io
 import threading
 from typing import ClassVar
 
+import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -42,6 +43,7 @@ class ThreadWatch(NullAdapter):
         return super().predict(frame)
 
 
+@pytest.mark.processes
 def test_no_refresh_thread_runs_beside_the_timed_loop(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """rich's Progress refreshes from a thread at 10 Hz by default; in process, that thread takes the GIL
     in the middle of predict() calls. The run's bar draws itself between chunks of frames instead."""

@@ -17,6 +17,7 @@ from tests.harness.runs.test_session import small
 runner = CliRunner()
 
 
+@pytest.mark.processes
 def test_env_prints_the_manifest_with_reasons_for_null_items() -> None:
     res = runner.invoke(app, ["env", "--json"])
     assert res.exit_code == 0, res.output
@@ -35,6 +36,7 @@ def test_selftest_exit_code_follows_its_verdict() -> None:
     assert [row["duration_us"] for row in report["busy_wait"]] == [100.0, 1000.0, 10000.0]
 
 
+@pytest.mark.processes
 def test_result_json_validates_against_the_published_json_schema(tmp_path: Path) -> None:
     execute_run(small(tmp_path, data={"num_streams": 2}))
     printed = CliRunner().invoke(app, ["schema"])

@@ -56,6 +56,7 @@ def test_kind_selects_the_data_set_and_synthetic_is_the_default() -> None:
     assert RunConfig.model_validate_json(config.model_dump_json()) == config  # round trip (event log, worker)
 
 
+@pytest.mark.processes
 def test_audio_files_run_end_to_end(tmp_path: Path) -> None:
     result, recordings, _ = execute_run(audio_config(speech_dir(tmp_path)))
     assert result.dataset == "audio_files" and result.seeds.dataset is None
@@ -67,6 +68,7 @@ def test_audio_files_run_end_to_end(tmp_path: Path) -> None:
     assert load_result(tmp_path / "results" / "vad").dataset_config["kind"] == "audio_files"
 
 
+@pytest.mark.processes
 def test_rate_and_frame_size_are_checked_against_the_model(tmp_path: Path) -> None:
     config = audio_config(speech_dir(tmp_path), frame_samples=256)
     with pytest.raises(ValueError, match=r"needs frame_samples = 512, .* 256; set data.frame_samples = 512"):
@@ -76,6 +78,7 @@ def test_rate_and_frame_size_are_checked_against_the_model(tmp_path: Path) -> No
         execute_run(config)
 
 
+@pytest.mark.processes
 def test_cli_reads_files_through_a_config_file(tmp_path: Path) -> None:
     speech_dir(tmp_path)
     toml = tmp_path / "vad.toml"
@@ -91,6 +94,7 @@ def test_cli_reads_files_through_a_config_file(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "data.num_streams: Extra inputs are not permitted" in res.output
 
 
+@pytest.mark.processes
 def test_ave_features_run_through_the_runner(tmp_path: Path) -> None:
     """AVE (seed 004 §6.1.1) through the online protocol: one 10-segment stream per annotated sample,
     29 classes, the reference model's matched filters bound to the features' sizes."""

@@ -56,6 +56,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return results
 
 
+@pytest.mark.processes
 def test_runs_without_a_seed_draw_different_secret_ones(store: Path) -> None:
     first, second = load_result(store / "first"), load_result(store / "second")
     for result in (first, second):
@@ -71,6 +72,7 @@ def test_runs_without_a_seed_draw_different_secret_ones(store: Path) -> None:
     assert raw["seeds"]["dataset_seed_kind"] == "secret"
 
 
+@pytest.mark.processes
 def test_the_recorded_seed_rebuilds_the_streams_and_is_then_public(store: Path) -> None:
     first, again = load_result(store / "first"), load_result(store / "again")
     assert again.seeds.dataset == first.seeds.dataset and again.seeds.dataset_seed_kind == "public"
@@ -135,6 +137,7 @@ def test_an_older_result_without_seed_kinds_reads_as_public(store: Path, tmp_pat
     assert RunResult.model_validate(raw).seeds.dataset_seed_kind is None
 
 
+@pytest.mark.processes
 def test_the_other_protocols_draw_their_own_and_a_joined_run_keeps_its_seed(store: Path) -> None:
     from streambench.harness.runs.catalog import check_joinable
     from streambench.harness.runs.detection import execute_detection, with_defaults

@@ -122,6 +122,7 @@ def config(tmp_path: Path, run_id: str, adapter: str, **options: Any) -> RunConf
     )
 
 
+@pytest.mark.processes
 def test_a_run_lists_scores_saves_and_rescores_its_failed_streams(tmp_path: Path) -> None:
     """On the synthetic data the abstainer fails the streams starting below the median first frame: its
     F1 is at most the honest run's, result.json lists and counts the failures, arrays.npz keeps their
@@ -155,6 +156,7 @@ def test_a_run_lists_scores_saves_and_rescores_its_failed_streams(tmp_path: Path
     assert rescored == json.loads(result.metrics.model_dump_json())
 
 
+@pytest.mark.processes
 def test_rescoring_an_older_run_without_saved_labels_says_what_it_left_out(tmp_path: Path) -> None:
     """arrays.npz written before failed streams were saved: the re-score cannot count them and says so."""
     streams = make_streams(SyntheticConfig(seed=0, num_streams=6, duration_s=2.0))
@@ -181,6 +183,7 @@ def replayed(tmp_path: Path, adapter: str, isolate: bool = True, **options: Any)
     return result, next(c for c in causality.report.checks if c.name == "scored_replay")
 
 
+@pytest.mark.processes
 def test_a_stream_that_failed_only_in_the_scored_run_is_a_finding(tmp_path: Path) -> None:
     """FailAtAdapter fails the second stream an instance sees: in the scored run (one instance, in
     process) syn-0001, in the audit (a fresh instance per replay) nothing. The replay answers a stream the
@@ -191,6 +194,7 @@ def test_a_stream_that_failed_only_in_the_scored_run_is_a_finding(tmp_path: Path
     assert "behaves differently when audited: syn-0001 failed in the scored run (frame 4" in check.detail
 
 
+@pytest.mark.processes
 def test_a_stream_that_fails_again_in_the_replay_is_consistent(tmp_path: Path) -> None:
     """The abstainer fails the same streams whenever it sees them: the replay confirms the failure."""
     streams = make_streams(SyntheticConfig(seed=0, num_streams=3, duration_s=2.0))

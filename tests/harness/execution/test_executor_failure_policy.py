@@ -36,6 +36,7 @@ def config(tmp_path: Path, run_id: str = "run", **overrides: Any) -> RunConfig:
     return RunConfig.model_validate(base)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("fault", "error_type", "message"),
     [
@@ -77,6 +78,7 @@ def test_continue_records_the_failure_and_scores_every_other_stream(
     assert [f.stream_id for f in log.failures] == ["syn-0001"] and not log.torn_tail
 
 
+@pytest.mark.processes
 def test_stop_ends_the_run_and_keeps_what_was_measured(tmp_path: Path) -> None:
     options = {"stream": 2, "frame": 0}
     result, recordings, run_dir = execute_run(config(tmp_path, adapter_options=options, on_error="stop"))
@@ -89,6 +91,7 @@ def test_stop_ends_the_run_and_keeps_what_was_measured(tmp_path: Path) -> None:
     assert load_result(run_dir).status == "incomplete"
 
 
+@pytest.mark.processes
 def test_nothing_scored_is_a_clear_error_and_the_log_keeps_the_failures(tmp_path: Path) -> None:
     with pytest.raises(NothingScoredError, match=r"no test stream was scored \(stopped at the first"):
         execute_run(config(tmp_path, adapter_options={"stream": 0, "frame": 3}, on_error="stop"))
@@ -97,6 +100,7 @@ def test_nothing_scored_is_a_clear_error_and_the_log_keeps_the_failures(tmp_path
     assert not (tmp_path / "run" / "result.json").exists()
 
 
+@pytest.mark.processes
 def test_streams_are_logged_as_they_finish(tmp_path: Path) -> None:
     """The event log holds stream k before stream k + 1 starts: checked from inside the run."""
     seen: list[int] = []
@@ -110,12 +114,14 @@ def test_streams_are_logged_as_they_finish(tmp_path: Path) -> None:
     assert seen == [1, 2, 3, 4]
 
 
+@pytest.mark.processes
 def test_an_existing_run_id_is_refused(tmp_path: Path) -> None:
     execute_run(config(tmp_path, adapter="reference"))
     with pytest.raises(ValueError, match=r"a run with this id exists already; resume it with --resume"):
         execute_run(config(tmp_path, adapter="reference"))
 
 
+@pytest.mark.processes
 def test_cli_exit_codes_and_failure_summary(tmp_path: Path) -> None:
     args = ["run", "--adapter", ADAPTER, "--option", "stream=1", "--option", "frame=4", "--streams", "3"]
     args += ["--duration", "5", "--warmup-frames", "0", "--output-dir", str(tmp_path), "--no-progress"]
@@ -140,6 +146,7 @@ def _first_frame_fingerprint(stream_id: str, cfg: RunConfig) -> str:
     return stream_fingerprint(next(iter(stream.frames())))
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("fault", "error_type", "words"),
     [
@@ -162,6 +169,7 @@ def test_isolated_run_survives_a_crash_or_hang_and_scores_the_rest(
     assert "isolated worker" in result.resources.memory.peak_rss_method
 
 
+@pytest.mark.processes
 def test_isolated_and_in_process_runs_record_the_same_predictions(tmp_path: Path) -> None:
     inside, rec_in, _ = execute_run(config(tmp_path, "in", adapter="reference", isolate=False))
     unsealed = {"sealed": False}

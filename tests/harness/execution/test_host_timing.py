@@ -116,6 +116,7 @@ def _judged(config: RunConfig) -> tuple[str, int, int]:
     return judged.verdict, judged.host_p50_ns or 0, judged.worker_p50_ns or 0
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("cheat", ["offender-stopped-clock", "offender-late-work"])
 def test_the_parent_clock_catches_a_worker_that_hides_its_work(cheat: str) -> None:
     verdict, host, worker = _judged(_sealed(cheat, work_us=3000.0))
@@ -124,12 +125,14 @@ def test_the_parent_clock_catches_a_worker_that_hides_its_work(cheat: str) -> No
     assert verdict == "disagree"
 
 
+@pytest.mark.processes
 def test_an_honest_model_of_the_same_cost_agrees() -> None:
     verdict, host, worker = _judged(_sealed("busywait", duration_us=3000.0))
     assert worker > 2_500_000 and host > 2_500_000
     assert verdict == "agree"
 
 
+@pytest.mark.processes
 def test_the_sealed_worker_holds_no_stream_id_seed_path_or_test_name(tmp_path: object) -> None:
     """Item 2: the worker's argv, environment and every reachable string lack the run's stream ids, the
     data seed, the output directory and the test's name (pytest's PYTEST_CURRENT_TEST is dropped)."""
@@ -155,6 +158,7 @@ def test_the_sealed_worker_holds_no_stream_id_seed_path_or_test_name(tmp_path: o
     assert recording.host_ns is not None and recording.host_ns.size == recording.num_frames
 
 
+@pytest.mark.processes
 def test_the_cli_exits_1_and_says_why_when_the_clocks_disagree(tmp_path: object) -> None:
     from typer.testing import CliRunner
 

@@ -108,6 +108,7 @@ def _assert_same_outputs(isolated: StreamRecording, local: StreamRecording) -> N
     assert isolated.latency_ns.shape == local.latency_ns.shape and (isolated.latency_ns > 0).all()
 
 
+@pytest.mark.processes
 def test_isolated_recordings_equal_in_process_for_the_reference_adapter() -> None:
     config = RunConfig(adapter="reference", data=DATA, engine=ENGINE)
     ids = ["syn-0000", "syn-0002"]
@@ -130,6 +131,7 @@ def test_isolated_recordings_equal_in_process_for_the_reference_adapter() -> Non
     assert engine.worker_pid is None  # closed
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("fault", list(PLAN))
 def test_each_fault_is_recorded_with_its_stream_and_frame(
     fault: str, fault_run: tuple[dict[str, tuple[Any, float]], IsolatedEngine]
@@ -173,6 +175,7 @@ def test_each_fault_is_recorded_with_its_stream_and_frame(
         assert (error.exitcode, error.signal) == (-signal.SIGSEGV, "SIGSEGV")
 
 
+@pytest.mark.processes
 def test_every_other_stream_is_scored_and_no_result_is_lost(
     fault_run: tuple[dict[str, tuple[Any, float]], IsolatedEngine],
 ) -> None:
@@ -206,6 +209,7 @@ def test_in_process_engine_records_raise_nan_and_shape_with_stream_and_frame() -
         assert local.run_stream(by_id["syn-0000"]).num_predictions == 50
 
 
+@pytest.mark.processes
 def test_worker_killed_from_outside_is_a_crash_and_a_slow_stream_hits_the_stream_timeout() -> None:
     """SIGKILL is how the kernel's out-of-memory killer ends a process; the stream timeout ends a
     stream that still moves too slowly for the frame timeout to fire (here: a hang under a long one)."""
@@ -238,6 +242,7 @@ def test_worker_killed_from_outside_is_a_crash_and_a_slow_stream_hits_the_stream
         assert engine.starts == 2 and engine.worker_pid is None  # ended; the next request restarts it
 
 
+@pytest.mark.processes
 def test_a_worker_that_cannot_build_the_adapter_is_a_worker_error() -> None:
     config = RunConfig(adapter="faulty", adapter_options={"fault": "explode"}, data=DATA, engine=ENGINE)
     with IsolatedEngine(config) as engine, pytest.raises(WorkerError, match="explode") as caught:
@@ -246,6 +251,7 @@ def test_a_worker_that_cannot_build_the_adapter_is_a_worker_error() -> None:
     assert "Traceback" in caught.value.remote_traceback
 
 
+@pytest.mark.processes
 def test_a_worker_command_runs_its_own_pythonpath(tmp_path: Any) -> None:
     # the side's checkout is only on its own PYTHONPATH: the adapter module is found there, not here
     from streambench.harness.execution.worker_process import WorkerCommand, default_pythonpath

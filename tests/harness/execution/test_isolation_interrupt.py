@@ -37,6 +37,7 @@ def _hanging_run() -> RunConfig:
     )
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("sealed", [True, False], ids=["sealed", "plain worker"])
 def test_ctrl_c_in_a_stream_ends_the_worker_without_asking_it_first(
     sealed: bool, monkeypatch: pytest.MonkeyPatch
@@ -65,6 +66,7 @@ def test_ctrl_c_in_a_stream_ends_the_worker_without_asking_it_first(
     assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
 
 
+@pytest.mark.processes
 def test_a_closed_idle_worker_is_still_asked_to_stop(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without an exception the worker is idle between streams: it reads the request and exits by
     itself (the 5 s wait is its limit, not a delay), so no worker is terminated needlessly."""

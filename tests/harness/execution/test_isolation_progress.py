@@ -10,6 +10,7 @@ from streambench.harness.execution.config import IsolationConfig, RunConfig
 from streambench.harness.execution.isolation import IsolatedEngine
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("sealed", [False, True], ids=["isolated", "sealed"])
 def test_an_isolated_worker_reports_the_frame_it_is_at(sealed: bool) -> None:
     # 2 streams of 4 s at 25 fps, 10 ms of spinning per frame: each stream lasts 1 s or more in the worker

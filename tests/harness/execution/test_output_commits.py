@@ -119,6 +119,7 @@ def answered_at_0(result: Any) -> float:
     return float(point.answered)
 
 
+@pytest.mark.processes
 def test_a_model_that_backdates_its_recordings_fails_its_streams(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -186,6 +186,7 @@ def denied(result: dict[str, Any], name: str) -> bool:
     return bool(result["probes"][name][0] == "PermissionError")
 
 
+@pytest.mark.processes
 @needs_landlock
 def test_the_child_is_sandboxed_by_landlock(sandboxed: dict[str, Any]) -> None:
     record = sandboxed["record"]
@@ -193,12 +194,14 @@ def test_the_child_is_sandboxed_by_landlock(sandboxed: dict[str, Any]) -> None:
     assert record["mechanism"].startswith(f"landlock ABI {ABI}")
 
 
+@pytest.mark.processes
 @needs_landlock
 def test_a_model_cannot_read_the_data_set(sandboxed: dict[str, Any], control: dict[str, Any]) -> None:
     assert denied(sandboxed, "data") and denied(sandboxed, "data_listing")
     assert control["probes"]["data"][0] == "ok"  # the file is readable without the sandbox
 
 
+@pytest.mark.processes
 @needs_landlock
 def test_a_model_cannot_read_the_results_store(sandboxed: dict[str, Any], control: dict[str, Any]) -> None:
     assert denied(sandboxed, "store") and denied(sandboxed, "store_listing")
@@ -264,6 +267,7 @@ def test_the_planted_file_reader_is_honest_only_inside_the_sandbox(
     assert control["probes"]["cheat"][1].startswith("read the data: ")
 
 
+@pytest.mark.processes
 def test_require_refuses_where_landlock_is_unavailable(
     world: dict[str, Path], control: dict[str, Any]
 ) -> None:
@@ -284,6 +288,7 @@ def test_require_refuses_where_landlock_is_unavailable(
     }
 
 
+@pytest.mark.processes
 @needs_landlock
 def test_threads_started_before_the_sandbox_are_refused_or_confined(world: dict[str, Path]) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:

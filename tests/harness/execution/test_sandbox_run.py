@@ -29,6 +29,7 @@ def _config(store: Path, sandbox: str, secret: Path) -> RunConfig:
     )
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not LANDLOCK, reason=f"no Landlock here: {landlock_abi()[1]}")
 def test_a_model_reading_the_results_store_finds_nothing_in_the_sandbox(tmp_path: Path) -> None:
     secret = tmp_path / "earlier-run" / "result.json"

@@ -65,6 +65,7 @@ def test_frames_cross_the_pipe_unchanged_read_only_and_owning_their_memory() -> 
     assert back.inputs["n"].dtype == np.int16 and int(back.inputs["n"]) == 3
 
 
+@pytest.mark.processes
 def test_sealed_outputs_equal_the_in_process_run_and_labels_never_reach_the_worker() -> None:
     run = config()
     local = in_process(run)
@@ -104,6 +105,7 @@ def test_the_in_process_cheat_counts_its_peeks() -> None:
     assert StackPeekingOptions().honest_resets == 0
 
 
+@pytest.mark.processes
 def test_a_hang_and_a_crash_in_a_sealed_worker_name_stream_and_frame() -> None:
     streams = make_streams(config().data)
     prints = [stream_fingerprint(seal_frames(s.frames())[0]) for s in streams]
@@ -120,6 +122,7 @@ def test_a_hang_and_a_crash_in_a_sealed_worker_name_stream_and_frame() -> None:
         assert same_outputs(engine.run_stream("syn-0001"), in_process(config("faulty"))["syn-0001"])
 
 
+@pytest.mark.processes
 def test_any_stream_the_parent_holds_runs_sealed_but_not_in_a_plain_worker() -> None:
     run = config()
     streams = make_streams(run.data)

@@ -65,12 +65,14 @@ def _gone(pid: int) -> bool:
     return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
+@pytest.mark.processes
 def test_an_interrupted_search_ends_its_workers_without_asking_them(monkeypatch: pytest.MonkeyPatch) -> None:
     sent, pids = _pool_workers(raise_inside=True, monkeypatch=monkeypatch)
     assert len(pids) == 3 and all(_gone(pid) for pid in pids)
     assert b"C" not in sent, "a stop request, and its wait of up to 5 s, per worker of an interrupted search"
 
 
+@pytest.mark.processes
 def test_a_search_that_ends_normally_asks_each_worker_to_stop(monkeypatch: pytest.MonkeyPatch) -> None:
     sent, pids = _pool_workers(raise_inside=False, monkeypatch=monkeypatch)
     assert len(pids) == 3 and all(_gone(pid) for pid in pids)

@@ -29,6 +29,7 @@ def _fresh(code: str) -> str:
     return done.stdout.strip()
 
 
+@pytest.mark.processes
 def test_torch_is_configured_right_after_its_first_import_and_not_imported_before() -> None:
     # intra_op = cores + 1 is never torch's default, so the thread count read back proves it was applied
     printed = _fresh(
@@ -50,6 +51,7 @@ def test_torch_is_configured_right_after_its_first_import_and_not_imported_befor
     assert printed.splitlines() == ["False set", "1234 True 0"]
 
 
+@pytest.mark.processes
 def test_a_torch_imported_behind_the_hooks_back_is_reported() -> None:
     # a loader the hook cannot wrap (here: the finder taken out by hand) leaves torch unseeded: the check
     # the worker runs after building the model says so instead of measuring an unseeded model
@@ -70,6 +72,7 @@ def test_a_torch_imported_behind_the_hooks_back_is_reported() -> None:
     assert "torch was imported without the run's seed" in printed
 
 
+@pytest.mark.processes
 def test_an_imported_torch_is_configured_at_once() -> None:
     printed = _fresh(
         """
@@ -105,6 +108,7 @@ class TorchProbe(NullAdapter):
 """
 
 
+@pytest.mark.processes
 def test_a_worker_loads_torch_only_for_a_model_that_does_and_seeds_it(tmp_path: Path) -> None:
     import torch
 

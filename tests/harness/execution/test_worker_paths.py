@@ -94,6 +94,7 @@ except OSError as exc:
 """
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(ABI < 1, reason=f"Landlock is unavailable on this machine: {WHY}")
 def test_no_start_up_hook_of_the_models_directory_runs_before_the_sandbox(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -54,6 +54,7 @@ def manifest() -> EnvironmentManifest:
     )
 
 
+@pytest.mark.processes
 def test_readable_items_equal_independent_reads(manifest: EnvironmentManifest) -> None:
     assert manifest.python_version.value == platform.python_version()
     assert manifest.python_implementation.value == platform.python_implementation()
@@ -73,6 +74,7 @@ def test_readable_items_equal_independent_reads(manifest: EnvironmentManifest) -
     assert manifest.data_hash.value == "ab" * 32
 
 
+@pytest.mark.processes
 def test_torch_flags_equal_torch(manifest: EnvironmentManifest) -> None:
     flags = manifest.torch_flags.value
     assert isinstance(flags, dict)
@@ -116,6 +118,7 @@ def test_gpu_items_from_torch(manifest: EnvironmentManifest) -> None:
     assert devices["0"]["name"] == torch.cuda.get_device_name(0)
 
 
+@pytest.mark.processes
 def test_sysfs_and_proc_are_read_from_the_given_root(tmp_path: Path) -> None:
     root = fake_root(tmp_path)
     collected = collect_manifest(SEEDS, root=root)
@@ -125,6 +128,7 @@ def test_sysfs_and_proc_are_read_from_the_given_root(tmp_path: Path) -> None:
     assert collected.os.value == "Test OS 1.0"
 
 
+@pytest.mark.processes
 def test_missing_sysfs_files_name_the_path(tmp_path: Path) -> None:
     collected = collect_manifest(SEEDS, root=fake_root(tmp_path, governor=None))
     assert collected.cpu_governor.value is None
@@ -146,6 +150,7 @@ def test_manifest_is_json_serialisable(manifest: EnvironmentManifest) -> None:
     json.dumps(manifest.model_dump(mode="json"))
 
 
+@pytest.mark.processes
 def test_fingerprint_is_stable_across_collections_and_ignores_provenance(tmp_path: Path) -> None:
     root = fake_root(tmp_path)
     first = collect_manifest(SEEDS, data_hash="aa", root=root)
@@ -159,6 +164,7 @@ def test_fingerprint_is_stable_across_collections_and_ignores_provenance(tmp_pat
     assert fingerprint(unrelated) == fingerprint(first)
 
 
+@pytest.mark.processes
 def test_fingerprint_changes_with_a_timing_item(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     base = collect_manifest(SEEDS, root=fake_root(tmp_path / "a"))
     other_governor = collect_manifest(SEEDS, root=fake_root(tmp_path / "b", governor="powersave"))
@@ -185,6 +191,7 @@ def _head() -> str:
     ).stdout.strip()
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
 def test_git_commit_of_the_harness_and_the_adapter(manifest: EnvironmentManifest) -> None:
     before = _head()
@@ -198,6 +205,7 @@ def test_git_commit_of_the_harness_and_the_adapter(manifest: EnvironmentManifest
     assert manifest.adapter_git.value is not None  # adapters/ lives in the same checkout
 
 
+@pytest.mark.processes
 def test_git_outside_a_checkout_missing_or_slow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     outside = tmp_path / "plain"
@@ -228,6 +236,7 @@ def test_git_outside_a_checkout_missing_or_slow(tmp_path: Path, monkeypatch: pyt
 # --- the adapter's process and the data's files (issue 27 item 5) ---------------------------------------
 
 
+@pytest.mark.processes
 def test_adapter_packages_are_the_distributions_of_its_loaded_modules(tmp_path: Path) -> None:
     collected = collect_manifest(
         SEEDS,
@@ -259,12 +268,14 @@ def test_unreported_adapter_process_and_generated_data_say_why(manifest: Environ
     assert again.adapter_packages.reason == "not recorded (a run made before 0.2.0)"
 
 
+@pytest.mark.processes
 def test_data_sources_are_recorded_as_given(tmp_path: Path) -> None:
     sources = {"a": {"file": "a.wav", "sample_rate_hz": 8000, "channels": 2, "resampled_to_hz": 16000}}
     collected = collect_manifest(SEEDS, root=fake_root(tmp_path), nvml={}, data_sources=sources)
     assert collected.data_sources.value == sources
 
 
+@pytest.mark.processes
 def test_the_adapter_processs_torch_threads_are_the_fingerprinted_ones(tmp_path: Path) -> None:
     root = fake_root(tmp_path)
     seen = AdapterThreads(process="worker", torch_imported=True, intra_op=7, inter_op=5, cores=2)

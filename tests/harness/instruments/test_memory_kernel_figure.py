@@ -33,6 +33,7 @@ def _peak_of_hider(tmp_path: Path) -> int | None:
         return worker.peak_rss_bytes
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
 def test_a_model_that_rewrites_its_memory_report_is_still_measured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -56,6 +56,7 @@ def test_each_file_the_options_name_is_hashed_nested_too(tmp_path: Path) -> None
     assert model_files({"classes": ["a"]}, cwd=tmp_path) == {}
 
 
+@pytest.mark.processes
 def test_a_model_retrained_in_place_cannot_join_the_run_of_the_old_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,6 +84,7 @@ def test_a_model_retrained_in_place_cannot_join_the_run_of_the_old_one(
     assert not (tmp_path / "results" / "r" / "causality.json").exists()
 
 
+@pytest.mark.processes
 def test_a_registry_adapter_records_that_no_file_was_named(tmp_path: Path) -> None:
     from streambench.harness.instruments.manifest import collect_manifest
 

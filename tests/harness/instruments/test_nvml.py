@@ -213,6 +213,7 @@ def test_missing_library(monkeypatch: pytest.MonkeyPatch) -> None:
     assert reason is not None and reason.startswith("unavailable: the NVML library (module pynvml")
 
 
+@pytest.mark.processes
 def test_missing_library_does_not_break_importing_the_module() -> None:
     code = (
         "import sys; sys.modules['pynvml'] = None\n"
@@ -330,6 +331,7 @@ class LockFakeNvml(FakeNvml):
         return {1: 1380, 2: 877}[clock]
 
 
+@pytest.mark.processes
 def test_lock_items_for_the_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = LockFakeNvml(gpus=2)
     monkeypatch.setattr(nvml, "_load_pynvml", lambda: fake)

@@ -102,6 +102,7 @@ def test_inter_op_equal_to_current_is_not_sent_to_torch(monkeypatch: pytest.Monk
     assert record.inter_op_applied and record.inter_op_reason is None
 
 
+@pytest.mark.processes
 def test_inter_op_set_once_then_refused_in_a_fresh_process() -> None:
     script = (
         "import json\n"

@@ -40,6 +40,7 @@ def test_gate(streambench_ab):
 """
 
 
+@pytest.mark.processes
 def test_ab_fixture_passes_step_and_seed(pytester: pytest.Pytester) -> None:
     # benchmarks/test_ab_gate_under_hogs.py gives every job its own seed
     pytester.makepyfile(test_ab=AB_SEEDED_TEST)
@@ -47,6 +48,7 @@ def test_ab_fixture_passes_step_and_seed(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, warnings=1)
 
 
+@pytest.mark.processes
 def test_ab_fixture_runs_the_interleaved_gate(pytester: pytest.Pytester) -> None:
     # two pairs are too few for an interval: inconclusive, which fails the test (an undecided gate does not
     # pass), unless the run opts in to a warning

@@ -101,6 +101,7 @@ def test_run_config_fits_the_events_into_short_streams(tmp_path: Path) -> None:
 # --- through pytest-benchmark, in a subprocess --------------------------------------------------------
 
 
+@pytest.mark.processes
 def test_rounds_are_the_engine_per_frame_latencies(pytester: pytest.Pytester) -> None:
     _write_model(pytester, 300)
     pytester.makepyfile(test_latency=LATENCY_TEST)

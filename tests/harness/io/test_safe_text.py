@@ -29,6 +29,7 @@ def test_safe_keeps_the_words_and_drops_the_control() -> None:
     assert plain("tab\tand\nnewline stay; NUL \x00 shows") == "tab\tand\nnewline stay; NUL \\x00 shows"
 
 
+@pytest.mark.processes
 def test_a_hostile_adapter_name_error_and_run_id_print_as_text(tmp_path: Path) -> None:
     args = ["run", "--adapter", "tests.support:HostileAdapter", "--streams", "3", "--duration", "5"]
     args += [

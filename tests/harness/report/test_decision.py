@@ -107,6 +107,7 @@ def test_the_default_budget_is_the_largest_delta_every_run_scored() -> None:
     assert default_budget([result(50), result(100)]) is None
 
 
+@pytest.mark.processes
 def test_the_verdict_block_names_the_choice_and_says_why_a_run_is_left_out(root: Path) -> None:
     ref, look, busy = (load_bundle(root / name).result for name in ("ref", "look", "busy"))
     assert ref is not None and look is not None and busy is not None
@@ -141,6 +142,7 @@ def test_the_verdict_block_names_the_choice_and_says_why_a_run_is_left_out(root:
     assert "no run fits: the fastest valid run" in decision_section(pairs, p95 / 1e6)
 
 
+@pytest.mark.processes
 def test_a_comparison_with_an_invalid_run_greys_its_timings_and_never_bolds_them(root: Path) -> None:
     """Issue 27 item 2: the INVALID run's latency differences are greyed with the reason, not bold."""
     bundles = [load_bundle(root / name) for name in ("ref", "busy", "look")]

@@ -83,6 +83,7 @@ def _sections(html: str) -> dict[str, str]:
     return dict(found)
 
 
+@pytest.mark.processes
 def test_single_run_has_every_picture_with_the_runs_own_numbers(root: Path, reports: dict[str, str]) -> None:
     html = reports["one"]
     bundle = load_bundle(root / "ref")
@@ -125,6 +126,7 @@ def test_single_run_has_every_picture_with_the_runs_own_numbers(root: Path, repo
     assert 'id="compare' not in html
 
 
+@pytest.mark.processes
 def test_report_is_self_contained(reports: dict[str, str]) -> None:
     html = reports["two"]
     assert not EXTERNAL.search(html)
@@ -322,6 +324,7 @@ def test_cli_writes_the_report(root: Path, tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "missing-run" in bad.output
 
 
+@pytest.mark.processes
 def test_failures_and_execution_mode_are_shown_escaped(tmp_path: Path) -> None:
     """A run with an adapter failure: the summary says how the adapter ran, how much was scored, and
     names the failed stream and frame, with the adapter's message escaped."""

@@ -188,6 +188,7 @@ def page_problems(session: Any, page: Path, shot: Path) -> tuple[list[str], int]
     return problems, len(plots)
 
 
+@pytest.mark.processes
 def test_console_check_catches_a_script_error(driver: Any, tmp_path: Path) -> None:
     page = tmp_path / "broken.html"
     page.write_text('<!DOCTYPE html><html><body><script>throw new Error("planted");</script></body></html>')
@@ -195,6 +196,7 @@ def test_console_check_catches_a_script_error(driver: Any, tmp_path: Path) -> No
     assert any("planted" in p for p in problems)
 
 
+@pytest.mark.processes
 def test_the_checks_catch_overflow_and_an_undrawn_plot(driver: Any, tmp_path: Path) -> None:
     """The checks can fail: a table wider than the window inside a closed <details>, and a plot that
     draws nothing."""
@@ -211,6 +213,7 @@ def test_the_checks_catch_overflow_and_an_undrawn_plot(driver: Any, tmp_path: Pa
     assert any(p.startswith("svg shown 600×300, drawn 0×0") for p in problems), problems
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("kind", "at_least"),
     [("single", 6), ("comparison", 2 + 2 * 6), ("four", 2 + 3 * 6 + 5), ("sweep", 2)],  # null: no stages
@@ -235,6 +238,7 @@ return Array.from(document.querySelectorAll('table')).map(t => {
 }).filter(([left, right, scroll, client, page]) => left < 0 || right > page || scroll > client);"""
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("kind", ["comparison", "four"])
 def test_no_comparison_table_is_wider_than_the_page(driver: Any, reports: dict[str, Path], kind: str) -> None:
     """Issue 27: with three runs the headline table ran past the edge at 1400 px. At 1300 px, every

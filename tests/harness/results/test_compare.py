@@ -205,6 +205,7 @@ def invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.processes
 def test_a_slowed_adapter_is_caught_and_a_rerun_is_not(busy: Path) -> None:
     # --force: these runs are measured on whatever load the test machine has; a run the quality verdict
     # calls INVALID would (rightly) not be called a regression: that is tested on synthetic data below
@@ -229,6 +230,7 @@ def test_a_slowed_adapter_is_caught_and_a_rerun_is_not(busy: Path) -> None:
     assert code == 0 and "no rule" in output
 
 
+@pytest.mark.processes
 def test_cli_refuses_other_environments_and_bad_input(busy: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     shutil.copytree(busy / "base", other)

@@ -14,6 +14,7 @@ from streambench.harness.runs.session import execute_run
 from tests.harness.runs.test_session import small
 
 
+@pytest.mark.processes
 def test_corrupt_arrays_file_is_named(tmp_path: Path) -> None:
     execute_run(small(tmp_path, data={"num_streams": 2}))
     (tmp_path / "run" / "arrays.npz").write_bytes(b"not a zip")

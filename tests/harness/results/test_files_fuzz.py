@@ -113,6 +113,7 @@ def check_result_file(path: Path, *, must_fail: bool = False) -> ResultFileError
     return None
 
 
+@pytest.mark.processes
 def test_result_json_reads_back_with_any_line_ending_or_bom(tmp_path: Path, run_files: RunFiles) -> None:
     raw = run_files.result_json
     assert load_result(run_files.run_dir) == run_files.result
@@ -122,6 +123,7 @@ def test_result_json_reads_back_with_any_line_ending_or_bom(tmp_path: Path, run_
         assert load_result(tmp_path / name) == run_files.result
 
 
+@pytest.mark.processes
 @FUZZ
 @given(data=st.data())
 def test_truncated_result_json(run_files: RunFiles, data: st.DataObject) -> None:

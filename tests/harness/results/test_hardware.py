@@ -107,6 +107,7 @@ def _row(view: HardwareView, machine: str, method: str) -> Any:
     return next(r for r in view.rows() if r.machine == machine and r.method == method)
 
 
+@pytest.mark.processes
 def test_two_machines_2x_apart_in_raw_latency_agree_in_speedup(two_machines: tuple[Path, Path]) -> None:
     view = build_view(list(two_machines), "busywait")
     a, b = view.machines
@@ -129,6 +130,7 @@ def test_two_machines_2x_apart_in_raw_latency_agree_in_speedup(two_machines: tup
     assert (base_row.speedup.value, base_row.speedup.low) == (1.0, None)
 
 
+@pytest.mark.processes
 def test_a_machine_without_a_baseline_run_is_refused_with_the_reason(
     two_machines: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -34,6 +34,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, Path]:
     return result, run_dir
 
 
+@pytest.mark.processes
 def test_run_markdown_holds_the_measured_figures(run: tuple[RunResult, Path]) -> None:
     result, run_dir = run
     text = run_markdown(load_headline(run_dir))
@@ -65,6 +66,7 @@ def test_run_markdown_holds_the_measured_figures(run: tuple[RunResult, Path]) ->
     assert cli.exit_code == 0 and cli.output == text
 
 
+@pytest.mark.processes
 def test_compare_markdown_shows_both_sides_and_the_verdict(run: tuple[RunResult, Path]) -> None:
     _, run_dir = run
     base = load_headline(run_dir)

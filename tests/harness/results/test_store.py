@@ -52,6 +52,7 @@ def copy(results: Path, tmp_path: Path) -> Path:
     return target
 
 
+@pytest.mark.processes
 def test_writing_a_run_indexes_it(results: Path) -> None:
     db = store.database_path(results)
     assert db.is_file()
@@ -73,6 +74,7 @@ def test_writing_a_run_indexes_it(results: Path) -> None:
     assert listed[0] == load_headline(results / "20260101-000100-reference-bbbbbb")
 
 
+@pytest.mark.processes
 def test_an_index_failure_never_loses_the_result(
     results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +140,7 @@ def test_listing_follows_the_directories(copy: Path) -> None:
         catalog.list_runs(copy / "missing")
 
 
+@pytest.mark.processes
 def test_two_processes_index_at_once(copy: Path) -> None:
     runs = []
     for i in range(12):

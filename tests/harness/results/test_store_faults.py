@@ -127,6 +127,7 @@ def garble(results: Path, how: str) -> bytes:
 # -- item 12: a damaged index ---------------------------------------------------------------------------
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("how", ["garbled", "truncated", "not-a-database"])
 def test_runs_moves_a_damaged_index_aside_and_rebuilds_it(copy: Path, how: str) -> None:
     if how == "not-a-database":
@@ -150,6 +151,7 @@ def test_runs_moves_a_damaged_index_aside_and_rebuilds_it(copy: Path, how: str) 
     assert listed(again) == [NEW, OLD] and again.stderr == "" and len(aside(copy)) == 1
 
 
+@pytest.mark.processes
 def test_show_moves_a_damaged_index_aside_and_shows_the_run(copy: Path) -> None:
     damaged = garble(copy, "garbled")
     res = invoke("show", NEW, "--results-dir", str(copy), "--json")
@@ -309,6 +311,7 @@ def test_a_baseline_for_a_protocol_that_ignores_it_is_refused(copy: Path) -> Non
     assert sorted(p.name for p in copy.iterdir() if p.is_dir()) == [OLD, NEW]  # nothing run
 
 
+@pytest.mark.processes
 def test_a_baseline_gone_after_measuring_costs_the_normalisation_not_the_run(
     copy: Path, tmp_path: Path
 ) -> None:

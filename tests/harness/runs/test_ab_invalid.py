@@ -21,6 +21,7 @@ def _invalid(side: object) -> MeasurementQuality:
     )  # fmt: skip
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("force", [False, True])
 def test_an_invalid_side_gets_no_pass(monkeypatch: pytest.MonkeyPatch, force: bool) -> None:
     run = RunConfig(adapter="busywait", adapter_options={"duration_us": 200.0},

@@ -50,6 +50,7 @@ def test_the_default_sides_run_this_harness_and_are_sealed() -> None:
     assert choose_execution(base, head, IsolationConfig(sealed=False)) == ("isolated", "--no-sealed")
 
 
+@pytest.mark.processes
 def test_a_stopped_clock_gets_no_verdict_when_sealed_and_passes_when_not() -> None:
     """The head does the base's work (a 2 ms busy-wait a frame) but stops its process's clock and waits on
     the real one: isolated, its figures are the stopped clock's and it sails through the gate (faster than
@@ -119,6 +120,7 @@ def test_ab_against_a_checkout_from_before_the_namespace(tmp_path: Path) -> None
     assert base["pythonpath"] == [str(old)] and base["frames"] > 0 and head["frames"] > 0
 
 
+@pytest.mark.processes
 def test_the_old_checkout_worker_imports_its_own_harness(tmp_path: Path) -> None:
     """The bootstrap imports the package :func:`harness_package` names, from the side's path first."""
     old = tmp_path / "old"

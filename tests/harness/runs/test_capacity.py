@@ -25,6 +25,7 @@ QUICK = {
 }
 
 
+@pytest.mark.processes
 def test_a_capacity_run_writes_its_result_headline_and_report_section(tmp_path: Path) -> None:
     run = RunConfig.model_validate(
         {

@@ -46,6 +46,7 @@ def _invoke(tmp_path: Path, *extra: str) -> tuple[int, str, Path]:
     return done.exit_code, done.output, tmp_path / "r" / "c" / "capacity.json"
 
 
+@pytest.mark.processes
 def test_a_failure_at_n_2_is_recorded_with_its_stream_and_frame_and_n_1_is_kept(tmp_path: Path) -> None:
     options = ["--adapter", "faulty", "--option", "fault=raise", "--option", "at_frame=5"]
     options += ["--option", f"stream_fingerprint={_second_point_fingerprint()}"]
@@ -70,6 +71,7 @@ def test_a_failure_at_n_2_is_recorded_with_its_stream_and_frame_and_n_1_is_kept(
     assert "planted fault at frame 5" in failure["traceback"]
 
 
+@pytest.mark.processes
 def test_capacity_json_is_written_after_every_point_and_a_read_only_store_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,6 +95,7 @@ def test_capacity_json_is_written_after_every_point_and_a_read_only_store_says_s
     assert real is not read_only_after_the_first
 
 
+@pytest.mark.processes
 def test_a_search_stopped_mid_way_is_incomplete_and_a_used_run_id_is_refused_before_anything_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

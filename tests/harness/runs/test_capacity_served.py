@@ -40,6 +40,7 @@ def _run(tmp_path: Path, adapter: str, url: str, isolate: bool, **settings: obje
     return result.config
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(("serving", "settings"), [("batched", {"max_batch": 4}), ("replicas", {})])
 def test_n_live_streams_are_n_concurrent_sessions_on_the_server(
     tmp_path: Path, serving: str, settings: dict[str, object]
@@ -57,6 +58,7 @@ def test_sealed_serving_workers_reach_the_server_and_serve_it_batched(tmp_path: 
     assert config.serving == "batched"
 
 
+@pytest.mark.processes
 def test_a_silent_server_ends_the_search_naming_the_live_stream_and_frame_within_the_timeout(
     tmp_path: Path,
 ) -> None:

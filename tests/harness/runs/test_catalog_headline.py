@@ -38,6 +38,7 @@ def online(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, Path]:
     return result, run_dir
 
 
+@pytest.mark.processes
 def test_online_figures_are_the_results_own(online: tuple[RunResult, Path]) -> None:
     result, _ = online
     figures = {f.key: f for f in figures_of(result)}
@@ -83,6 +84,7 @@ def test_online_figures_are_the_results_own(online: tuple[RunResult, Path]) -> N
     assert figures["onset_delay_p90"].value == (onset.p90_ms if onset is not None else None)
 
 
+@pytest.mark.processes
 def test_run_directory_with_several_result_files(online: tuple[RunResult, Path], tmp_path: Path) -> None:
     result, run_dir = online
     sweep = RobustnessConfig(missing_rates_pct=(50,), audio_delays_ms=(100,), jitters_ms=())

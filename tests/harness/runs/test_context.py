@@ -35,6 +35,7 @@ def _context(tmp_path: Path, model: type[RunRecord], **fields: object) -> RunCon
     return RunContext(run, None, "r", "public", None, model, "counted.json", **fields)  # type: ignore[arg-type]
 
 
+@pytest.mark.processes
 def test_the_result_records_the_run_the_model_and_its_environment(tmp_path: Path) -> None:
     run = _context(tmp_path, Counted)
     with run.model() as model:
@@ -49,6 +50,7 @@ def test_the_result_records_the_run_the_model_and_its_environment(tmp_path: Path
     assert set(plain.model_dump()) == {"schema_version", "run_id", "created_at", "adapter", "frames"}
 
 
+@pytest.mark.processes
 def test_a_protocol_that_builds_its_own_streams_names_no_seed_kind(tmp_path: Path) -> None:
     run = _context(tmp_path, Counted, own_streams=True)
     run.adapter_module = "streambench.adapters.null"

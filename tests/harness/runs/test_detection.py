@@ -50,6 +50,7 @@ def seed0(tmp_path_factory: pytest.TempPathFactory) -> tuple[DetectionResult, Pa
     return execute_detection(spoof_run(tmp_path_factory.mktemp("det")), DetectionConfig())
 
 
+@pytest.mark.processes
 def test_eer_falls_with_heard_time(seed0: tuple[DetectionResult, Path], tmp_path: Path) -> None:
     # the first run is sealed (the default); this one in process, to keep the suite fast: the curve is
     # what is tested, and it must not depend on where the model ran
@@ -68,6 +69,7 @@ def test_eer_falls_with_heard_time(seed0: tuple[DetectionResult, Path], tmp_path
         assert 0.9 < result.report.metrics.auc < 1.0
 
 
+@pytest.mark.processes
 def test_result_and_score_file_are_written(seed0: tuple[DetectionResult, Path]) -> None:
     result, run_dir = seed0
     assert run_dir.name == "det-0" and result.run_id == "det-0"
@@ -93,6 +95,7 @@ def test_score_file_rescored_offline_gives_the_same_eer(seed0: tuple[DetectionRe
     assert (offline["auc"], offline["f1"], offline["far"], offline["frr"]) == (m.auc, m.f1, m.far, m.frr)
 
 
+@pytest.mark.processes
 def test_aggregations_and_threshold_are_recorded(seed0: tuple[DetectionResult, Path], tmp_path: Path) -> None:
     config = DetectionConfig(aggregation="mean", threshold=0.5, heard_s=(1.0, "all"))
     result, _ = execute_detection(spoof_run(tmp_path, utterances=20), config)
@@ -149,6 +152,7 @@ def test_protocol_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         cli_run(RunConfig(), bad)
 
 
+@pytest.mark.processes
 def test_streambench_run_protocol_detection(tmp_path: Path) -> None:
     args = ["run", "--protocol", "detection", "--streams", "10", "--no-progress", "--no-report"]
     res = runner.invoke(app, [*args, "--output-dir", str(tmp_path), "--run-id", "cli"])
@@ -175,6 +179,7 @@ def test_headline_figures(seed0: tuple[DetectionResult, Path]) -> None:
     assert figures["eer@all"].value == m.eer and figures["eer@all"].n_streams == 120
 
 
+@pytest.mark.processes
 def test_reference_detector_is_causal(tmp_path: Path) -> None:
     from streambench.harness.runs.causality.protocol import execute_causality
     from streambench.protocols.causality import CausalityConfig

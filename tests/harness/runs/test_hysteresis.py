@@ -46,6 +46,7 @@ def full(tmp_path_factory: pytest.TempPathFactory) -> tuple[HysteresisResult, Pa
     return execute_hysteresis(run_config(tmp_path_factory.mktemp("hyst")), sweep)
 
 
+@pytest.mark.processes
 def test_lag_grows_with_the_length_of_b(full: tuple[HysteresisResult, Path]) -> None:
     a = rows(full[0], "b_length")
     assert [r.setting for r in a] == ["4", "8", "16", "32", "64"]
@@ -58,6 +59,7 @@ def test_lag_grows_with_the_length_of_b(full: tuple[HysteresisResult, Path]) -> 
     assert a[-1].gap_cosine > 0.1 > a[0].gap_cosine and a[-1].loop_area > 10 * a[0].loop_area
 
 
+@pytest.mark.processes
 def test_return_gap_is_zero_for_the_hard_label(full: tuple[HysteresisResult, Path]) -> None:
     d = {r.arm: r for r in rows(full[0], "hard_label")}
     assert d["hard"].gap_cosine < 0.01 and d["hard"].loop_area < 0.5
@@ -94,6 +96,7 @@ def test_result_file_and_printed_tables(full: tuple[HysteresisResult, Path]) -> 
     assert "D. hard label against soft gating" in text and "hard_state" in text
 
 
+@pytest.mark.processes
 def test_scores_are_used_when_the_adapter_gives_no_weights(tmp_path: Path) -> None:
     sweep = HysteresisConfig(experiments=("b_length",), b_lengths=(4, 32), repeats=1)
     with_w, _ = execute_hysteresis(run_config(tmp_path), sweep)
@@ -105,6 +108,7 @@ def test_scores_are_used_when_the_adapter_gives_no_weights(tmp_path: Path) -> No
         assert a.gap_cosine == pytest.approx(b.gap_cosine, abs=1e-6)
 
 
+@pytest.mark.processes
 def test_cli_run_reads_the_protocol_file_and_defaults_to_the_router(tmp_path: Path) -> None:
     config = RunConfig.model_validate({"engine": {"warmup_frames": 0}, "output_dir": str(tmp_path)})
     assert config.adapter == "reference"

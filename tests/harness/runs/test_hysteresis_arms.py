@@ -69,6 +69,7 @@ def test_an_arm_that_wraps_nothing_is_the_model_s_recording() -> None:
     assert replay_arm(recording, stream, base.info, "soft", HysteresisConfig()) is recording
 
 
+@pytest.mark.processes
 def test_sealed_run_scores_what_the_in_process_run_scores(tmp_path: Path) -> None:
     sweep = HysteresisConfig(experiments=("aggregation", "hard_label"), repeats=1, len_a=24, len_b=16)
     results = {}

@@ -42,6 +42,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     return read
 
 
+@pytest.mark.processes
 def test_a_fresh_row_is_shown_as_the_directory_would_give_it_without_reading_it(
     results: Path, reads: list[Path]
 ) -> None:
@@ -51,6 +52,7 @@ def test_a_fresh_row_is_shown_as_the_directory_would_give_it_without_reading_it(
     assert head.figure("p95") is not None and head.figure("p95").value is not None  # type: ignore[union-attr]
 
 
+@pytest.mark.processes
 def test_a_result_file_written_after_the_row_is_read_from_the_directory_and_indexed_again(
     results: Path, reads: list[Path]
 ) -> None:
@@ -65,6 +67,7 @@ def test_a_result_file_written_after_the_row_is_read_from_the_directory_and_inde
     assert reads == [results / RUN]
 
 
+@pytest.mark.processes
 def test_a_result_file_added_or_gone_is_read_from_the_directory(results: Path, reads: list[Path]) -> None:
     (results / RUN / "causality.json").write_text("{}")  # a protocol the row does not know joined
     with pytest.raises(StoreError, match=r"causality\.json"):  # read from the directory: it is no result
@@ -78,6 +81,7 @@ def test_a_result_file_added_or_gone_is_read_from_the_directory(results: Path, r
     assert reads == [results / RUN] * 2
 
 
+@pytest.mark.processes
 def test_a_garbled_row_is_not_trusted(results: Path, reads: list[Path]) -> None:
     with sqlite3.connect(store.database_path(results)) as conn:
         conn.execute("UPDATE runs SET headline = '{\"run\": 1}' WHERE run = ?", (RUN,))
@@ -89,11 +93,13 @@ def test_a_garbled_row_is_not_trusted(results: Path, reads: list[Path]) -> None:
     assert reads == [results / RUN] * 2
 
 
+@pytest.mark.processes
 def test_a_run_outside_the_store_is_read_from_its_directory(results: Path, reads: list[Path]) -> None:
     head, notes = listing.find_run(str(results / RUN), results.parent)
     assert reads == [results / RUN] and notes == [] and head.run == RUN
 
 
+@pytest.mark.processes
 def test_listing_reads_the_plug_ins_once_whatever_the_number_of_runs(
     results: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -43,6 +43,7 @@ def _config(tmp_path: Path, **changes: object) -> RunConfig:
     return RunConfig.model_validate(tree)
 
 
+@pytest.mark.processes
 def test_an_in_process_run_records_threads_packages_and_conversions(tmp_path: Path) -> None:
     result, _, run_dir = execute_run(_config(tmp_path, isolate=False))
     threads = result.threads

@@ -155,6 +155,7 @@ def test_a_protocol_registered_in_a_test_runs_lists_compares_and_reports(
     assert 'id="run0-toy"' in html and 'class="toy"' in html and "over 125 frames" in html
 
 
+@pytest.mark.processes
 def test_a_protocol_registered_in_a_test_sweeps(toy: ToyProtocol, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep.toml"
     sweep.write_text(

@@ -36,6 +36,7 @@ class BrittleAdapter:
         return Prediction(scores=self._scores)
 
 
+@pytest.mark.processes
 def test_sweep_records_failures_and_drops(tmp_path: Path) -> None:
     run = RunConfig.model_validate(
         {
@@ -64,6 +65,7 @@ def test_sweep_records_failures_and_drops(tmp_path: Path) -> None:
     assert delay200.abs_drop == pytest.approx(report.clean.f1 - delay200.f1)
 
 
+@pytest.mark.processes
 def test_cli_robustness_prints_the_table(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

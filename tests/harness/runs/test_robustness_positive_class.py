@@ -62,6 +62,7 @@ def _run(tmp_path: Path) -> RunConfig:
     )
 
 
+@pytest.mark.processes
 def test_robustness_f1_on_audio_files_is_the_positive_class_f1(tmp_path: Path) -> None:
     run = _run(tmp_path)
     labels = np.concatenate([s.labels for s in make_streams(run.data)])

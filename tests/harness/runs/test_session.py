@@ -28,6 +28,7 @@ def small(tmp_path: Path, **changes: object) -> RunConfig:
     return RunConfig.model_validate(base)
 
 
+@pytest.mark.processes
 def test_reference_run_writes_a_valid_result(tmp_path: Path) -> None:
     result, recordings, run_dir = execute_run(small(tmp_path))
     assert run_dir == tmp_path / "run"
@@ -62,6 +63,7 @@ def test_reference_run_writes_a_valid_result(tmp_path: Path) -> None:
     assert result.metrics.overall.speed.latency.n == 6 * 250
 
 
+@pytest.mark.processes
 def test_lookahead_model_f1_rises_with_delta(tmp_path: Path) -> None:
     result, _, _ = execute_run(small(tmp_path, adapter="reference-lookahead"))
     curve = [p.f1_micro for p in result.metrics.overall.accuracy.curves["frame"]["strict"]]
@@ -70,6 +72,7 @@ def test_lookahead_model_f1_rises_with_delta(tmp_path: Path) -> None:
     assert curve[-1] > 0.5
 
 
+@pytest.mark.processes
 def test_null_adapter_is_scored_as_predicting_background_rarely(tmp_path: Path) -> None:
     result, _, _ = execute_run(small(tmp_path, adapter="null", engine={"warmup_frames": 0}))
     assert result.warmup is None
@@ -77,6 +80,7 @@ def test_null_adapter_is_scored_as_predicting_background_rarely(tmp_path: Path) 
     assert result.metrics.f1_at(1000) == 0.0
 
 
+@pytest.mark.processes
 def test_per_class_rule_splits_streams(tmp_path: Path) -> None:
     result, recordings, _ = execute_run(
         small(tmp_path, protocol={"decision": {"kind": "per_class", "validation_fraction": 0.34}})
@@ -86,6 +90,7 @@ def test_per_class_rule_splits_streams(tmp_path: Path) -> None:
     assert [r.role for r in recordings].count("validation") == 2
 
 
+@pytest.mark.processes
 def test_readme_adapter_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocks = re.findall(r"```python\n(# my_adapter\.py\n.*?)```", README.read_text(), flags=re.S)
     assert len(blocks) == 1
@@ -119,6 +124,7 @@ def test_readme_adapter_example_runs_verbatim_in_a_fresh_directory(tmp_path: Pat
     assert "the model never predicted a label" in " ".join((done.stdout + done.stderr).split())
 
 
+@pytest.mark.processes
 def test_baseline_gives_speedup_and_flops_normalised_latency(tmp_path: Path) -> None:
     # in process (the normalisation is tested, not the worker; the suite stays fast)
     base, _, base_dir = execute_run(small(tmp_path, run_id="base", data={"num_streams": 2}, isolate=False))
@@ -140,6 +146,7 @@ def test_baseline_gives_speedup_and_flops_normalised_latency(tmp_path: Path) -> 
     assert "fingerprints differ" in (other.normalisation.reason or "")
 
 
+@pytest.mark.processes
 def test_paced_run_end_to_end(tmp_path: Path) -> None:
     no_audit = {"audit": {"share": 0, "minimum": 0}}  # a paced stream plays in real time: one is enough
     config = small(

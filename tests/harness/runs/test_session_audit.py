@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from streambench.harness.datasets.synthetic import SyntheticConfig
 from streambench.harness.execution.config import RunConfig
 from streambench.harness.runs.session import execute_run
@@ -22,6 +24,7 @@ def _run(tmp_path: Path, adapter: str, **update: object) -> RunConfig:
     )
 
 
+@pytest.mark.processes
 def test_a_model_honest_only_on_a_second_sight_fails_the_session_audit(tmp_path: Path) -> None:
     result, _, _ = execute_run(_run(tmp_path, "offender-first-sight"))
     audit = result.session_audit
@@ -30,6 +33,7 @@ def test_a_model_honest_only_on_a_second_sight_fails_the_session_audit(tmp_path:
     assert any("session's audit failed" in r for r in result.measurement_quality.reasons)
 
 
+@pytest.mark.processes
 def test_the_reference_passes_and_an_in_process_run_says_it_was_not_audited(tmp_path: Path) -> None:
     result, recordings, _ = execute_run(_run(tmp_path, "reference"))
     audit = result.session_audit

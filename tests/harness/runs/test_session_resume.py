@@ -58,6 +58,7 @@ def config(
     )
 
 
+@pytest.mark.processes
 def test_same_configuration_gives_identical_metrics(tmp_path: Path) -> None:
     first, _, _ = execute_run(config(tmp_path, "a", streams=3))
     second, _, _ = execute_run(config(tmp_path, "b", streams=3))
@@ -65,6 +66,7 @@ def test_same_configuration_gives_identical_metrics(tmp_path: Path) -> None:
     assert first.metrics.overall.speed != second.metrics.overall.speed  # timings do differ
 
 
+@pytest.mark.processes
 def test_interrupt_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     whole, _, _ = execute_run(config(tmp_path, "whole"))
 
@@ -146,6 +148,7 @@ def test_resume_refuses_other_options_and_bad_logs(tmp_path: Path) -> None:
         resume_run(bad)
 
 
+@pytest.mark.processes
 def test_resume_after_a_torn_last_line_keeps_the_log_readable(tmp_path: Path) -> None:
     """A session killed while writing a stream's line: resume runs that stream again, and the log stays
     readable (a second resume works)."""
@@ -166,6 +169,7 @@ def test_resume_after_a_torn_last_line_keeps_the_log_readable(tmp_path: Path) ->
     assert timing_free(again) == timing_free(resumed) and not read_events(run_dir).torn_tail
 
 
+@pytest.mark.processes
 def test_resume_refuses_another_environment(tmp_path: Path) -> None:
     def interrupt_after_one(done: int, total: int, stream_id: str) -> None:
         raise KeyboardInterrupt
@@ -181,6 +185,7 @@ def test_resume_refuses_another_environment(tmp_path: Path) -> None:
         resume_run(run_dir)
 
 
+@pytest.mark.processes
 def test_a_resumed_run_keeps_its_secret_seed(tmp_path: Path) -> None:
     """Issue 24: an unset seed is drawn once per run; the event log holds it, so a resume rebuilds the
     same streams (and the seed stays secret); ``--seed`` with it rebuilds them afterwards (public)."""
@@ -204,6 +209,7 @@ def test_a_resumed_run_keeps_its_secret_seed(tmp_path: Path) -> None:
     assert timing_free(again) == timing_free(resumed)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     "isolate", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["in-process", "sealed"]
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from streambench.harness.cli import app
@@ -17,6 +18,7 @@ ARGS = ["run", "--adapter", "tests.support:BallastAdapter", "--option", f"ballas
 ARGS += ["--streams", "2", "--duration", "5", "--warmup-frames", "0", "--no-progress", "--no-report"]
 
 
+@pytest.mark.processes
 def test_an_isolated_run_reports_the_workers_peak_beside_the_harnesss(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, [*ARGS, "--isolate", "--output-dir", str(tmp_path), "--run-id", "iso"])
     assert res.exit_code == 0, res.output
@@ -30,6 +32,7 @@ def test_an_isolated_run_reports_the_workers_peak_beside_the_harnesss(tmp_path: 
     assert shown in flat and "peak RSS harness" in flat
 
 
+@pytest.mark.processes
 def test_in_process_the_worker_peak_is_null_with_the_reason(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, [*ARGS, "--in-process", "--output-dir", str(tmp_path), "--run-id", "local"])
     assert res.exit_code == 0, res.output

@@ -42,6 +42,7 @@ def config(tmp_path: Path, variant: str, **extra: object) -> RunConfig:
     )
 
 
+@pytest.mark.processes
 def test_window_run_is_more_stable_and_rescorable(tmp_path: Path) -> None:
     results = {}
     for variant in ("timestep", "window"):
@@ -72,6 +73,7 @@ def test_window_run_is_more_stable_and_rescorable(tmp_path: Path) -> None:
         assert rel.exact_k - 1e-9 <= rel.flips <= rel.bound + 1e-9
 
 
+@pytest.mark.processes
 def test_cli_run_defaults_and_protocol_config_file(tmp_path: Path) -> None:
     default = config(tmp_path, "timestep").model_copy(
         update={"adapter": "reference", "adapter_options": {}, "run_id": "dflt"}
@@ -90,6 +92,7 @@ def test_cli_run_defaults_and_protocol_config_file(tmp_path: Path) -> None:
         cli_run(config(tmp_path, "window", engine=EngineConfig(pacing="paced")), None)
 
 
+@pytest.mark.processes
 def test_print_result_shows_every_figure(tmp_path: Path) -> None:
     result, _ = execute_stability(config(tmp_path, "window"), StabilityConfig())
     buffer = io.StringIO()
@@ -114,6 +117,7 @@ def test_print_result_shows_every_figure(tmp_path: Path) -> None:
     assert f"{100 * result.events.curve[0].f1_micro:.1f}" in text
 
 
+@pytest.mark.processes
 def test_command_line(tmp_path: Path) -> None:
     args = ["run", "--protocol", "stability", "--adapter", "topk-encoder", "--option", "variant=window"]
     args += ["--streams", "2", "--warmup-frames", "5", "--no-progress", "--no-report"]

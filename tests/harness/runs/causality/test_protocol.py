@@ -56,6 +56,7 @@ def names(report: CausalityReport) -> set[str]:
     return {c.name for c in report.checks}
 
 
+@pytest.mark.processes
 def test_reference_passes_every_check(tmp_path: Path) -> None:
     calls: list[tuple[int, int, str]] = []
     config = small(tmp_path, "reference")
@@ -78,6 +79,7 @@ def test_reference_passes_every_check(tmp_path: Path) -> None:
     assert json.loads(path.read_text())["adapter"] == "reference"
 
 
+@pytest.mark.processes
 def test_peeking_fails_occlusion_only_at_the_cut_in_process_and_cannot_peek_when_sealed(
     tmp_path: Path,
 ) -> None:
@@ -105,6 +107,7 @@ def test_peeking_fails_occlusion_only_at_the_cut_in_process_and_cannot_peek_when
     assert PeekingAdapter._leaked == {}
 
 
+@pytest.mark.processes
 def test_leaky_reset_fails_state_leak_only(tmp_path: Path) -> None:
     result = run(tmp_path, "offender-leaky-reset", sealed=False)
     assert result.report.failed == ("state_leak",)
@@ -112,6 +115,7 @@ def test_leaky_reset_fails_state_leak_only(tmp_path: Path) -> None:
     assert check.first_stream == "syn-0000" and check.first_frame == 0
 
 
+@pytest.mark.processes
 def test_caching_adapter_fails_caching_only(tmp_path: Path) -> None:
     result = run(tmp_path, "offender-caching", sealed=False, miss_cost_ms=0.5)
     assert result.report.failed == ("caching",)
@@ -122,6 +126,7 @@ def test_caching_adapter_fails_caching_only(tmp_path: Path) -> None:
     assert "vs one-ulp copies" in check.detail and "tolerant" not in check.detail
 
 
+@pytest.mark.processes
 def test_a_cache_that_rounds_its_key_fails_caching_only_in_a_sealed_worker(tmp_path: Path) -> None:
     """Issue 24, item 4: a cache keyed on the payload rounded to 3 decimals serves a one-ulp copy of the
     stream as fast as the repeat (the former control passed it); the unseen control is a miss, and the
@@ -137,6 +142,7 @@ def test_a_cache_that_rounds_its_key_fails_caching_only_in_a_sealed_worker(tmp_p
     assert former and float(former[1]) < 2.0, check.detail  # the one-ulp copies are hits as well
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("offset", [0, 1])
 def test_offbyone_mask_fails_gradient_flow_and_sequence_only(tmp_path: Path, offset: int) -> None:
     result = run(tmp_path, "offender-offbyone-mask", sealed=False, mask_offset=offset)
@@ -155,6 +161,7 @@ def test_offbyone_mask_fails_gradient_flow_and_sequence_only(tmp_path: Path, off
     assert sequence.first_frame == 0
 
 
+@pytest.mark.processes
 def test_print_causality(tmp_path: Path) -> None:
     result = run(tmp_path, "offender-leaky-reset", sealed=False)
     buffer = io.StringIO()
@@ -177,6 +184,7 @@ def test_cli_causality_exit_code_follows_the_verdict(tmp_path: Path) -> None:
     assert cheat.exit_code == 1 and (tmp_path / "leak" / "causality.json").exists()
 
 
+@pytest.mark.processes
 def test_protocol_config_sets_cuts_seed_tolerance_and_streams(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -204,6 +212,7 @@ def test_protocol_config_sets_cuts_seed_tolerance_and_streams(tmp_path: Path) ->
     assert refused.exit_code == 2 and "num_cut" in refused.output
 
 
+@pytest.mark.processes
 def test_an_adapter_error_in_one_check_is_that_checks_failure(tmp_path: Path) -> None:
     """The faulty adapter raises on the second stream only: the checks that run it fail with the stream and
     frame named, the checks on stream A alone still run and pass, and causality.json is written."""
@@ -222,6 +231,7 @@ def test_an_adapter_error_in_one_check_is_that_checks_failure(tmp_path: Path) ->
     assert by_name["caching"].passed  # stream A only: unaffected, still judged
 
 
+@pytest.mark.processes
 def test_a_nondeterministic_model_is_named_nondeterministic_not_a_cheat(tmp_path: Path) -> None:
     """A model whose answers change from run to run (unseeded noise): the determinism pre-check names it
     with the size of the noise, and the later checks compare within that, so no other offence is
@@ -234,6 +244,7 @@ def test_a_nondeterministic_model_is_named_nondeterministic_not_a_cheat(tmp_path
     assert result.tolerance == 2 * check.max_difference
 
 
+@pytest.mark.processes
 def test_a_module_global_leak_is_named_shared_state_not_look_ahead(tmp_path: Path) -> None:
     """State shared across instances (a class-level running mean): two fresh processes agree, a fresh
     instance in a process that already ran differs: shared_state fails, and the comparisons it would
@@ -248,6 +259,7 @@ def test_a_module_global_leak_is_named_shared_state_not_look_ahead(tmp_path: Pat
     assert "share state" in det.detail and "shared_state" in in_process.skipped
 
 
+@pytest.mark.processes
 def test_a_model_that_finds_the_engines_frame_list_is_caught_in_process_and_disarmed_when_sealed(
     tmp_path: Path,
 ) -> None:
@@ -261,6 +273,7 @@ def test_a_model_that_finds_the_engines_frame_list_is_caught_in_process_and_disa
     assert result.report.failed == ("occlusion",)
 
 
+@pytest.mark.processes
 def test_state_leak_checks_every_stream_in_both_orders(tmp_path: Path) -> None:
     result = run(tmp_path, "reference")
     leak = next(c for c in result.report.checks if c.name == "state_leak")
@@ -297,6 +310,7 @@ def test_the_offender_demonstrations_name_registered_offenders_and_their_checks(
         assert check in demos[name]
 
 
+@pytest.mark.processes
 def test_an_existing_result_file_is_never_overwritten(tmp_path: Path) -> None:
     config = small(tmp_path, "reference")
     checks = CausalityConfig(cuts=(0.5,), occluders=("zeros",))
@@ -307,6 +321,7 @@ def test_an_existing_result_file_is_never_overwritten(tmp_path: Path) -> None:
     assert (tmp_path / "x" / RESULT_FILE).read_bytes() == before
 
 
+@pytest.mark.processes
 def test_a_model_that_never_reads_past_a_predictable_cut_is_caught_by_random_cuts(tmp_path: Path) -> None:
     """It reads frame t + 1 everywhere except at the frames fixed cut fractions would cut at: fixed cuts
     are fooled (the weakness random cuts remove), random cuts drawn from a recorded seed are not."""
