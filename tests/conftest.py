@@ -137,7 +137,42 @@ TIERS = {
 """The tiers ``python -m pytest`` skips, and why (the reason pytest prints)."""
 
 
+PROCESS_FIXTURES = {
+    "tests/harness/cli/test_cli_output.py": {"results"},
+    "tests/harness/cli/test_cli_startup.py": {"ours", "results"},
+    "tests/harness/datasets/test_catalog_secret_seed.py": {"store"},
+    "tests/harness/execution/test_isolation.py": {"fault_run"},
+    "tests/harness/execution/test_sandbox.py": {"sandboxed", "control"},
+    "tests/harness/instruments/test_manifest.py": {"manifest"},
+    "tests/harness/report/test_decision.py": {"root"},
+    "tests/harness/report/test_report.py": {"reports", "root"},
+    "tests/harness/report/test_report_browser.py": {"driver", "reports"},
+    "tests/harness/results/test_compare.py": {"busy"},
+    "tests/harness/results/test_files_fuzz.py": {"run_files"},
+    "tests/harness/results/test_hardware.py": {"two_machines", "measured"},
+    "tests/harness/results/test_markdown.py": {"run"},
+    "tests/harness/results/test_store.py": {"results", "copy"},
+    "tests/harness/results/test_store_faults.py": {"copy"},
+    "tests/harness/runs/test_catalog_headline.py": {"online"},
+    "tests/harness/runs/test_detection.py": {"seed0"},
+    "tests/harness/runs/test_hysteresis.py": {"full"},
+    "tests/harness/runs/test_listing.py": {"results"},
+}
+"""Shared fixtures (module-scoped) that start processes, by test file: every test that uses one is in the
+``processes`` tier, whichever of them happens to build it first."""
+
+
+def _mark_process_fixtures(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        if PROCESS_FIXTURES.get(path, set()) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.processes)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _mark_process_fixtures(config, items)
     skips = {mark: pytest.mark.skip(reason=why) for mark, why in TIERS.items() if not _selected(config, mark)}
     for item in items:
         tier = "slow" if item.get_closest_marker("slow") is not None else "processes"  # slow: its own tier

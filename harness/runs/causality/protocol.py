@@ -64,6 +64,7 @@ class CausalityProtocol(RunProtocol[CausalityConfig, CausalityResult]):
     config_model = CausalityConfig
     config_file = True  # --protocol-config: cuts, seed, tolerance, streams checked, ...
     sweepable = True
+    run_options = frozenset()  # its configuration's `sealed` decides its worker: --in-process is ignored
 
     def measure(self, run: RunContext[CausalityConfig, CausalityResult]) -> CausalityResult:
         return measure_causality(run)
