@@ -384,9 +384,11 @@ def test_point_by_point(label: str) -> None:
             passed: dict[str, dict[int, bool]] = {"streambench": {}, "MultiStream": {}, "Server": {}}
             for n in range(1, 8):
                 point = _streambench_point(n, point_duration_s(n, sources.fps, config), pool, sources, config)
-                passed["streambench"][n] = point.passed
+                # latency alone, as LoadGen judges its points: F1 held needs the model's unloaded outputs,
+                # which the search records and a point measured alone does not
+                ok = passed["streambench"][n] = point.latency_pass
                 line = [
-                    f"N={n} streambench {'pass' if point.passed else 'fail'} ({point.misses} misses, p50 "
+                    f"N={n} streambench {'pass' if ok else 'fail'} ({point.misses} misses, p50 "
                     f"{point.response_p50_ms or 0:.2f}, p99 {point.response_p99_ms or 0:.2f})"
                 ]
                 for scenario in ("MultiStream", "Server"):
