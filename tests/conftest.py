@@ -28,7 +28,7 @@ import multiprocessing.util
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import pytest
@@ -106,28 +106,27 @@ def _refuse(item: pytest.Item, phase: str, started: list[str]) -> None:
         )
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+def _watch_phase(item: pytest.Item, phase: str) -> Generator[None, Any, Any]:
+    """The body of the three phase wrappers below: run the phase watched, refuse what it started."""
     with _watching(item) as started:
         result = yield
-    _refuse(item, "setup", started)
+    _refuse(item, phase, started)
     return result
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    with _watching(item) as started:
-        result = yield
-    _refuse(item, "call", started)
-    return result
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, Any]:
+    return (yield from _watch_phase(item, "setup"))
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    with _watching(item) as started:
-        result = yield
-    _refuse(item, "teardown", started)
-    return result
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    return (yield from _watch_phase(item, "call"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
+    return (yield from _watch_phase(item, "teardown"))
 
 
 TIERS = {

@@ -62,26 +62,39 @@ def site_dirs() -> list[str]:
     return _unique_dirs(found)
 
 
-def pth_dirs(directory: str) -> list[str]:
-    """The directories the ``.pth`` files of ``directory`` add to the path, read as :func:`site.addpackage`
-    reads them (a line is a directory relative to ``directory``; ``#`` lines and ``import`` lines are not
-    directories) without running anything."""
+def _pth_files(directory: str) -> list[tuple[str, list[str]]]:
+    """The ``.pth`` files of ``directory`` with their lines, in the order ``site`` reads them (unreadable
+    ones left out)."""
     try:
         names = sorted(n for n in os.listdir(directory) if n.endswith(".pth"))
     except OSError:
         return []
-    found: list[str] = []
+    found = []
     for name in names:
+        path = os.path.join(directory, name)
         try:
-            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as pth:
-                lines = pth.read().splitlines()
+            with open(path, encoding="utf-8", errors="replace") as pth:
+                found.append((path, pth.read().splitlines()))
         except OSError:
             continue
-        for line in lines:
-            line = line.rstrip()
-            if line and not line.startswith(("#", "import ", "import\t")):
-                found.append(os.path.join(directory, line))
-    return _unique_dirs(found)
+    return found
+
+
+def _runs_code(line: str) -> bool:
+    return line.startswith(("import ", "import\t"))
+
+
+def pth_dirs(directory: str) -> list[str]:
+    """The directories the ``.pth`` files of ``directory`` add to the path, read as :func:`site.addpackage`
+    reads them (a line is a directory relative to ``directory``; ``#`` lines and ``import`` lines are not
+    directories) without running anything."""
+    named = [
+        os.path.join(directory, line.rstrip())
+        for _, lines in _pth_files(directory)
+        for line in lines
+        if line.rstrip() and not line.startswith("#") and not _runs_code(line)
+    ]
+    return _unique_dirs(named)
 
 
 def harness_root() -> str:
@@ -116,19 +129,7 @@ def start_hooks(paths: WorkerPaths) -> list[str]:
         if spec is not None and spec.origin:
             found.append(spec.origin)
     for directory in paths.site:
-        try:
-            names = sorted(n for n in os.listdir(directory) if n.endswith(".pth"))
-        except OSError:
-            continue
-        for name in names:
-            path = os.path.join(directory, name)
-            try:
-                with open(path, encoding="utf-8", errors="replace") as pth:
-                    runs = any(line.startswith(("import ", "import\t")) for line in pth)
-            except OSError:
-                continue
-            if runs:
-                found.append(path)
+        found.extend(path for path, lines in _pth_files(directory) if any(_runs_code(line) for line in lines))
     return found
 
 
