@@ -10,6 +10,7 @@ and the start's phases off their stamps."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from streambench.adapters.contract import Stream
@@ -35,6 +36,8 @@ class FrameServer:
         self._warmup: FeedStamps | None = None
         self.turn: Turn | None = None
         """Fed in turn with another worker's frames (harness/execution/lockstep.py); None: at once."""
+        self.cpu: Callable[[], int | None] | None = None
+        """The worker's process CPU time, read around the floor's frames; None: not read."""
 
     def queue(self, stream: Stream, then: bool = False) -> FeedStamps:
         """Encode ``stream``'s frames now (before its first frame is fed); ``then``: after the streams
@@ -80,6 +83,8 @@ class FrameServer:
         if not self._feeds:
             raise PastTheEnd("the worker asked for a frame past the stream's end")
         frames, stamps = self._feeds[0]
+        if not stamps.acks and stamps is self._calibration and self.cpu is not None:
+            stamps.cpu_first_ns = self.cpu()
         stamps.acks.append(asked)
         stamps.commits.append(commit)
         if self.turn is not None:  # the frame before has ended: the other side's turn, then ours
@@ -95,6 +100,8 @@ class FrameServer:
         if self._feeds:
             _, stamps = self._feeds.pop(0)
             stamps.done_ns = now_ns()
+            if stamps is self._calibration and self.cpu is not None:
+                stamps.cpu_done_ns = self.cpu()
             stamps.commits.append(commit)
         self._served = 0
         if self.turn is not None:
@@ -106,7 +113,9 @@ class FrameServer:
         construction until the warm-up's first frame was, the warm-up until ``ready``."""
         calibration, warmup = self._calibration, self._warmup
         host = calibration.host_ns() if calibration is not None else None
-        floor = floor_of(host) if host is not None and host.size else None
+        first, last = (calibration.cpu_first_ns, calibration.cpu_done_ns) if calibration else (None, None)
+        cpu = last - first if first is not None and last is not None else None
+        floor = floor_of(host, cpu) if host is not None and host.size else None
         first = calibration.acks[0] if calibration is not None and calibration.acks else None
         calibrated = calibration.done_ns if calibration is not None else None
         warm = warmup.acks[0] if warmup is not None and warmup.acks else None

@@ -99,6 +99,10 @@ class FeedStamps:
     acks: list[int] = dataclasses.field(default_factory=list)
     done_ns: int | None = None
     commits: list[bytes] = dataclasses.field(default_factory=list)  # with each ack, then the end's
+    cpu_first_ns: int | None = None
+    """The worker's process CPU time when it asked for the first frame (the floor's stream only)."""
+    cpu_done_ns: int | None = None
+    """... and when it said the stream was over."""
 
     def host_ns(self) -> np.ndarray | None:
         """Per frame, the parent's round trip; None unless every frame was fed and the worker said DONE
@@ -124,12 +128,25 @@ class PipeFloor(BaseModel):
     median_ns: int
     p10_ns: int
     p90_ns: int
+    cpu_per_frame_ns: int | None = Field(
+        None,
+        description="the worker's CPU time a floor frame (its side of the pipe: reading, decoding, "
+        "replying); None where it was not read",
+    )
 
 
-def floor_of(host_ns: np.ndarray) -> PipeFloor:
+def floor_of(host_ns: np.ndarray, cpu_ns: int | None = None) -> PipeFloor:
+    """The floor of the round trips ``host_ns``; ``cpu_ns``: the worker's CPU time over those frames."""
     values = np.asarray(host_ns, dtype=np.int64)
     p10, p50, p90 = np.percentile(values, [10, 50, 90])
-    return PipeFloor(frames=int(values.size), median_ns=int(p50), p10_ns=int(p10), p90_ns=int(p90))
+    per_frame = None if cpu_ns is None else max(cpu_ns, 0) // int(values.size)
+    return PipeFloor(
+        frames=int(values.size),
+        median_ns=int(p50),
+        p10_ns=int(p10),
+        p90_ns=int(p90),
+        cpu_per_frame_ns=per_frame,
+    )
 
 
 class StartTimes(BaseModel):
@@ -209,7 +226,9 @@ def judge_host_timing(
     # a busy machine delays the parent's wake-ups too (two CPU hogs: an honest 3 ms model "disagreed");
     # where /proc tells the worker's CPU time, hidden work must also show as CPU its clock did not count
     cpu_total = sum(c for c in cpu if c is not None) if cpu and all(c is not None for c in cpu) else None
-    unexplained = None if cpu_total is None else (cpu_total - int(worker.sum())) / host.size
+    # the worker's side of the pipe costs CPU every frame (the floor's frames measured it): not hidden work
+    own = floor.cpu_per_frame_ns or 0
+    unexplained = None if cpu_total is None else (cpu_total - int(worker.sum())) / host.size - own
     cpu_bar = max(EXCESS_MIN_NS, CPU_OF_WORKER * float(worker.mean()))
     notes = []
     if unexplained is None:  # no CPU to confirm with: the wall alone, at half the parent's figure
@@ -277,12 +296,26 @@ def process_cpu_ns(pid: int) -> int | None:
     """CPU time of process ``pid``, threads that have exited included, in ns; None where unreadable (not
     Linux, or the process is gone).
 
-    Its live threads' run time is read at the scheduler's resolution (``/proc/<pid>/task/*/schedstat``,
-    ns). A thread that exited leaves its time in the process's total (``/proc/<pid>/stat``, clock ticks of
-    1 / ``SC_CLK_TCK`` s, every thread's), but no longer in any live thread's: the difference of the
-    process's ticks and its live threads' ticks is the exited threads' time, added at tick resolution.
-    (The sealed worker may start no process, harness/execution/no_processes.py, so its threads are all
-    of its CPU.)"""
+    Read from the kernel's CPU-time clock of the process (``clock_gettime`` of the clock id
+    ``clock_getcpuclockid(3)`` returns: ``(~pid << 3) | 2``, CPUCLOCK_SCHED of the whole thread group, in
+    ns: every live thread's run time and that of the threads that exited). Where that clock cannot be read,
+    :func:`_process_cpu_from_proc` (``/proc``, exited threads at clock-tick resolution). (The sealed worker
+    may start no process, harness/execution/no_processes.py, so its threads are all of its CPU.)"""
+    try:
+        return time.clock_gettime_ns(((~pid) << 3) | _CPUCLOCK_SCHED)
+    except (OSError, AttributeError, OverflowError):
+        return _process_cpu_from_proc(pid)
+
+
+_CPUCLOCK_SCHED = 2
+"""The process CPU clock that counts scheduler run time (linux/posix-timers.h)."""
+
+
+def _process_cpu_from_proc(pid: int) -> int | None:
+    """:func:`process_cpu_ns` from ``/proc``: the live threads' run time at the scheduler's resolution
+    (``/proc/<pid>/task/*/schedstat``, ns), and the exited threads' as the process's total less its live
+    threads' (``/proc/<pid>/stat``, clock ticks of 1 / ``SC_CLK_TCK`` s: each reading may be off by a tick
+    a thread)."""
     live_ns, live_ticks = 0, 0
     try:
         tasks = os.listdir(f"/proc/{pid}/task")

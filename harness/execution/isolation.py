@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import multiprocessing
 import time
@@ -447,6 +448,7 @@ class IsolatedEngine:
         self._reader = ReplyReader(parent, self.isolation.frame_timeout_s)
         assert process.pid is not None
         self._tree = WorkerTree(process.pid)
+        self._frames.cpu = functools.partial(process_cpu_ns, process.pid)
         self.starts += 1
         limit = self.isolation.start_timeout_s
         header = self._await(_WARMUP_ID, limit, "start", ("sandbox", "ready") if self.sealed else ("ready",))

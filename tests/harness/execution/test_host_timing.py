@@ -90,6 +90,25 @@ def test_late_wake_ups_of_the_parent_are_not_hidden_work_unless_the_cpu_shows_it
     assert half.verdict == "disagree"
 
 
+def test_the_workers_own_cpu_a_frame_measured_by_the_floor_is_not_hidden_work() -> None:
+    """A tiny honest model (80 µs) in a sealed worker whose side of the pipe costs 180 µs of CPU a frame
+    under two CPU hogs (reading, decoding, replying: measured on the floor's frames, before the model
+    loaded; 120-140 µs quiet), the hogs making a few of the parent's wake-ups late (the mean excess above
+    the bar): the worker's CPU beyond predict() (230 µs a frame) is over the 0.2 ms bar unless the floor's
+    own CPU is set apart. With it set apart it agrees; 400 µs of CPU hidden beyond it is still called."""
+    n = 50
+    worker = np.full(n, 80_000)
+    host = worker + FLOOR.median_ns + 40_000
+    host[::10] += 4_000_000  # five late wake-ups: the mean excess is ~0.4 ms
+    floor = FLOOR.model_copy(update={"cpu_per_frame_ns": 180_000})
+    cpu = int(worker.sum()) + n * 230_000  # the floor's 180 µs a frame, 50 µs more
+    unset = judge_host_timing([_recording(worker, host, cpu_ns=cpu)], FLOOR)  # the floor's CPU not read
+    assert unset.verdict == "disagree"
+    assert judge_host_timing([_recording(worker, host, cpu_ns=cpu)], floor).verdict == "agree"
+    hiding = judge_host_timing([_recording(worker, host, cpu_ns=cpu + n * 400_000)], floor)
+    assert hiding.verdict == "disagree" and "did not count" in hiding.notes[0]
+
+
 def test_a_costly_reset_is_noted() -> None:
     work = np.full(100, 100_000)
     judged = judge_host_timing([_recording(work, work + FLOOR.median_ns, reset_ns=20_000_000)], FLOOR)
@@ -113,6 +132,7 @@ def _judged(config: RunConfig) -> tuple[str, int, int]:
         recordings = [worker.run_stream(stream_id) for stream_id in worker.stream_ids]
         judged = judge_host_timing(recordings, worker.floor, worker.start_times)
     assert judged.floor is not None and judged.start is not None and judged.start.construction_s is not None
+    assert judged.floor.cpu_per_frame_ns is not None and judged.floor.cpu_per_frame_ns > 0  # read, not zero
     return judged.verdict, judged.host_p50_ns or 0, judged.worker_p50_ns or 0
 
 
@@ -209,3 +229,29 @@ def test_a_paced_run_is_not_judged_its_round_trips_hold_the_wait_for_arrival() -
     assert judged.verdict == "not-checked" and judged.reason is not None and "paced" in judged.reason
     unpaced = judge_host_timing([_recording(work, waited, cpu_ns=int(waited.sum()))], FLOOR)
     assert unpaced.verdict == "disagree"  # the same round trips, unpaced: 40 ms per frame unaccounted for
+
+
+def test_process_cpu_counts_exited_threads_to_the_nanosecond() -> None:
+    """The worker's CPU time is the kernel's process clock (every thread, the exited ones included), not
+    clock ticks: read around this process's own clock it brackets it exactly, after threads that burned a
+    few ms each (less than a 10 ms tick, and not a multiple of one) and exited. At tick resolution a
+    25-frame stream's CPU was off by up to 10 ms, 0.4 ms a frame: an honest model's "hidden" CPU."""
+    import threading
+    import time
+
+    from streambench.harness.execution.host_timing import process_cpu_ns
+
+    def burn(ms: float) -> None:
+        end = time.thread_time_ns() + int(ms * 1e6)
+        while time.thread_time_ns() < end:
+            pass
+
+    for ms in (3.0, 7.0, 13.0):
+        thread = threading.Thread(target=burn, args=(ms,))
+        thread.start()
+        thread.join()
+        before = process_cpu_ns(os.getpid())
+        own = time.process_time_ns()
+        after = process_cpu_ns(os.getpid())
+        assert before is not None and after is not None
+        assert before <= own <= after, (ms, before, own, after)
