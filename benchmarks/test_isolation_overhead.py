@@ -32,6 +32,7 @@ DATA = SyntheticConfig(
 CONFIG = RunConfig(adapter="null", data=DATA, engine=EngineConfig(warmup_frames=100))
 ROUNDS = 5
 MAX_RATIO = 5.0  # isolation must not make the fastest possible adapter look 5 times slower
+SEALED_EXTRA_NS = 2_000  # what sealing may add to the null adapter's recorded latency (measured: ~600 ns)
 
 
 @pytest.fixture(scope="module")
@@ -129,4 +130,7 @@ def test_sealed_worker_cost_per_frame(streams) -> None:  # type: ignore[no-untyp
         + f"\nsealing costs {(per_frame['sealed'] - per_frame['isolated']) / 1000:.1f} µs per frame of wall "
         f"time and {median['sealed'] - median['isolated']:+.0f} ns of recorded latency"
     )
-    assert median["sealed"] / median["isolated"] < MAX_RATIO
+    # not a ratio: the null adapter's ~0.1 µs makes any growth a large one. Sealed, its recorded latency grows
+    # by ~0.6 µs (its caches evicted by the pipe traffic between frames: docs/performance.md); a timed
+    # window that held any of the pipe's round trip (~100 µs a frame) would add far more
+    assert median["sealed"] - median["isolated"] < SEALED_EXTRA_NS
