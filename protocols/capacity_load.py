@@ -12,27 +12,41 @@ that failed on time:
   N = 2 on its own);
 - otherwise undecided (the harness's round trip, or a stall).
 
-A point that failed on accuracy is the model's.
+A point that failed on accuracy is the model's. Before the cores are read, the load generator's own pace: a
+point whose frames it released late (release lag p99 at least :data:`GENERATOR_BEHIND` of the deadline)
+measured the harness falling behind as much as the model (every response counts from the *scheduled*
+arrival, so the late release is in the misses): undecided, or the machine's load when other processes held
+the cores.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from streambench.protocols.capacity_records import Interference
 from streambench.protocols.capacity_score import CapacityPoint
 
-__all__ = ["OTHER_LOAD_CORES", "SATURATED", "judge_bound"]
+__all__ = ["GENERATOR_BEHIND", "OTHER_LOAD_CORES", "SATURATED", "judge_bound"]
 
 OTHER_LOAD_CORES = 0.5
 """Other processes using this many cores during a point is load enough to bound the figure."""
 SATURATED = 0.8
 """Workers busy this share of their cores are saturated: the model's cost bounds the figure."""
+GENERATOR_BEHIND = 0.25
+"""A release lag (p99) of this share of the deadline: the load generator fell behind its schedule."""
 
 
-def judge_bound(curve: Sequence[CapacityPoint], lanes: int, cores: int, probe: Sequence[str]) -> Interference:
+def judge_bound(
+    curve: Sequence[CapacityPoint],
+    lanes: int,
+    cores: int,
+    probe: Sequence[str],
+    deadline_ms: float | None = None,
+) -> Interference:
     """What bounded the search whose points are ``curve`` (``lanes`` serving workers on ``cores`` cores;
-    ``probe``: the busy-wait probe's verdicts)."""
+    ``probe``: the busy-wait probe's verdicts; ``deadline_ms``: the points' deadline, None: the load
+    generator's pace is not judged)."""
     busy_probe = any("busy" in verdict for verdict in probe)
     failed = sorted((p for p in curve if not p.passed), key=lambda p: p.streams)
     if not failed:
@@ -47,6 +61,18 @@ def judge_bound(curve: Sequence[CapacityPoint], lanes: int, cores: int, probe: S
         )
     workers, others = point.workers_cpu_share, point.others_cpu
     used = "unknown" if workers is None else f"{workers:.2f}"
+    lag_ms = None if point.release_lag_p99_us is None else point.release_lag_p99_us / 1e3
+    if deadline_ms is not None and lag_ms is not None and lag_ms >= GENERATOR_BEHIND * deadline_ms:
+        held = others is not None and others >= OTHER_LOAD_CORES
+        reason = (
+            f"at N = {n}, the smallest N that failed, the load generator released frames up to "
+            f"{lag_ms:.3g} ms late (p99; deadline {deadline_ms:g} ms): it fell behind its schedule, so the "
+            "harness bounds this figure as much as the model"
+        )
+        if held:
+            reason += f" (other processes used {others:.2f} of {cores} core(s))"
+        bound: Literal["machine load", "undecided"] = "machine load" if held else "undecided"
+        return Interference(probe=list(probe), bound_by=bound, reason=reason)
     if workers is not None and workers >= SATURATED * lanes:
         reason = (
             f"at N = {n}, the smallest N that failed, the serving workers were busy {used} of {lanes} core(s)"

@@ -332,7 +332,8 @@ def _score(
     remeasured = sum(len(p.attempts) for p in curve)
     if remeasured:
         notes.append(f"{remeasured} point(s) failed by one stall were measured again (each point's attempts)")
-    bound = judge_bound(curve, len(pool.lanes), _cores(), probes) if ended else None
+    deadline_ms = config.deadline_ns(sources.period_ns) / 1e6
+    bound = judge_bound(curve, len(pool.lanes), _cores(), probes, deadline_ms) if ended else None
     if bound is not None and bound.bound_by == "machine load" and bound.reason:
         notes.append(f"load-bound: {bound.reason}")
     return CapacityScore(

@@ -68,3 +68,20 @@ def test_neither_saturated_nor_loaded_is_undecided_and_no_failure_bounds_nothing
     assert judge_bound([_point(1, True)], 1, 2, QUIET).bound_by is None
     accuracy = judge_bound([_point(4, False, latency_pass=True, accuracy_pass=False)], 1, 2, QUIET)
     assert accuracy.bound_by == "model" and "accuracy" in (accuracy.reason or "")
+
+
+def test_a_load_generator_behind_its_schedule_is_named_not_taken_for_the_model() -> None:
+    """At N = 64 of a fast model the dispatcher itself released frames 12 ms late (p99) while the
+    workers were busy 0.9 of their core: without the deadline the saturation reads as the model's bound;
+    with it, the late releases (a quarter of the 40 ms deadline or more) make the figure undecided, or the
+    machine's when other processes held the cores."""
+    behind = _point(64, False, workers_cpu_share=0.9, others_cpu=0.1, release_lag_p99_us=12_000)
+    assert judge_bound([behind], 1, 2, QUIET).bound_by == "model"
+    judged = judge_bound([behind], 1, 2, QUIET, deadline_ms=40)
+    assert judged.bound_by == "undecided" and "load generator released frames up to 12 ms late" in (
+        judged.reason or ""
+    )
+    loaded = behind.model_copy(update={"others_cpu": 1.2})
+    assert judge_bound([loaded], 1, 2, QUIET, deadline_ms=40).bound_by == "machine load"
+    on_pace = behind.model_copy(update={"release_lag_p99_us": 2_000})  # 2 ms of 40: on its schedule
+    assert judge_bound([on_pace], 1, 2, QUIET, deadline_ms=40).bound_by == "model"
