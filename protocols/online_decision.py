@@ -26,7 +26,11 @@ class DecisionRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["threshold", "per_class", "top_k"] = "threshold"
+    kind: Literal["threshold", "per_class", "top_k"] = Field(
+        "threshold",
+        description="threshold: one fixed threshold; per_class: thresholds fitted on a validation split, "
+        "then frozen; top_k: the k highest scores",
+    )
     threshold: float = Field(0.5, description="fixed threshold; a class is predicted when score >= it")
     k: int = Field(1, ge=1, description="labels per unit for kind='top_k'")
     validation_fraction: float = Field(

@@ -476,7 +476,7 @@ def tiny(argv: list[str]) -> list[str]:
             # a search runs for minutes: N = 1 and 2 only, under examples/capacity.toml's loose bound
             for setting in ("streams=2", "min_point_s=0.5", "confidence=0.8", "target_miss_rate=0.05"):
                 extra += ["-p", setting]
-            extra += ["-p", "slack_misses=0", "--budget-s", "20"]
+            extra += ["-p", "slack_misses=0", "-p", "budget_s=20"]  # after the command's own -p: it wins
         return [*argv, *extra]
     if argv[:2] == ["streambench", "ab"]:
         extra = ["--streams", "2", "--duration", "1", "--warmup-frames", "10", "--rounds", "2"]

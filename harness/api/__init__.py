@@ -20,13 +20,14 @@ from streambench.harness.execution.rounds import Rounds, RoundsConfig, Side
 from streambench.harness.execution.worker_process import WorkerCommand
 from streambench.harness.runs import registry
 from streambench.harness.runs.ab import ABReport, On, run_ab
+from streambench.harness.runs.ab_settings import DEFAULT_GATE
 from streambench.harness.runs.contract import Outcome
 from streambench.harness.sweep.interrupts import interrupted_by
 
 __all__ = ["ab", "resume", "run"]
 
-DEFAULT_GATE = "p50:+5%"
-"""The rule ``ab`` gates on unless told otherwise (``streambench ab --fail-on``'s default)."""
+_ISOLATION = IsolationConfig()
+"""The isolation's defaults (``ab``'s ``sealed``)."""
 
 
 def run(
@@ -118,15 +119,15 @@ def ab(
     base: RunConfig | Mapping[str, Any],
     head: RunConfig | Mapping[str, Any],
     rounds: RoundsConfig | None = None,
-    fail_on: str = DEFAULT_GATE,
+    fail_on: str = DEFAULT_GATE.fail_on,
     *,
-    on: On = "both",
-    confidence: float = 0.95,
-    pass_confidence: float = 0.995,
-    force: bool = False,
+    on: On = DEFAULT_GATE.on,
+    confidence: float = DEFAULT_GATE.confidence,
+    pass_confidence: float = DEFAULT_GATE.pass_confidence,
+    force: bool = DEFAULT_GATE.force,
     base_command: WorkerCommand | None = None,
     head_command: WorkerCommand | None = None,
-    sealed: bool = True,
+    sealed: bool = _ISOLATION.sealed,
     progress: Callable[[Rounds], None] | None = None,
 ) -> ABReport:
     """Base against head latency in interleaved (or duet) rounds of fresh worker processes, gated by
@@ -136,7 +137,9 @@ def ab(
     ``head_command``: another interpreter or checkout for a side (``PYTHONPATH``), as
     ``--base-path`` / ``--base-python`` give on the command line; sealed workers where both sides run this
     harness (:func:`~streambench.harness.execution.rounds.choose_execution`). ``progress``: called after
-    each pair of rounds with the job so far."""
+    each pair of rounds with the job so far. Defaults: the gate's are
+    :class:`~streambench.harness.runs.ab_settings.GateConfig`'s fields, the rounds' :class:`RoundsConfig`'s,
+    ``sealed`` :class:`IsolationConfig`'s (as ``streambench ab``'s and the ``streambench_ab`` fixture's)."""
     from streambench.harness.results.compare import FailOnSpec
 
     base, head = _as_run_config(base, "base"), _as_run_config(head, "head")

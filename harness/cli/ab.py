@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from streambench.harness.cli import completion
 from streambench.harness.cli.common import err, fail, out
+from streambench.harness.cli.options import AB_OPTIONS, declare, field_values
 from streambench.harness.cli.run import _parse_options, _typed
 from streambench.harness.io.safe_text import safe
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the job's machinery is imported by the command that runs (C
     from streambench.harness.execution.config import RunConfig
     from streambench.harness.execution.rounds import Rounds
     from streambench.harness.execution.worker_process import WorkerCommand
-    from streambench.harness.runs.ab import ABReport, On
+    from streambench.harness.runs.ab import ABReport
 
 __all__ = ["ab", "register"]
 
@@ -148,38 +148,6 @@ def _print(report: ABReport) -> None:
 
 def ab(
     ctx: typer.Context,
-    base_adapter: Annotated[
-        str,
-        typer.Option(
-            help="base: registry name or module:Class (default: --config's, else reference)",
-            autocompletion=completion.adapters,
-        ),
-    ] = "reference",
-    head_adapter: Annotated[
-        str | None,
-        typer.Option(
-            help="head: registry name or module:Class (default: base's)", autocompletion=completion.adapters
-        ),
-    ] = None,
-    base_option: Annotated[
-        list[str] | None, typer.Option(help="base adapter option KEY=VALUE (repeatable)")
-    ] = None,
-    head_option: Annotated[
-        list[str] | None, typer.Option(help="head adapter option KEY=VALUE (repeatable)")
-    ] = None,
-    base_path: Annotated[
-        list[Path] | None,
-        typer.Option(
-            help="base's own code, first for every import its adapter makes: a checkout of the base commit "
-            "(repeatable; default: the working directory)"
-        ),
-    ] = None,
-    head_path: Annotated[
-        list[Path] | None,
-        typer.Option(help="head's own code, as --base-path (default: the working directory)"),
-    ] = None,
-    base_python: Annotated[str | None, typer.Option(help="base's interpreter (default: this one)")] = None,
-    head_python: Annotated[str | None, typer.Option(help="head's interpreter (default: this one)")] = None,
     config_file: Annotated[
         Path | None,
         typer.Option(
@@ -188,82 +156,10 @@ def ab(
             "adapter (with its options) for both sides; the options typed here override it",
         ),
     ] = None,
-    seed: Annotated[
-        int | None,
-        typer.Option(help="data set seed (synthetic; public); default: one secret seed for both sides"),
-    ] = None,
-    streams: Annotated[
-        int, typer.Option("--streams", "-n", help="streams in the data set (cycled over rounds)")
-    ] = 8,
-    duration: Annotated[float, typer.Option(help="seconds per synthetic stream")] = 10.0,
-    warmup_frames: Annotated[int, typer.Option(help="warm-up frames of each worker")] = 100,
-    rounds: Annotated[int, typer.Option(help="pairs of rounds (before the first look)")] = 12,
-    max_rounds: Annotated[
-        int | None,
-        typer.Option(
-            help="sequential: add pairs until decided or this many (error rates spent over the looks; "
-            "default: as many as --budget-s allows)"
-        ),
-    ] = None,
-    step: Annotated[
-        int | None,
-        typer.Option(help="sequential: pairs added between looks (default: half as many again each look)"),
-    ] = None,
-    budget_s: Annotated[
-        float | None,
-        typer.Option(
-            help="the job's wall-time budget in seconds: pairs are added until decided or the next look "
-            "would not fit; undecided then: exit 3 with the figure, its interval and the pairs it needs "
-            "(0: no budget: one look after --rounds pairs, or up to --max-rounds)"
-        ),
-    ] = 300.0,
-    streams_per_round: Annotated[int, typer.Option(help="streams per side per round")] = 2,
-    mode: Annotated[
-        str,
-        typer.Option(
-            help="auto | alternate (the sides' frames in turn, one by one) | interleaved (rounds in turn) | "
-            "duet (both rounds at once, one core each)"
-        ),
-    ] = "auto",
-    restart_every: Annotated[
-        int, typer.Option(help="fresh worker processes every this many pairs (0: one per side for the job)")
-    ] = 1,
-    order_seed: Annotated[int, typer.Option(help="seed of the order within pairs / the cores in duet")] = 0,
-    fail_on: Annotated[
-        str, typer.Option("--fail-on", help='rules on p50, p95, p99, mean, e.g. "p50:+5%,p99:+20%"')
-    ] = "p50:+5%",
-    on: Annotated[
-        str,
-        typer.Option(
-            help="both (default: a regression on wall or CPU time, a pass on wall time) | wall | cpu (the "
-            "thread CPU time of predict())"
-        ),
-    ] = "both",
-    confidence: Annotated[
-        float,
-        typer.Option(help="two-sided level (whole job): a false alarm at most half of 1 - this"),
-    ] = 0.95,
-    pass_confidence: Annotated[
-        float,
-        typer.Option(
-            help="one-sided level of the upper bound a pass needs (whole job): a regression passes "
-            "at most 1 - this"
-        ),
-    ] = 0.995,
-    force: Annotated[
-        bool, typer.Option("--force", help="call a regression even when a side is INVALID")
-    ] = False,
-    sealed: Annotated[
-        bool,
-        typer.Option(
-            help="sealed workers (the data held here, frames fed one at a time, each worker in its "
-            "sandbox, its clock checked against this process's) when both sides run this harness; "
-            "--no-sealed: each side's worker builds its own streams"
-        ),
-    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="print machine-readable JSON")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="print Markdown (a CI job summary)")] = False,
     progress: Annotated[bool, typer.Option(help="print each pair as it finishes (stderr)")] = True,
+    **typed: Any,  # one per option of AB_OPTIONS (harness/cli/options.py), given to typer by __signature__
 ) -> None:
     """Base against head latency in interleaved rounds: exit 0 no regression, 1 regression, 3 inconclusive."""
     from pydantic import ValidationError
@@ -273,12 +169,13 @@ def ab(
     from streambench.harness.execution.engine import AdapterError
     from streambench.harness.execution.isolation import WorkerError
     from streambench.harness.execution.rounds import RoundsConfig
+    from streambench.harness.runs.ab_settings import GateConfig
     from streambench.harness.runs.ab_text import ab_markdown
 
-    if on not in ("wall", "cpu", "both"):
-        raise fail(f"--on {on!r}: expected both, wall or cpu")
+    if typed["on"] not in ("wall", "cpu", "both"):
+        raise fail(f"--on {typed['on']!r}: expected both, wall or cpu")
     try:
-        typed = {
+        given = {
             name
             for name in ("base_adapter", "seed", "streams", "duration", "warmup_frames")
             if _typed(ctx, name)
@@ -290,11 +187,13 @@ def ab(
             )
         filed_adapter = common.pop("adapter", None)
         filed_options = common.pop("adapter_options", {})
-        common["data"] = _data(common.get("data"), typed, seed, streams, duration)
-        if "warmup_frames" in typed or "warmup_frames" not in common.get("engine", {}):
-            common["engine"] = {**common.get("engine", {}), "warmup_frames": warmup_frames}
-        base_name = base_adapter if "base_adapter" in typed or filed_adapter is None else filed_adapter
-        head_name = head_adapter or base_name
+        common["data"] = _data(common.get("data"), given, typed["seed"], typed["streams"], typed["duration"])
+        if "warmup_frames" in given or "warmup_frames" not in common.get("engine", {}):
+            common["engine"] = {**common.get("engine", {}), "warmup_frames": typed["warmup_frames"]}
+        base_name = (
+            typed["base_adapter"] if "base_adapter" in given or filed_adapter is None else filed_adapter
+        )
+        head_name = typed["head_adapter"] or base_name
 
         def options(adapter: str, typed_options: list[str] | None) -> dict[str, Any]:
             """The file's options for its adapter, with the ones typed for this side laid over them."""
@@ -303,20 +202,18 @@ def ab(
                 **_parse_options(typed_options or []),
             }
 
-        base, base_command = _side(base_name, options(base_name, base_option), base_python, base_path, common)
-        head, head_command = _side(head_name, options(head_name, head_option), head_python, head_path, common)
-        config = RoundsConfig.model_validate(
-            {
-                "rounds": rounds,
-                "max_rounds": max_rounds,
-                "step": step,
-                "budget_s": budget_s or None,
-                "streams_per_round": streams_per_round,
-                "mode": mode,
-                "seed": order_seed,
-                "restart_every": restart_every or None,
-            }
-        )
+        sides = [
+            _side(
+                name,
+                options(name, typed[f"{side}_option"]),
+                typed[f"{side}_python"],
+                typed[f"{side}_path"],
+                common,
+            )
+            for side, name in (("base", base_name), ("head", head_name))
+        ]
+        config = RoundsConfig.model_validate(field_values(AB_OPTIONS, "RoundsConfig", typed))
+        gate = GateConfig.model_validate(field_values(AB_OPTIONS, "GateConfig", typed))
     except (ValidationError, ValueError) as exc:  # ConfigError is a ValueError
         raise fail(str(exc)) from None
 
@@ -328,12 +225,12 @@ def ab(
                 f"pair {job.pairs}: {job.orders[-1]} · mean {base_ms:.3f} / {head_ms:.3f} ms", highlight=False
             )
 
-    on_clock: On = "cpu" if on == "cpu" else "wall" if on == "wall" else "both"
+    (base, base_command), (head, head_command) = sides
     try:  # the Python entry point; a bad --fail-on or confidence is refused there before any round
         report = api.ab(
-            base, head, config, fail_on, on=on_clock, confidence=confidence, pass_confidence=pass_confidence,
-            force=force, base_command=base_command, head_command=head_command, sealed=sealed,
-            progress=report_pair,
+            base, head, config, gate.fail_on, on=gate.on, confidence=gate.confidence,
+            pass_confidence=gate.pass_confidence, force=gate.force, base_command=base_command,
+            head_command=head_command, sealed=typed["sealed"], progress=report_pair,
         )  # fmt: skip
     except (AdapterError, AdapterLoadError, WorkerError, ValueError) as exc:  # FailOnSpecError too
         raise fail(str(exc)) from None
@@ -347,4 +244,4 @@ def ab(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("ab")(ab)
+    app.command("ab")(declare(ab, AB_OPTIONS))

@@ -9,12 +9,13 @@ used (its default included), as before; with it, only the options actually typed
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any
+from typing import Any, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from streambench.harness.cli.run_options import RUN_OPTIONS, RunOption
+from streambench.harness.cli.options import RUN_OPTIONS, Option
 from streambench.harness.execution.config import RunConfig, user_field_path
 from streambench.harness.io.config_file import ConfigError, load_config_file
 
@@ -48,9 +49,9 @@ def _set(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     node[path[-1]] = value
 
 
-def _field(option: RunOption) -> tuple[Any, Any]:
+def _field(option: Option) -> tuple[Any, Any]:
     if option.model_type is not None:  # typed otherwise on the command line: parsed before (its default)
-        return option.model_type, Field(default_factory=dict) if option.default is None else option.default
+        return option.model_type, Field(default_factory=get_origin(option.model_type))  # nothing typed: empty
     return option.type, option.default
 
 
@@ -60,7 +61,7 @@ RunOptions: type[BaseModel] = create_model(
     "RunOptions",
     __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
     __doc__="The run options of ``streambench run`` as typed (or defaulted) on the command line, one field "
-    "per option, named as its parameter: built from :data:`~streambench.harness.cli.run_options.RUN_OPTIONS` "
+    "per option, named as its parameter: built from :data:`~streambench.harness.cli.options.RUN_OPTIONS` "
     "(declared once). The values are checked by RunConfig, where the message can name the field.",
     **_FIELDS,
 )
@@ -116,8 +117,16 @@ def with_protocol_options(protocol: Any, settings: BaseModel | None, overrides: 
     try:
         return model.model_validate(tree)
     except ValidationError as exc:
+        errors = exc.errors()
+        where = [".".join(str(p) for p in error["loc"]) for error in errors]
+        if len(errors) == 1 and where[0] in overrides:  # one line, naming the pair as typed
+            value = overrides[where[0]]
+            typed = value if isinstance(value, str) else json.dumps(value)
+            raise ConfigError(
+                f"--protocol-option: invalid {protocol.name} configuration: -p {where[0]}={typed}: "
+                f"{errors[0]['msg']}"
+            ) from None
         problems = "\n".join(
-            f"  {'.'.join(str(p) for p in error['loc']) or '(top level)'}: {error['msg']}"
-            for error in exc.errors()
+            f"  {field or '(top level)'}: {error['msg']}" for field, error in zip(where, errors, strict=True)
         )
         raise ConfigError(f"--protocol-option: invalid {protocol.name} configuration:\n{problems}") from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ from rich.console import Console
 from streambench.harness.cli import completion
 from streambench.harness.cli.common import check_output_dir, err, fail, out, show_traceback
 from streambench.harness.cli.hygiene import command_stdout
+from streambench.harness.cli.options import RUN_OPTIONS, declare, refuse_retired, retired_parameters
 from streambench.harness.io.safe_text import safe
 from streambench.harness.runs import registry
 
@@ -56,7 +56,7 @@ def run(
             "--protocol-option",
             "-p",
             help="one field of the protocol's own configuration, KEY=VALUE (repeatable; laid over "
-            "--protocol-config), e.g. -p deadline_ms=40 -p serving=batched",
+            "--protocol-config, the last of a KEY winning), e.g. -p deadline_ms=40 -p serving=batched",
         ),
     ] = None,
     config_file: Annotated[
@@ -70,18 +70,19 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="print the run's directory, exit code and headline as JSON")
     ] = False,
-    **typed_options: Any,  # one per run option (harness/cli/run_options.py), given to typer by __signature__
+    **typed_options: Any,  # one per run option (harness/cli/options.py), given to typer by __signature__
 ) -> None:
     """Run an adapter through a protocol (--protocol; default online) and write results/<run_id>/."""
     from streambench.harness import api
     from streambench.harness.cli.config import CLI_FIELDS, RunOptions, build_run_config, with_protocol_options
-    from streambench.harness.cli.run_options import PROTOCOL_FLAGS, lay_protocol_flags
     from streambench.harness.runs.catalog import check_joinable
 
+    refusal = refuse_retired(typed_options)  # --deadline-ms 40: -p deadline_ms=40 is the one route
+    if refusal is not None:
+        raise fail(refusal)
     given = {name for name in [*CLI_FIELDS, "protocol"] if _typed(ctx, name)}
-    flagged = {flag.name: typed_options.pop(flag.name, None) for flag in PROTOCOL_FLAGS}  # --deadline-ms
     if resume is not None:
-        if given or config_file is not None or any(v is not None for v in flagged.values()):
+        if given or config_file is not None or protocol_config is not None or protocol_option:
             raise fail("--resume takes no other run options: the run's own configuration is used")
         _resume(resume, progress=progress, report=report, as_json=as_json)
         return
@@ -105,7 +106,6 @@ def run(
         if protocol_option:
             overrides = _parse_options(protocol_option, "--protocol-option")
             protocol_settings = with_protocol_options(chosen, protocol_settings, overrides)
-        protocol_settings = lay_protocol_flags(chosen, protocol_settings, flagged)
     except ValueError as exc:
         raise fail(str(exc)) from None
     with command_stdout():  # what the model prints goes to stderr
@@ -286,23 +286,5 @@ def _write_report(run_dir: Path, enabled: bool, say: Console | None = None) -> N
     (say or out).print(f"wrote [bold]{safe(str(path))}[/]", highlight=False)
 
 
-def _with_run_options(command: Callable[..., None]) -> Callable[..., None]:
-    """``command`` with one keyword parameter per run option (declared once, harness/cli/run_options.py)
-    after its own: typer builds the command line from the signature."""
-    from streambench.harness.cli.run_options import parameters
-
-    signature = inspect.signature(command, eval_str=True)
-    own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    declared = parameters()
-    rest = [p.replace(kind=p.KEYWORD_ONLY) for p in own[1:]]
-    command.__signature__ = inspect.Signature([*own[:1], *declared, *rest])  # type: ignore[attr-defined]
-    command.__annotations__ = {
-        **{p.name: p.annotation for p in own},
-        **{p.name: p.annotation for p in declared},
-        "return": None,
-    }
-    return command
-
-
 def register(app: typer.Typer) -> None:
-    app.command()(_with_run_options(run))
+    app.command()(declare(run, RUN_OPTIONS, retired_parameters()))

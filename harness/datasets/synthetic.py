@@ -108,13 +108,13 @@ class SyntheticConfig(BaseModel):
         description="seed of the streams (stream k depends on seed and k); unset: a secret seed drawn per "
         "run and written to its result after scoring (a seed given here is public)",
     )
-    num_streams: int = Field(default=60, ge=1, lt=WARMUP_KEY, description="scored streams")
+    num_streams: int = Field(default=60, ge=1, lt=WARMUP_KEY, description="number of scored streams")
     num_event_classes: int = Field(
         default=28, ge=1, description="event classes besides background (28: AVE's category names)"
     )
     fps: float = Field(default=25.0, gt=0.0, description="frames per second")
     segment_length_s: float = Field(default=1.0, gt=0.0, description="label unit (AVE: 1 s)")
-    duration_s: float = Field(default=10.0, gt=0.0, description="stream length (AVE: 10 s)")
+    duration_s: float = Field(default=10.0, gt=0.0, description="seconds per stream (AVE: 10 s)")
     audio_dim: int = Field(default=64, ge=1, description="size of the audio payload, float32 [audio_dim]")
     visual_dim: int = Field(default=128, ge=1, description="size of the visual payload, float32 [visual_dim]")
     amplitude: float = Field(default=1.0, gt=0.0, description="signature amplitude once an event is on")

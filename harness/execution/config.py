@@ -64,7 +64,7 @@ class RunConfig(BaseModel):
 
     adapter: str = Field("reference", description="registry name or importable module:Class")
     adapter_options: dict[str, Any] = Field(
-        default_factory=dict, description="validated by the adapter's own Options model"
+        default_factory=dict, description="the adapter's options, validated by its own Options model"
     )
     data: DataConfig = Field(
         default_factory=SyntheticConfig, description="the data set; `kind` selects it (default synthetic)"
@@ -73,9 +73,11 @@ class RunConfig(BaseModel):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     threads: ThreadConfig = Field(default_factory=ThreadConfig)
     power: PowerConfig = Field(default_factory=PowerConfig)
-    torch_seed: int = 0
-    output_dir: Path = Path("results")
-    run_id: str | None = None
+    torch_seed: int = Field(
+        0, description="torch.manual_seed of the process that builds and runs the adapter"
+    )
+    output_dir: Path = Field(Path("results"), description="where run directories go")
+    run_id: str | None = Field(None, description="name of the run directory (default: generated)")
     baseline: Path | None = Field(
         None, description="a baseline run directory for speed-up and FLOPs normalisation"
     )

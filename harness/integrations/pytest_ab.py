@@ -22,14 +22,17 @@ directory, as on the command line. The arguments, all optional but an adapter fr
   ``--streambench-base-path`` when given);
 - ``data``, ``engine``, ``threads``, ``torch_seed``: replace the configuration's data set (a complete data
   configuration), and lay their keys over its engine and thread settings;
-- ``streams``, ``duration_s``, ``data_seed``: the synthetic data set used without any (6 streams of 5 s, a
-  secret seed), or overriding a synthetic one; refused for data read from files;
+- ``streams``, ``duration_s``, ``data_seed``: the synthetic data set used without any
+  (:class:`~streambench.harness.runs.ab_settings.ABData`'s, a secret seed), or overriding a synthetic
+  one; refused for data read from files;
 - ``warmup_frames``: each worker's warm-up (default: the configuration's, else the engine's);
-- the gate, as ``ab``'s options of those names: ``fail_on``, ``rounds``, ``max_rounds``, ``step``,
-  ``streams_per_round``, ``on`` (``wall`` / ``cpu``), ``mode``, ``restart_every``, ``seed`` (the order
-  within pairs: ``ab --order-seed``), ``confidence`` (0.95: a false alarm at most 2.5 % per rule),
-  ``pass_confidence`` (0.995: a slowdown as large as the floor passes at most 0.5 %),
-  ``fail_inconclusive``.
+- the gate, as ``ab``'s options of those names, with the same defaults (the fields of
+  :class:`~streambench.harness.execution.rounds.RoundsConfig` and
+  :class:`~streambench.harness.runs.ab_settings.GateConfig`): ``fail_on``, ``rounds``, ``max_rounds``,
+  ``step``, ``budget_s``, ``streams_per_round``, ``on`` (``wall`` / ``cpu``), ``mode``, ``restart_every``,
+  ``seed`` (the order within pairs: ``ab --order-seed``), ``confidence`` (two-sided: a false alarm at most
+  half of 1 - it per rule), ``pass_confidence`` (a slowdown as large as the floor passes at most 1 - it);
+  and ``fail_inconclusive``.
 
 In CI the base is the target branch's checkout: ``pytest --streambench-base-path ../base`` puts it first on
 the base worker's ``PYTHONPATH`` (the head runs the code under test). Without it both sides run this
@@ -57,6 +60,7 @@ from streambench.harness.execution.worker_process import WorkerCommand
 from streambench.harness.io.config_file import ConfigError, load_config_file
 from streambench.harness.results.compare import FailOnSpec
 from streambench.harness.runs.ab import ABReport, On, run_ab
+from streambench.harness.runs.ab_settings import DEFAULT_GATE, ABData
 from streambench.harness.runs.ab_text import ab_markdown
 
 __all__ = ["AB_CONFIG_FIELDS", "ab_sides", "load_ab_config", "make_gate"]
@@ -65,13 +69,10 @@ AB_CONFIG_FIELDS = ("adapter", "adapter_options", "data", "engine", "threads", "
 """What the fixture takes from a run configuration: what ``streambench ab --config`` takes (a side's
 worker runs these; protocol, output and isolation have no part in a latency comparison)."""
 
-DEFAULT_STREAMS, DEFAULT_DURATION_S = 6, 5.0
-"""The synthetic data set used without one."""
-
-DEFAULT_GATE = "p50:+5%"
-"""The rule the fixture gates on unless told otherwise (``streambench ab --fail-on``'s default)."""
-
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
+
+_ROUNDS = RoundsConfig()
+"""The rounds' defaults (the fixture's, as ``ab``'s)."""
 
 
 def _invalid(source: str, exc: ValidationError) -> ConfigError:
@@ -109,13 +110,7 @@ def _data(
     typed = {"num_streams": streams, "duration_s": duration_s, "seed": data_seed}
     given = {k: v for k, v in typed.items() if v is not None}
     if filed is None:
-        return {
-            "kind": "synthetic",
-            "num_streams": DEFAULT_STREAMS,
-            "duration_s": DEFAULT_DURATION_S,
-            "seed": None,
-            **given,
-        }
+        return {"kind": "synthetic", **ABData().model_dump(), "seed": None, **given}
     if filed.get("kind", "synthetic") == "synthetic":
         return {**filed, **given}
     if given:
@@ -142,7 +137,7 @@ def ab_sides(
     duration_s: float | None = None,
     data_seed: int | None = None,
     warmup_frames: int | None = None,
-    on: On = "both",
+    on: On = DEFAULT_GATE.on,
     base_paths: list[str] | None = None,
     head_paths: list[str] | None = None,
 ) -> tuple[Side, Side]:
@@ -188,11 +183,6 @@ def ab_sides(
     return sides[0], sides[1]
 
 
-def _default(field: str) -> Any:
-    """The default of a :class:`RoundsConfig` field: the one place it is declared."""
-    return RoundsConfig.model_fields[field].default
-
-
 def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
     """Call with the head's adapter (and options) or a configuration; the base is the same adapter in the
     base checkout (``--streambench-base-path``) unless ``base_adapter`` / ``base_options`` say otherwise.
@@ -207,21 +197,21 @@ def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
         options: dict[str, Any] | None = None,
         base_adapter: str | None = None,
         base_options: dict[str, Any] | None = None,
-        fail_on: str = DEFAULT_GATE,
-        rounds: int = _default("rounds"),
-        max_rounds: int | None = _default("max_rounds"),
-        step: int | None = _default("step"),
-        budget_s: float | None = _default("budget_s"),
+        fail_on: str = DEFAULT_GATE.fail_on,
+        rounds: int = _ROUNDS.rounds,
+        max_rounds: int | None = _ROUNDS.max_rounds,
+        step: int | None = _ROUNDS.step,
+        budget_s: float | None = _ROUNDS.budget_s,
         streams: int | None = None,
         duration_s: float | None = None,
-        streams_per_round: int = _default("streams_per_round"),
-        on: On = "both",
-        mode: Literal["auto", "alternate", "interleaved", "duet"] = _default("mode"),
-        restart_every: int | None = _default("restart_every"),
-        seed: int = _default("seed"),
+        streams_per_round: int = _ROUNDS.streams_per_round,
+        on: On = DEFAULT_GATE.on,
+        mode: Literal["auto", "alternate", "interleaved", "duet"] = _ROUNDS.mode,
+        restart_every: int | None = _ROUNDS.restart_every,
+        seed: int = _ROUNDS.seed,
         fail_inconclusive: bool | None = None,
-        confidence: float = 0.95,
-        pass_confidence: float = 0.995,
+        confidence: float = DEFAULT_GATE.confidence,
+        pass_confidence: float = DEFAULT_GATE.pass_confidence,
         config: ConfigSource | None = None,
         data: Mapping[str, Any] | None = None,
         engine: Mapping[str, Any] | None = None,

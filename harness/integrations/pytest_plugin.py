@@ -154,10 +154,11 @@ def run_config(
     options: Mapping[str, Any] | None,
     streams: int,
     duration_s: float,
-    warmup_frames: int,
+    warmup_frames: int | None,
     output_dir: Path,
 ) -> RunConfig:
-    """A small online run on the synthetic data set, events sized to fit streams of ``duration_s``."""
+    """A small online run on the synthetic data set, events sized to fit streams of ``duration_s``;
+    ``warmup_frames`` None: the engine's default (``EngineConfig.warmup_frames``, the one place it is set)."""
     from streambench.harness.datasets.synthetic import SyntheticConfig
     from streambench.harness.execution.config import RunConfig
 
@@ -175,7 +176,7 @@ def run_config(
             "adapter": adapter,
             "adapter_options": dict(options or {}),
             "data": data,
-            "engine": {"warmup_frames": warmup_frames},
+            "engine": {} if warmup_frames is None else {"warmup_frames": warmup_frames},
             "output_dir": output_dir,
         }
     )
@@ -232,16 +233,17 @@ class StreambenchLatency:
         *,
         streams: int = 4,
         duration_s: float = 2.0,
-        warmup_frames: int = 100,
+        warmup_frames: int | None = None,
         config: RunConfig | None = None,
     ) -> LatencyRun:
         """Run ``adapter`` through the online protocol and record its per-frame latencies as rounds.
 
         ``adapter``: a registry name or ``module:Class``; ``options``: its options (validated by its
         ``Options`` model); ``streams`` synthetic streams of ``duration_s`` seconds at 25 fps after
-        ``warmup_frames`` warm-up frames. ``config``: a complete :class:`streambench.harness.runner.RunConfig`
-        instead (the other arguments are then ignored). The run is written under pytest's temporary
-        directory (``run.run_dir``).
+        ``warmup_frames`` warm-up frames (None: the engine's default, as ``streambench run``'s).
+        ``config``: a complete :class:`streambench.harness.execution.config.RunConfig` instead (the other
+        arguments are then ignored). The run is written under pytest's temporary directory
+        (``run.run_dir``).
         """
         from streambench.harness.runs.session import execute_run
         from streambench.protocols.online_speed import measured_latency

@@ -47,13 +47,11 @@ from streambench.harness.results.gate_clocks import both_clocks, split_confidenc
 from streambench.harness.results.gate_noise import streams_for
 from streambench.harness.results.quality import MeasurementQuality, judge_quality, refusal
 from streambench.harness.results.trust import trust_gaps
+from streambench.harness.runs.ab_settings import DEFAULT_GATE, On
 
 MOST_GROWTH = 4
 """Rounds grow from the noise measured (harness/results/gate_noise.py) to at most this many times the
 streams per round asked for."""
-
-On = Literal["wall", "cpu", "both"]
-"""The clock the gate judges (``both``: wall time and the thread CPU time of predict())."""
 
 __all__ = ["ABReport", "On", "SideReport", "run_ab"]
 
@@ -251,12 +249,12 @@ def run_ab(
     head: Side,
     rounds: RoundsConfig,
     rules: tuple[FailRule, ...],
-    on: On = "both",
-    confidence: float = 0.95,
-    force: bool = False,
+    on: On = DEFAULT_GATE.on,
+    confidence: float = DEFAULT_GATE.confidence,
+    force: bool = DEFAULT_GATE.force,
     progress: Callable[[Rounds], None] | None = None,
     isolation: IsolationConfig | None = None,
-    pass_confidence: float = 0.995,
+    pass_confidence: float = DEFAULT_GATE.pass_confidence,
 ) -> ABReport:
     """Run and judge. ``on``: ``wall``, ``cpu`` (the thread CPU time of ``predict()``) or ``both`` (a
     regression on either, a pass on wall time: harness/results/gate_clocks.py); CPU time is recorded for

@@ -82,7 +82,7 @@ def test_run_refuses_options_the_protocol_would_ignore_as_the_command_line_does(
 
 
 def test_each_checked_option_sets_the_field_the_command_lines_table_says() -> None:
-    from streambench.harness.cli.run_options import RUN_OPTIONS
+    from streambench.harness.cli.options import RUN_OPTIONS
     from streambench.harness.runs.contract import OPTION_FIELDS
 
     table = {option.name: option.sets for option in RUN_OPTIONS}
