@@ -42,7 +42,7 @@ def _search(workdir: Path, adapter: str, run_id: str) -> dict[str, Any]:
     argv = ["run", "--protocol", "capacity", "--adapter", adapter, "--option", "cost_ms=4"]
     for setting in SETTINGS:
         argv += ["-p", setting]
-    argv += ["--deadline-ms", "40", "--streams", "4", "--duration", "4", "--seed", "1"]
+    argv += ["-p", "deadline_ms=40", "--streams", "4", "--duration", "4", "--seed", "1"]
     argv += ["--no-report", "--no-progress", "--output-dir", str(workdir / "store"), "--run-id", run_id]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [sys.executable, "-c", "from streambench.harness.cli import main; main()", *argv]
