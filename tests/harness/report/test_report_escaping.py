@@ -51,7 +51,8 @@ def _planted_run(run_dir: Path, plant: Planter, verdict: str = "INVALID") -> Run
     bundle = load_bundle(run_dir)
     r = bundle.result
     assert r is not None
-    bundle.name, bundle.title = plant("run_id"), plant("model_name")
+    bundle.name = r.run_id = plant("run_id")  # the directory is named after it
+    bundle.title = plant("model_name")
     r.adapter = plant("adapter")
     r.adapter_info = r.adapter_info.model_copy(update={"name": plant("adapter_info.name")})
     r.adapter_options = {plant("option.key"): plant("option.value"), "nested": [plant("option.item"), 1]}
