@@ -23,10 +23,10 @@ from datetime import datetime, timezone
 
 from streambench.harness.report.bundle import RunBundle, SectionSpec
 from streambench.harness.report.compare import comparison_sections, run_label
-from streambench.harness.report.html import Group, Section, esc, page
+from streambench.harness.report.html import Group, Markup, Section, concat, markup, page
 from streambench.harness.report.numbers import latency_ms, percent
+from streambench.harness.report.sections_environment import environment_section
 from streambench.harness.report.sections_quality import protocols_section
-from streambench.harness.report.sections_run import environment_section
 from streambench.harness.results.quality import invalid_reason
 
 __all__ = ["RunBundle", "SectionSpec", "build_report"]
@@ -34,18 +34,18 @@ __all__ = ["RunBundle", "SectionSpec", "build_report"]
 _OTHER_PROTOCOLS = SectionSpec("protocols", "Other protocols", protocols_section)
 
 
-def _lacking_note(bundle: RunBundle) -> str | None:
+def _lacking_note(bundle: RunBundle) -> Markup | None:
     """One note for every section whose protocol did not run here (instead of a box per section), and
     the protocols that draw no section and did not run either."""
     items = []
     for protocol, specs in bundle.sections_without_data().items():
         titles = ", ".join(spec.title for spec in specs)
         why = bundle.missing.get(protocol, f"no {protocol} result")
-        hint = ""
+        hint = Markup()
         if bundle.result is not None:  # a protocol joins an online run's directory (same adapter and data)
             command = f"streambench run --protocol {protocol} --run-id {bundle.name}"
-            hint = f"; add one with <code>{esc(command)}</code>"
-        items.append(f"<li>{esc(titles)}: need a {esc(protocol)} run ({esc(why)}){hint}</li>")
+            hint = markup("; add one with <code>{}</code>", command)
+        items.append(markup("<li>{}: need a {} run ({}){}</li>", titles, protocol, why, hint))
     if not bundle.headlines:
         absent_files = [
             f for name, f in bundle.others.items() if bundle.missing.get(name, "").startswith("no ")
@@ -53,15 +53,15 @@ def _lacking_note(bundle: RunBundle) -> str | None:
         if absent_files:
             names = ", ".join(n for n, f in bundle.others.items() if f in absent_files)
             items.append(
-                f"<li>{esc(names)} (headline figures): none of {esc(', '.join(absent_files))} here</li>"
+                markup("<li>{} (headline figures): none of {} here</li>", names, ", ".join(absent_files))
             )
         for name in bundle.others:
             why = bundle.missing.get(name, "")
             if why and not why.startswith("no "):
-                items.append(f"<li>{esc(name)}: {esc(why)}</li>")
+                items.append(markup("<li>{}: {}</li>", name, why))
     if not items:
         return None
-    return f'<div class="absent">Not in this run directory:<ul>{"".join(items)}</ul></div>'
+    return markup('<div class="absent">Not in this run directory:<ul>{}</ul></div>', concat(items))
 
 
 def _run_sections(index: int, bundle: RunBundle) -> list[Section]:
@@ -78,23 +78,24 @@ def _run_sections(index: int, bundle: RunBundle) -> list[Section]:
     return sections
 
 
-def _run_summary(index: int, bundle: RunBundle) -> str:
+def _run_summary(index: int, bundle: RunBundle) -> Markup:
     """The one line a collapsed run shows: its name, adapter, F1 at its largest Δt, mean latency."""
     r = bundle.result
     text = f"Run {run_label(index, bundle)}"
+    verdict: Markup | str = ""
     if r is not None:
         delta = r.protocol_config.deltas_ms[-1]
         mean = r.metrics.headline.mean_latency_ms.estimate
         f1 = percent(r.metrics.f1_at(delta))
         text += f": {r.adapter}, F1@{delta:g} ms {f1}, mean latency {latency_ms(mean)}"
         if r.measurement_quality is not None:
-            text += f", measurement {r.measurement_quality.verdict}"
+            text += ", "
+            verdict = f"measurement {r.measurement_quality.verdict}"
+            if invalid_reason(r.measurement_quality):
+                verdict = Markup('<span class="fail">measurement INVALID</span>')
     else:
         text += f": {', '.join(bundle.results) or 'no readable result'}"
-    if r is not None and invalid_reason(r.measurement_quality):
-        text = esc(text).replace("measurement INVALID", '<span class="fail">measurement INVALID</span>')
-        return f'{text} <span class="small">(the run\'s own report)</span>'
-    return f'{esc(text)} <span class="small">(the run\'s own report)</span>'
+    return markup('{}{} <span class="small">(the run\'s own report)</span>', text, verdict)
 
 
 def _title(bundles: Sequence[RunBundle]) -> str:
@@ -126,9 +127,11 @@ def build_report(
                 Group(f"run{i}", f"Run {run_label(i, bundle)}", sections, True, _run_summary(i, bundle))
             )
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    intro = (
-        f"<p>Generated {esc(generated)} from {len(bundles)} run director"
-        f"{'y' if len(bundles) == 1 else 'ies'}. Every number is read from the run's files or computed "
-        "from its recorded arrays; a figure that was not measured is shown as — with the reason.</p>"
+    intro = markup(
+        "<p>Generated {} from {} run director{}. Every number is read from the run's files or computed "
+        "from its recorded arrays; a figure that was not measured is shown as — with the reason.</p>",
+        generated,
+        len(bundles),
+        "y" if len(bundles) == 1 else "ies",
     )
     return page(_title(bundles), intro, groups)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from markupsafe import Markup
 from pydantic import BaseModel
 
 from streambench.harness.results.files import RunResult
@@ -21,11 +22,13 @@ __all__ = ["RunBundle", "SectionSpec"]
 
 @dataclass(frozen=True)
 class SectionSpec:
-    """One section of a run's report: its id (``run<i>-<key>``), its title and how it is drawn."""
+    """One section of a run's report: its id (``run<i>-<key>``), its title and how it is drawn: ``render``
+    returns the section's HTML as a :class:`markupsafe.Markup` built by
+    :mod:`streambench.harness.report.html` (a plain ``str`` is shown as text, escaped)."""
 
     key: str
     title: str
-    render: Callable[[RunBundle], str]
+    render: Callable[[RunBundle], Markup]
 
 
 @dataclass

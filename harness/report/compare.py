@@ -22,7 +22,7 @@ from streambench.harness.report.figures_compare import (
     latency_cdf_figure,
     pareto_figure,
 )
-from streambench.harness.report.html import Section, absent, esc, figure_block, table
+from streambench.harness.report.html import Markup, Section, absent, concat, figure_block, markup, table
 from streambench.harness.report.measurement import INVALID_MEANS, verdict_badge
 from streambench.harness.report.numbers import human, latency_ms
 from streambench.harness.results.files import RunResult
@@ -58,20 +58,20 @@ def _data_note(first: RunResult, other: RunResult) -> str:
     return "same as #1" if not keys else f"differs from #1 in {', '.join(keys)}"
 
 
-def _runs_section(compared: Sequence[tuple[int, RunBundle]], skipped: Sequence[RunBundle]) -> str:
+def _runs_section(compared: Sequence[tuple[int, RunBundle]], skipped: Sequence[RunBundle]) -> Markup:
     """Who is compared: run, adapter, data, streams, fingerprint; warnings when the runs differ."""
     results = [b.result for _, b in compared if b.result is not None]
     rows = []
     for (i, bundle), r in zip(compared, results, strict=True):
         rows.append(
             (
-                esc(f"#{i + 1}"),
-                f"<strong>{esc(bundle.title or bundle.name)}</strong><br><code>{esc(r.run_id)}</code>",
-                f"{esc(r.adapter)} <code>{esc(r.adapter_info.name)}</code>",
-                esc(r.dataset if r is results[0] else _data_note(results[0], r)),
-                esc(len(r.streams.get("test", []))),
-                f"<code>{esc(r.fingerprint)}</code>",
-                esc(r.created_at.strftime("%Y-%m-%d %H:%M")),
+                f"#{i + 1}",
+                markup("<strong>{}</strong><br><code>{}</code>", bundle.title or bundle.name, r.run_id),
+                markup("{} <code>{}</code>", r.adapter, r.adapter_info.name),
+                r.dataset if r is results[0] else _data_note(results[0], r),
+                len(r.streams.get("test", [])),
+                markup("<code>{}</code>", r.fingerprint),
+                r.created_at.strftime("%Y-%m-%d %H:%M"),
                 verdict_badge(r.measurement_quality),
             )
         )
@@ -80,34 +80,43 @@ def _runs_section(compared: Sequence[tuple[int, RunBundle]], skipped: Sequence[R
     fingerprints = sorted({r.fingerprint for r in results})
     if len(fingerprints) > 1:
         notes.append(
-            f'<p class="warn">The runs come from {len(fingerprints)} different environments (fingerprints '
-            f"{esc(', '.join(fingerprints))}): their timings are shown but not subtracted, and the Pareto "
-            "front against latency mixes machines. Compare timings on one machine, or use the speed-up "
-            "against a baseline run measured on each.</p>"
+            markup(
+                '<p class="warn">The runs come from {} different environments (fingerprints {}): their '
+                "timings are shown but not subtracted, and the Pareto front against latency mixes machines. "
+                "Compare timings on one machine, or use the speed-up against a baseline run measured on "
+                "each.</p>",
+                len(fingerprints),
+                ", ".join(fingerprints),
+            )
         )
     if any(_data_note(results[0], r) != "same as #1" for r in results[1:]):
         notes.append(
-            '<p class="warn">The runs did not score the same data (two secret seeds are two draws of the '
-            "same distribution): their F1 differences mix the models and the data.</p>"
+            Markup(
+                '<p class="warn">The runs did not score the same data (two secret seeds are two draws of the '
+                "same distribution): their F1 differences mix the models and the data.</p>"
+            )
         )
     if skipped:
         names = ", ".join(f"{b.name} ({b.result_reason})" for b in skipped)
-        notes.append(f"<p>Not compared (no online result): {esc(names)}.</p>")
-    return table(headers, rows) + "".join(notes)
+        notes.append(markup("<p>Not compared (no online result): {}.</p>", names))
+    return table(headers, rows) + concat(notes)
 
 
-def _headline_section(compared: Sequence[tuple[int, RunBundle]], delta: float | None) -> str:
+def _headline_section(compared: Sequence[tuple[int, RunBundle]], delta: float | None) -> Markup:
     bundles = [b for _, b in compared]
     rows = headline_rows(bundles, delta)
     level = bundles[0].result.protocol_config.confidence if bundles[0].result else 0.95
-    note = (
-        f'<p class="small">Each value with its {level:.0%} interval in brackets; Δ is the run minus '
-        f"run #1 with the {level:.0%} interval of the difference, <span class='differs'>bold</span> "
+    note = markup(
+        '<p class="small">Each value with its {level:.0%} interval in brackets; Δ is the run minus '
+        "run #1 with the {level:.0%} interval of the difference, <span class='differs'>bold</span> "
         "where that interval excludes 0 (the runs differ at this level); ↑ / ↓: higher / lower is "
         "better. Intervals of F1, mean latency, FPS and RTF: each run's stored bootstrap interval over "
-        f"its test streams; Δ: {esc(MOVER)} (Zou & Donner 2008), wider than a paired interval when both "
-        f"runs scored the same streams. p50 / p95 / p99: {esc(STREAM_BOOTSTRAP)}, each run resampled on "
-        "its own. Energy, FLOPs and the compute-aware F1 carry no interval.</p>"
+        "its test streams; Δ: {mover} (Zou &amp; Donner 2008), wider than a paired interval when both "
+        "runs scored the same streams. p50 / p95 / p99: {bootstrap}, each run resampled on "
+        "its own. Energy, FLOPs and the compute-aware F1 carry no interval.</p>",
+        level=level,
+        mover=MOVER,
+        bootstrap=STREAM_BOOTSTRAP,
     )
     invalid = [
         f"{run_label(i, b)}: {'; '.join(b.result.measurement_quality.reasons)}"
@@ -118,14 +127,19 @@ def _headline_section(compared: Sequence[tuple[int, RunBundle]], delta: float | 
     ]
     if invalid:
         note = (
-            '<p class="verdict-invalid">Greyed, never bold: the timings (latency, FPS, RTF, the '
-            "compute-aware F1) of a run whose measurement is INVALID, and every difference involving one: "
-            f"{esc(INVALID_MEANS)}. {esc(' | '.join(invalid))}.</p>"
-        ) + note
+            markup(
+                '<p class="verdict-invalid">Greyed, never bold: the timings (latency, FPS, RTF, the '
+                "compute-aware F1) of a run whose measurement is INVALID, and every difference involving "
+                "one: {}. {}.</p>",
+                INVALID_MEANS,
+                " | ".join(invalid),
+            )
+            + note
+        )
     return headline_tables(rows, [run_label(i, b) for i, b in compared]) + note
 
 
-def _latency_section(compared: Sequence[tuple[int, RunBundle]]) -> str:
+def _latency_section(compared: Sequence[tuple[int, RunBundle]]) -> Markup:
     curves, left_out = [], []
     for i, bundle in compared:
         r = bundle.result
@@ -138,18 +152,18 @@ def _latency_section(compared: Sequence[tuple[int, RunBundle]]) -> str:
         curves.append(LatencyCurve(run_label(i, bundle) + mark, latency, lat.p50_ms, lat.p99_ms))
     if not curves:
         return absent("no run has recorded latencies: " + "; ".join(left_out))
-    caption = (
+    caption = markup(
         "Per-frame latency of <code>predict()</code> on the test streams, one curve per run, on a "
         "logarithmic time axis. Left: the share of frames that finished within a given time; a curve "
         "further left is faster, a steeper one more even. Right: the share of frames slower than a given "
         "time, on a log scale, which spreads out the slow tail that the left panel squeezes against 1. "
-        "Markers: each run's p50 and p99 (its result's values)."
-        + (f" Left out: {esc('; '.join(left_out))}." if left_out else "")
+        "Markers: each run's p50 and p99 (its result's values).{}",
+        f" Left out: {'; '.join(left_out)}." if left_out else "",
     )
     return figure_block(latency_cdf_figure(curves), caption)
 
 
-def _front_text(points: Sequence[ParetoPoint]) -> str:
+def _front_text(points: Sequence[ParetoPoint]) -> Markup:
     judged = [p for p in points if not p.excluded]
     front: list[bool] = []
     if judged:
@@ -160,7 +174,7 @@ def _front_text(points: Sequence[ParetoPoint]) -> str:
     out = [p.label for p in points if p.excluded]
     if out:
         text += f" Not judged (measurement INVALID, drawn hollow): {', '.join(out)}."
-    return f'<p class="front">{esc(text)}</p>'
+    return markup('<p class="front">{}</p>', text)
 
 
 _HOLLOW = (
@@ -169,7 +183,7 @@ _HOLLOW = (
 )
 
 
-def _pareto_latency(compared: Sequence[tuple[int, RunBundle]], delta: float) -> str:
+def _pareto_latency(compared: Sequence[tuple[int, RunBundle]], delta: float) -> Markup:
     points, left_out = [], []
     for i, bundle in compared:
         r = bundle.result
@@ -192,14 +206,14 @@ def _pareto_latency(compared: Sequence[tuple[int, RunBundle]], delta: float) -> 
         "is at least as fast and at least as accurate. The accuracy axis spans the runs' values and "
         "intervals, not 0–100 %."
         + (_HOLLOW if any(p.excluded for p in points) else "")
-        + (f" Left out: {esc('; '.join(left_out))}." if left_out else "")
+        + (f" Left out: {'; '.join(left_out)}." if left_out else "")
     )
     f1_label = f"F1@{delta:g} ms (Strict, frame, micro)"
     svg = pareto_figure(points, "mean latency per frame (log scale)", f1_label, latency_ms)
     return figure_block(svg, caption) + _front_text(points)
 
 
-def _pareto_energy(compared: Sequence[tuple[int, RunBundle]], delta: float) -> str:
+def _pareto_energy(compared: Sequence[tuple[int, RunBundle]], delta: float) -> Markup:
     points, reasons = [], set()
     for i, bundle in compared:
         r = bundle.result

@@ -34,7 +34,7 @@ from streambench.harness.report.deltas import (
     percentile_intervals,
     plain_difference,
 )
-from streambench.harness.report.html import esc, missing
+from streambench.harness.report.html import Markup, concat, markup, missing
 from streambench.harness.report.numbers import (
     human,
     latency_ms,
@@ -282,16 +282,16 @@ def _formatter(kind: str) -> Callable[[float], str]:
     return percent if kind == "score" else (lambda v: human(v, 4))
 
 
-def _lines(text: str, interval: str | None, klass: str, notes: Sequence[str]) -> str:
+def _lines(text: str, interval: str | None, klass: str, notes: Sequence[str]) -> Markup:
     """A cell: the figure on its own line (never broken), its interval below it, then small notes."""
-    cell = f'<span class="{klass}">{esc(text)}</span>'
+    cell = markup('<span class="{}">{}</span>', klass, text)
     if interval is not None:
         grey = " invalid" if "invalid" in klass else ""
-        cell += f'<br><span class="nw small{grey}">{esc(interval)}</span>'
-    return cell + "".join(f'<br><span class="small">{esc(n)}</span>' for n in notes)
+        cell += markup('<br><span class="nw small{}">{}</span>', grey, interval)
+    return cell + concat(markup('<br><span class="small">{}</span>', n) for n in notes)
 
 
-def _value_cell(row: HeadlineRow, value: Measured) -> str:
+def _value_cell(row: HeadlineRow, value: Measured) -> Markup:
     if value.value is None:
         return missing(value.reason or "not measured")
     interval = None
@@ -309,7 +309,7 @@ def _value_cell(row: HeadlineRow, value: Measured) -> str:
     return _lines(text, interval, klass, [n for n in (value.reason, value.invalid) if n])
 
 
-def _delta_cell(row: HeadlineRow, delta: Delta) -> str:
+def _delta_cell(row: HeadlineRow, delta: Delta) -> Markup:
     if delta.value != delta.value:  # NaN: no difference to show
         return missing(delta.reason or "not comparable")
     interval = None
@@ -337,7 +337,7 @@ def _not_measured_anywhere(row: HeadlineRow) -> str | None:
     return None
 
 
-def headline_tables(rows: Sequence[HeadlineRow], names: Sequence[str]) -> str:
+def headline_tables(rows: Sequence[HeadlineRow], names: Sequence[str]) -> Markup:
     """The rows as tables of run #1 and at most :data:`RUNS_PER_TABLE` other runs each."""
     parts = []
     for start in range(1, len(names), RUNS_PER_TABLE):
@@ -348,23 +348,31 @@ def headline_tables(rows: Sequence[HeadlineRow], names: Sequence[str]) -> str:
         body = []
         for row in rows:
             arrow = "↑" if row.better == "higher" else "↓"
-            name = f'{esc(row.name)} <span class="small" title="{esc(row.better)} is better">{arrow}</span>'
+            name = markup(
+                '{} <span class="small" title="{} is better">{}</span>', row.name, row.better, arrow
+            )
             if row.note:
-                name += f'<br><span class="small">{esc(row.note)}</span>'
-            cells = [f"<td>{name}</td>"]
+                name += markup('<br><span class="small">{}</span>', row.note)
+            cells = [markup("<td>{}</td>", name)]
             nowhere = _not_measured_anywhere(row)
             if nowhere is not None:
-                cells.append(f'<td colspan="{len(headers) - 1}">{missing(f"in no run: {nowhere}")}</td>')
+                cells.append(
+                    markup('<td colspan="{}">{}</td>', len(headers) - 1, missing(f"in no run: {nowhere}"))
+                )
             else:
-                cells.append(f"<td>{_value_cell(row, row.values[0])}</td>")
+                cells.append(markup("<td>{}</td>", _value_cell(row, row.values[0])))
                 for i in chosen:
                     cells += [
-                        f"<td>{_value_cell(row, row.values[i])}</td>",
-                        f"<td>{_delta_cell(row, row.deltas[i - 1])}</td>",
+                        markup("<td>{}</td>", _value_cell(row, row.values[i])),
+                        markup("<td>{}</td>", _delta_cell(row, row.deltas[i - 1])),
                     ]
-            body.append("<tr>" + "".join(cells) + "</tr>")
-        head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+            body.append(markup("<tr>{}</tr>", concat(cells)))
+        head = concat(markup("<th>{}</th>", h) for h in headers)
         parts.append(
-            f'<table class="headline"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+            markup(
+                '<table class="headline"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>',
+                head,
+                concat(body),
+            )
         )
-    return "".join(parts)
+    return concat(parts)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from streambench.harness.report.deltas import mover_difference
-from streambench.harness.report.html import absent, esc, table
+from streambench.harness.report.html import Markup, absent, markup, table
 from streambench.harness.report.measurement import verdict_badge
 from streambench.harness.report.numbers import latency_ms, percent, signed_points
 from streambench.harness.results.files import RunResult
@@ -114,7 +114,7 @@ def _runner_up_text(chosen: Candidate, other: Candidate) -> str:
     return f"Runner-up {other.label}: F1 {percent(other.f1.estimate)}, {interval} from it ({verdict})."
 
 
-def _verdict_text(decision: Decision, delta: float) -> str:
+def _verdict_text(decision: Decision, delta: float) -> Markup | str:
     budget = f"{decision.budget_ms:g} ms"
     lead = f"For a latency budget of {budget} (p95 latency of predict() at most {budget}), "
     chosen = decision.chosen
@@ -123,23 +123,23 @@ def _verdict_text(decision: Decision, delta: float) -> str:
         text = lead + "no run fits"
         if fastest is not None:
             text += f": the fastest valid run, {fastest.label}, has a p95 of {latency_ms(fastest.p95_ms)}"
-        return esc(text + ".")
+        return text + "."
     f1 = chosen.f1
     main = (
         f"the most accurate run that fits is {chosen.label}: F1@{delta:g} ms {percent(f1.estimate)} "
         f"[{percent(f1.low)}, {percent(f1.high)}], p95 {latency_ms(chosen.p95_ms)}."
     )
-    text = f"<strong>{esc(lead + main)}</strong>"
+    text = markup("<strong>{}</strong>", lead + main)
     if decision.runner_up is not None:
-        text += " " + esc(_runner_up_text(chosen, decision.runner_up))
+        text += " " + _runner_up_text(chosen, decision.runner_up)
     return text
 
 
-def _left_out(decision: Decision) -> str:
+def _left_out(decision: Decision) -> Markup:
     items = [f"{c.label}: p95 {latency_ms(c.p95_ms)} is over the budget" for c in decision.over_budget] + [
         f"{c.label}: not eligible, {c.invalid}" for c in decision.invalid
     ]
-    return f"<p>Left out: {esc('; '.join(items))}.</p>" if items else ""
+    return markup("<p>Left out: {}.</p>", "; ".join(items)) if items else Markup()
 
 
 def _run_rows(
@@ -148,37 +148,37 @@ def _run_rows(
     rows: list[tuple[str, ...]] = []
     for c, r in zip(candidates, results, strict=True):
         mark = "not judged (INVALID)" if c.invalid else ("yes" if c.p95_ms <= decision.budget_ms else "no")
-        interval = esc(f"[{percent(c.f1.low)}, {percent(c.f1.high)}]")
-        f1 = f'{esc(percent(c.f1.estimate))}<br><span class="nw small">{interval}</span>'
-        grey = ' class="invalid"' if c.invalid else ""
+        interval = f"[{percent(c.f1.low)}, {percent(c.f1.high)}]"
+        f1 = markup('{}<br><span class="nw small">{}</span>', percent(c.f1.estimate), interval)
+        span = Markup('<span class="invalid">{}</span>') if c.invalid else Markup("<span>{}</span>")
         aware = (
-            f"<span{grey}>{esc(percent(c.aware_f1))}</span>"
+            span.format(percent(c.aware_f1))
             if c.aware_f1 is not None
-            else '<span class="null">— not scored</span>'
+            else Markup('<span class="null">— not scored</span>')
         )
-        name = f"<strong>{esc(c.label)}</strong>" if c is decision.chosen else esc(c.label)
-        p95 = f"<span{grey}>{esc(latency_ms(c.p95_ms))}</span>"
-        rows.append((name, p95, esc(mark), f1, aware, verdict_badge(r.measurement_quality)))
+        name = markup("<strong>{}</strong>", c.label) if c is decision.chosen else c.label
+        p95 = span.format(latency_ms(c.p95_ms))
+        rows.append((name, p95, mark, f1, aware, verdict_badge(r.measurement_quality)))
     return rows
 
 
-def _budgets_table(compared: Sequence[tuple[str, RunResult]], budget_ms: float) -> str:
+def _budgets_table(compared: Sequence[tuple[str, RunResult]], budget_ms: float) -> Markup:
     """The choice at every Δt all runs scored, as a budget: where the answer changes."""
     rows = []
     for delta in _common([r for _, r in compared]):
         d = choose(_candidates(compared, delta), delta)
         chosen = d.chosen
         cells = (
-            esc(f"{delta:g} ms"),
-            esc(chosen.label) if chosen else '<span class="null">none fits</span>',
-            esc(percent(chosen.f1.estimate)) if chosen else "",
-            esc(latency_ms(chosen.p95_ms)) if chosen else "",
+            f"{delta:g} ms",
+            chosen.label if chosen else Markup('<span class="null">none fits</span>'),
+            percent(chosen.f1.estimate) if chosen else "",
+            latency_ms(chosen.p95_ms) if chosen else "",
         )
-        rows.append(tuple(f"<strong>{c}</strong>" for c in cells) if delta == budget_ms else cells)
+        rows.append(tuple(markup("<strong>{}</strong>", c) for c in cells) if delta == budget_ms else cells)
     return table(["budget (= Δt)", "most accurate that fits", "its F1@Δt", "its p95"], rows)
 
 
-def decision_section(pairs: Sequence[tuple[str, RunResult]], budget_ms: float | None) -> str:
+def decision_section(pairs: Sequence[tuple[str, RunResult]], budget_ms: float | None) -> Markup:
     """The verdict block for the runs (each with its label): the sentence, why runs were left out, the runs
     as weighed, how the budget was set, and the choice at each other budget."""
     results = [r for _, r in pairs]
@@ -192,10 +192,13 @@ def decision_section(pairs: Sequence[tuple[str, RunResult]], budget_ms: float | 
     candidates = _candidates(pairs, delta)
     decision = choose(candidates, budget)
     how = (
-        f"The budget of {budget:g} ms was given (--budget-ms)."
+        markup("The budget of {:g} ms was given (--budget-ms).", budget)
         if given
-        else f"The budget is the largest Δt every run scored ({budget:g} ms), as no --budget-ms was "
-        "given: <code>streambench report RUN... --budget-ms B</code> judges for another."
+        else markup(
+            "The budget is the largest Δt every run scored ({:g} ms), as no --budget-ms was given: "
+            "<code>streambench report RUN... --budget-ms B</code> judges for another.",
+            budget,
+        )
     )
     accuracy = (
         f"Accuracy: the headline F1@{delta:g} ms (Strict, frame units, micro, algorithmic clock)"
@@ -206,10 +209,13 @@ def decision_section(pairs: Sequence[tuple[str, RunResult]], budget_ms: float | 
     )
     fingerprints = {r.fingerprint for r in results}
     machines = (
-        f'<p class="warn">The runs were timed in {len(fingerprints)} environments: each p95 says how the '
-        "run did on its own machine.</p>"
+        markup(
+            '<p class="warn">The runs were timed in {} environments: each p95 says how the run did on its '
+            "own machine.</p>",
+            len(fingerprints),
+        )
         if len(fingerprints) > 1
-        else ""
+        else Markup()
     )
     headers = [
         "run",
@@ -220,11 +226,11 @@ def decision_section(pairs: Sequence[tuple[str, RunResult]], budget_ms: float | 
         "measurement",
     ]
     return (
-        f'<p class="verdict">{_verdict_text(decision, delta)}</p>'
+        markup('<p class="verdict">{}</p>', _verdict_text(decision, delta))
         + _left_out(decision)
         + machines
         + table(headers, _run_rows(candidates, results, decision))
-        + f'<p class="small">{esc(accuracy)} {how}</p>'
-        + "<h4>The choice at each Δt every run scored, as the budget</h4>"
+        + markup('<p class="small">{} {}</p>', accuracy, how)
+        + Markup("<h4>The choice at each Δt every run scored, as the budget</h4>")
         + _budgets_table(pairs, budget)
     )

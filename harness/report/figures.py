@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+from markupsafe import Markup
 
 from streambench.harness.report.analysis import Timeline
 from streambench.protocols.metrics.bootstrap import Interval
@@ -76,10 +77,11 @@ def figure(*args: Any, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
             plt.close(fig)
 
 
-def to_svg(fig: Any, layout: bool = True) -> str:
+def to_svg(fig: Any, layout: bool = True) -> Markup:
     """The figure as an SVG element for inline use: no XML prolog, DOCTYPE or metadata (which name
     external vocabularies), ids prefixed so they are unique on the page. ``layout``: apply
-    ``tight_layout`` (False: the caller laid the figure out)."""
+    ``tight_layout`` (False: the caller laid the figure out). ``Markup``: the page takes it as it is,
+    matplotlib's SVG writer having escaped every text and attribute it holds."""
     import matplotlib
 
     with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
@@ -92,7 +94,7 @@ def to_svg(fig: Any, layout: bool = True) -> str:
     text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.DOTALL)
     prefix = f"f{next(_ids)}-"
     text = _ID.sub(lambda m: m.group(1) + prefix + m.group(2), text)
-    return text.replace("<svg ", '<svg class="plot" role="img" ', 1)
+    return Markup(text.replace("<svg ", '<svg class="plot" role="img" ', 1))  # matplotlib escaped its text
 
 
 _MARKS = (("p50", "p50_ms", "tab:green"), ("p95", "p95_ms", "tab:orange"), ("p99", "p99_ms", "tab:red"))
@@ -109,7 +111,7 @@ def latency_bins(latency_ms: np.ndarray) -> tuple[np.ndarray | int, bool]:
     return np.geomspace(positive.min(), positive.max(), count + 1), True
 
 
-def latency_figure(latency_ms: np.ndarray, summary: LatencySummary) -> str:
+def latency_figure(latency_ms: np.ndarray, summary: LatencySummary) -> Markup:
     """Histogram (log-count) and empirical CDF of the per-frame latencies, with the result's p50, p95
     and p99 drawn as vertical lines labelled with their values; a log latency axis when the latencies
     span more than a factor of 10 (:func:`latency_bins`)."""
@@ -140,7 +142,7 @@ def latency_figure(latency_ms: np.ndarray, summary: LatencySummary) -> str:
         return to_svg(fig)
 
 
-def timeline_figure(timeline: Timeline, max_boundaries: int = 40) -> str:
+def timeline_figure(timeline: Timeline, max_boundaries: int = 40) -> Markup:
     """Every measured frame's latency in the order the run fed them, with a rolling median (51 frames);
     stream boundaries are marked when there are few enough to read."""
     with figure(figsize=(10, 3.4)) as (fig, ax):
@@ -177,7 +179,9 @@ def timeline_figure(timeline: Timeline, max_boundaries: int = 40) -> str:
         return to_svg(fig)
 
 
-def f1_curves_figure(curves: dict[Unit, dict[Mode, list[Any]]], strict_intervals: Sequence[Interval]) -> str:
+def f1_curves_figure(
+    curves: dict[Unit, dict[Mode, list[Any]]], strict_intervals: Sequence[Interval]
+) -> Markup:
     """F1@Δt (micro) against Δt for every unit the result holds, Strict left and Early-ok right; the
     frame-level Strict curve carries its bootstrap interval over streams as error bars. Each curve is
     drawn as the step it is (F1@Δt only changes when Δt passes a delay: it holds from one Δt to the
@@ -218,7 +222,7 @@ def f1_curves_figure(curves: dict[Unit, dict[Mode, list[Any]]], strict_intervals
         return to_svg(fig)
 
 
-def breakdown_figure(rows: Sequence[StageRow]) -> str:
+def breakdown_figure(rows: Sequence[StageRow]) -> Markup:
     """Horizontal bars of the time per frame of each named stage inside predict(), with its share."""
     with figure(figsize=(8, 0.45 * len(rows) + 1.2)) as (fig, ax):
         names = [plain(r.stage) for r in rows][::-1]

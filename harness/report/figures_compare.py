@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from markupsafe import Markup
 
 from streambench.harness.report.analysis import pareto_front
 from streambench.harness.report.figures import figure, plain, to_svg
@@ -96,7 +97,7 @@ class LatencyCurve:
     p99_ms: float
 
 
-def latency_cdf_figure(curves: Sequence[LatencyCurve]) -> str:
+def latency_cdf_figure(curves: Sequence[LatencyCurve]) -> Markup:
     """Every run's empirical CDF of per-frame latency on one log axis (left), and the share of frames
     slower than each latency on log-log axes (right: the tail, where p99 lives); p50 and p99 marked."""
     shown = [c for c in curves if np.any(c.latency_ms > 0)]
@@ -252,7 +253,7 @@ def pareto_figure(
     cost_label: str,
     f1_label: str,
     cost_format: Callable[[float], str] = human,
-) -> str:
+) -> Markup:
     """Every run as a point (cost right on a log axis, F1 up, both axes spanning the data and its
     intervals); the front (red) joined by a step line, over the points not ``excluded`` (drawn hollow);
     error bars where a point carries an interval or range; labels inside the plot, none overlapping

@@ -8,6 +8,7 @@ Reliability: seed 003 "Calibration" (bins from protocols/metrics/calibration.py)
 from __future__ import annotations
 
 import numpy as np
+from markupsafe import Markup
 
 from streambench.harness.report.analysis import DetectionCurves, thin_monotone
 from streambench.harness.report.figures import figure, to_svg
@@ -26,7 +27,7 @@ _AXES = (
 )
 
 
-def reliability_figure(bins: ReliabilityBins) -> str:
+def reliability_figure(bins: ReliabilityBins) -> Markup:
     """Observed frequency of the class per score bin against the diagonal; sample counts below (log)."""
     with figure(2, 1, figsize=(5.5, 5.5), sharex=True, gridspec_kw={"height_ratios": [3, 1]}) as (
         fig,
@@ -65,7 +66,7 @@ def reliability_figure(bins: ReliabilityBins) -> str:
         return to_svg(fig)
 
 
-def det_roc_figure(curves: DetectionCurves) -> str:
+def det_roc_figure(curves: DetectionCurves) -> Markup:
     """DET (miss rate against false-alarm rate, normal-deviate axes) beside ROC, EER marked."""
     assert curves.det is not None and curves.roc is not None and curves.eer is not None
     with figure(1, 2, figsize=(10, 4.2)) as (fig, (det, roc)):
@@ -92,7 +93,7 @@ def det_roc_figure(curves: DetectionCurves) -> str:
         return to_svg(fig)
 
 
-def robustness_figure(report: RobustnessReport) -> str:
+def robustness_figure(report: RobustnessReport) -> Markup:
     """One panel per perturbation axis: F1 at each point, the clean F1 as a line; a point where the
     adapter failed on a stream gets a red x at its F1, which counts that stream as answered wrongly (in
     a file written before that rule such a point has no F1: the x sits on the axis)."""

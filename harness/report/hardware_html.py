@@ -14,7 +14,17 @@ from pathlib import Path
 
 from streambench.harness.io.atomic import atomic_write_text
 from streambench.harness.report.figures_compare import ParetoPoint, pareto_figure
-from streambench.harness.report.html import Group, Section, absent, esc, figure_block, kv_table, page
+from streambench.harness.report.html import (
+    Group,
+    Markup,
+    Section,
+    absent,
+    concat,
+    figure_block,
+    kv_table,
+    markup,
+    page,
+)
 from streambench.harness.report.html import table as html_table
 from streambench.harness.report.numbers import human, latency_ms, latency_range_ms, percent, rate_fps
 from streambench.harness.results.hardware import Estimate, HardwareView, Machine, NormalisedRow, RawRun
@@ -141,19 +151,19 @@ class Footnotes:
 
 def _html_row(cells: list[tuple[str | None, str]], notes: Footnotes) -> list[str]:
     return [
-        esc(text) if text is not None else f'<span class="null">— [{notes.mark(reason)}]</span>'
+        text if text is not None else markup('<span class="null">— [{}]</span>', notes.mark(reason))
         for text, reason in cells
     ]
 
 
-def _html_table(headers: list[str], rows: list[list[tuple[str | None, str]]]) -> str:
+def _html_table(headers: list[str], rows: list[list[tuple[str | None, str]]]) -> Markup:
     notes = Footnotes()
     body = html_table(headers, [_html_row(cells, notes) for cells in rows])
-    listed = "".join(f"<li value='{n}'>{esc(reason)}</li>" for reason, n in notes.reasons.items())
-    return body + (f'<ol class="small null">{listed}</ol>' if listed else "")
+    listed = concat(markup("<li value='{}'>{}</li>", n, reason) for reason, n in notes.reasons.items())
+    return body + (markup('<ol class="small null">{}</ol>', listed) if listed else Markup())
 
 
-def _pareto(view: HardwareView) -> str:
+def _pareto(view: HardwareView) -> Markup:
     points = [
         ParetoPoint(
             label=f"{row.method} · {row.machine}",
@@ -179,7 +189,7 @@ def _pareto(view: HardwareView) -> str:
     )
     caption = (
         f"Every method on every machine, in normalised units: its mean latency over the baseline "
-        f"{esc(view.baseline)}'s measured on the same machine (left is faster), against its F1@"
+        f"{view.baseline}'s measured on the same machine (left is faster), against its F1@"
         f"{view.delta_ms:g} ms (hardware-independent: the algorithmic clock). Red: the Pareto front "
         f"(seed 004 §6.3.3). Bars: {100 * view.confidence:g} % intervals (the latency ratio's from both "
         "runs' streams)."
@@ -188,21 +198,19 @@ def _pareto(view: HardwareView) -> str:
 
 
 def _machine_section(index: int, machine: Machine) -> Section:
-    parts = [
-        kv_table(
-            [("fingerprint", f"<code>{esc(machine.fingerprint)}</code>")]
-            + [(k, esc(v)) for k, v in machine.hardware.items()]
-        )
-    ]
+    facts: list[tuple[str, str]] = [("fingerprint", markup("<code>{}</code>", machine.fingerprint))]
+    parts = [kv_table(facts + list(machine.hardware.items()))]
     if machine.refused:
-        parts.append(f'<p class="fail">Refused: {esc(machine.refused)}</p>')
+        parts.append(markup('<p class="fail">Refused: {}</p>', machine.refused))
     parts.append(_html_table(RAW_HEADERS, [raw_cells(run) for run in machine.runs]))
-    parts += [f"<p class='small'>Not used: run {esc(r)}: {esc(why)}</p>" for r, why in machine.unused.items()]
-    parts += [f'<p class="warn">{esc(note)}</p>' for note in machine.notes]
-    return Section(f"machine-{index}", f"{machine.name}: raw figures", "".join(parts))
+    parts += [
+        markup("<p class='small'>Not used: run {}: {}</p>", r, why) for r, why in machine.unused.items()
+    ]
+    parts += [markup('<p class="warn">{}</p>', note) for note in machine.notes]
+    return Section(f"machine-{index}", f"{machine.name}: raw figures", concat(parts))
 
 
-def hardware_page(view: HardwareView) -> str:
+def hardware_page(view: HardwareView) -> Markup:
     """The whole page: the normalised table and Pareto plot, then each machine's raw figures."""
     normalised = [normalised_cells(row) for row in view.rows()]
     notes = [(row, note) for row in view.rows() for note in row.notes]
@@ -211,18 +219,23 @@ def hardware_page(view: HardwareView) -> str:
         if normalised
         else absent(f"no machine has a run of the baseline {view.baseline}")
     )
-    table_html += "".join(
-        f'<p class="warn">{esc(row.method)} on {esc(row.machine)}: {esc(note)}</p>' for row, note in notes
+    table_html += concat(
+        markup('<p class="warn">{} on {}: {}</p>', row.method, row.machine, note) for row, note in notes
     )
     refused = [m for m in view.machines if m.refused]
-    table_html += "".join(f'<p class="fail">{esc(m.name)} refused: {esc(m.refused)}</p>' for m in refused)
-    table_html += "".join(f'<p class="warn">{esc(note)}</p>' for note in view.notes)
-    intro = (
-        f"<p>{len(view.machines)} machine(s) (environment fingerprints), {len(refused)} refused. Each "
-        f"method's mean latency, FPS and energy per frame divided by the baseline "
-        f"<b>{esc(view.baseline)}</b>'s measured on the same machine (seed 004 §6.3.1): these quotients "
-        f"compare across machines; raw figures do not. Intervals: {100 * view.confidence:g} %, "
-        f"{esc(view.interval_method)}; {view.n_resamples} resamples.</p>"
+    table_html += concat(markup('<p class="fail">{} refused: {}</p>', m.name, m.refused) for m in refused)
+    table_html += concat(markup('<p class="warn">{}</p>', note) for note in view.notes)
+    intro = markup(
+        "<p>{machines} machine(s) (environment fingerprints), {refused} refused. Each method's mean "
+        "latency, FPS and energy per frame divided by the baseline <b>{baseline}</b>'s measured on the "
+        "same machine (seed 004 §6.3.1): these quotients compare across machines; raw figures do not. "
+        "Intervals: {level:g} %, {method}; {resamples} resamples.</p>",
+        machines=len(view.machines),
+        refused=len(refused),
+        baseline=view.baseline,
+        level=100 * view.confidence,
+        method=view.interval_method,
+        resamples=view.n_resamples,
     )
     groups = [
         Group(
@@ -238,7 +251,7 @@ def hardware_page(view: HardwareView) -> str:
         ),
     ]
     if view.skipped:
-        body = html_table(["path", "why"], [[esc(p), esc(why)] for p, why in view.skipped.items()])
+        body = html_table(["path", "why"], list(view.skipped.items()))
         groups.append(Group("skipped", "Not read", [Section("skipped-runs", "Skipped directories", body)]))
     return page(f"Hardware-normalised view against {view.baseline}", intro, groups)
 

@@ -5,7 +5,7 @@ model's, so they are not a measurement of it."""
 
 from __future__ import annotations
 
-from streambench.harness.report.html import esc
+from streambench.harness.report.html import Markup, concat, markup
 from streambench.harness.results.quality import NOT_RECORDED, MeasurementQuality, short_reasons
 
 __all__ = ["INVALID_MEANS", "verdict_badge", "verdict_banner"]
@@ -13,27 +13,27 @@ __all__ = ["INVALID_MEANS", "verdict_badge", "verdict_banner"]
 INVALID_MEANS = "its latency figures include time that was not the model's: they are not a measurement of it"
 
 
-def verdict_badge(quality: MeasurementQuality | None, short: bool = True) -> str:
+def verdict_badge(quality: MeasurementQuality | None, short: bool = True) -> Markup:
     """A table cell: VALID (with any note, small), INVALID with its reasons (short ones by default), or
     not recorded."""
     if quality is None:
-        return f'<span class="null">{esc(NOT_RECORDED)}</span>'
+        return markup('<span class="null">{}</span>', NOT_RECORDED)
     if quality.verdict == "INVALID":
         why = short_reasons(quality) if short else "; ".join(quality.reasons)
-        return f'<span class="fail">INVALID</span><br><span class="small">{esc(why)}</span>'
-    notes = "".join(f'<br><span class="small">{esc(n)}</span>' for n in quality.notes)
-    return f'<span class="pass">VALID</span>{notes}'
+        return markup('<span class="fail">INVALID</span><br><span class="small">{}</span>', why)
+    notes = concat(markup('<br><span class="small">{}</span>', n) for n in quality.notes)
+    return markup('<span class="pass">VALID</span>{}', notes)
 
 
-def verdict_banner(quality: MeasurementQuality | None) -> str:
+def verdict_banner(quality: MeasurementQuality | None) -> Markup:
     """A paragraph above a run's timings: the verdict, the reasons and notes in full."""
     if quality is None:
-        return f'<p class="small">{esc(NOT_RECORDED.capitalize())}.</p>'
+        return markup('<p class="small">{}.</p>', NOT_RECORDED.capitalize())
     if quality.verdict == "INVALID":
-        reasons = "; ".join(quality.reasons)
-        return (
-            f'<p class="verdict-invalid"><span class="fail">Measurement INVALID</span>: {esc(reasons)}. '
-            f"{esc(INVALID_MEANS.capitalize())}.</p>"
+        return markup(
+            '<p class="verdict-invalid"><span class="fail">Measurement INVALID</span>: {}. {}.</p>',
+            "; ".join(quality.reasons),
+            INVALID_MEANS.capitalize(),
         )
-    notes = f" ({esc('; '.join(quality.notes))})" if quality.notes else ""
-    return f'<p class="small">Measurement <span class="pass">VALID</span>{notes}.</p>'
+    notes = f" ({'; '.join(quality.notes)})" if quality.notes else ""
+    return markup('<p class="small">Measurement <span class="pass">VALID</span>{}.</p>', notes)

@@ -5,7 +5,7 @@ docs/metrics.md "Event detection")."""
 from __future__ import annotations
 
 from streambench.harness.report.bundle import RunBundle
-from streambench.harness.report.html import absent, esc, missing, num, table
+from streambench.harness.report.html import Markup, absent, markup, missing, num, table
 from streambench.harness.report.numbers import duration_s, percent
 from streambench.protocols.online_events import ClassEventFigures, DelayFigures
 from streambench.protocols.online_notes import frame_event_note
@@ -26,18 +26,18 @@ _HEADERS = (
 )
 
 
-def _delay(delay: DelayFigures | None, field: str) -> str:
+def _delay(delay: DelayFigures | None, field: str) -> Markup:
     return missing("no match") if delay is None else num(getattr(delay, field), 4)
 
 
 def _row(label: str, c: ClassEventFigures) -> list[str]:
     return [
-        esc(label),
+        label,
         num(c.reference_events),
         num(c.detected_events),
         num(c.missed),
         num(c.false_alarms_per_hour, 4, reason="no stream time"),
-        esc(percent(c.f1)) if c.f1 is not None else missing("no event at all"),
+        percent(c.f1) if c.f1 is not None else missing("no event at all"),
         _delay(c.onset_delay, "median_ms"),
         _delay(c.onset_delay, "p90_ms"),
         _delay(c.onset_delay, "max_ms"),
@@ -45,7 +45,7 @@ def _row(label: str, c: ClassEventFigures) -> list[str]:
     ]
 
 
-def events_section(bundle: RunBundle) -> str:
+def events_section(bundle: RunBundle) -> Markup:
     """One plain sentence of what the figures mean, then the table: every event class pooled, then each."""
     result = bundle.result
     if result is None:
@@ -82,5 +82,5 @@ def events_section(bundle: RunBundle) -> str:
     if len(events.classes) > 1 and events.macro_f1 is not None:
         detail += f" Mean of the classes' event F1: {percent(events.macro_f1)}."
     gap = frame_event_note(result.metrics)  # frame and event F1 far apart: why, in one line
-    why = f'<p class="why">Why: {esc(gap)}.</p>' if gap else ""
-    return f"<p>{esc(sentence)}</p>" + table(_HEADERS, rows) + why + f"<p>{esc(detail)}</p>"
+    why = markup('<p class="why">Why: {}.</p>', gap) if gap else Markup()
+    return markup("<p>{}</p>{}{}<p>{}</p>", sentence, table(_HEADERS, rows), why, detail)

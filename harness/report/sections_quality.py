@@ -7,7 +7,7 @@ from __future__ import annotations
 from streambench.harness.report.analysis import ScorePairs, detection_curves, reliability, score_pairs
 from streambench.harness.report.bundle import RunBundle
 from streambench.harness.report.figures_quality import det_roc_figure, reliability_figure
-from streambench.harness.report.html import absent, esc, figure_block, num, table
+from streambench.harness.report.html import Markup, absent, concat, figure_block, markup, num, table
 
 __all__ = ["detection_section", "protocols_section", "reliability_section"]
 
@@ -27,7 +27,7 @@ def _pairs(bundle: RunBundle) -> ScorePairs | str:
     return score_pairs(bundle.recordings, r.adapter_info.classes, r.metrics.classes)
 
 
-def reliability_section(bundle: RunBundle) -> str:
+def reliability_section(bundle: RunBundle) -> Markup:
     pairs = _pairs(bundle)
     if isinstance(pairs, str):
         return absent(pairs)
@@ -45,7 +45,7 @@ def reliability_section(bundle: RunBundle) -> str:
     return figure_block(reliability_figure(rel.bins), caption)
 
 
-def detection_section(bundle: RunBundle) -> str:
+def detection_section(bundle: RunBundle) -> Markup:
     pairs = _pairs(bundle)
     if isinstance(pairs, str):
         return absent(pairs)
@@ -63,7 +63,7 @@ def detection_section(bundle: RunBundle) -> str:
     return figure_block(det_roc_figure(curves), caption)
 
 
-def protocols_section(bundle: RunBundle) -> str:
+def protocols_section(bundle: RunBundle) -> Markup:
     """The headline figures of the protocols that draw no section of their own (detection, stability,
     hysteresis, ...), as the run store has them."""
     if not bundle.headlines:
@@ -77,6 +77,8 @@ def protocols_section(bundle: RunBundle) -> str:
         return absent("; ".join(reasons) or f"no {listed} here")
     parts = []
     for kind, figures in bundle.headlines.items():
-        rows = [(esc(f.label), num(f.value, reason=f.reason), f"<code>{esc(f.key)}</code>") for f in figures]
-        parts.append(f"<h4>{esc(kind)}</h4>" + table(["figure", "value", "key (compare --fail-on)"], rows))
-    return "".join(parts)
+        rows = [(f.label, num(f.value, reason=f.reason), markup("<code>{}</code>", f.key)) for f in figures]
+        parts.append(
+            markup("<h4>{}</h4>", kind) + table(["figure", "value", "key (compare --fail-on)"], rows)
+        )
+    return concat(parts)

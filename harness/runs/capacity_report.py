@@ -7,7 +7,7 @@ from typing import Any
 
 from streambench.harness.report.bundle import RunBundle
 from streambench.harness.report.figures import figure, to_svg
-from streambench.harness.report.html import absent, esc, figure_block, num, table
+from streambench.harness.report.html import Markup, absent, concat, figure_block, markup, num, table
 from streambench.protocols.capacity_score import CapacityScore
 
 __all__ = ["F1_AXIS", "capacity_section", "knee"]
@@ -25,7 +25,7 @@ def knee(score: CapacityScore) -> int | None:
     return None
 
 
-def _curve_figure(score: CapacityScore, target: float) -> str:
+def _curve_figure(score: CapacityScore, target: float) -> Markup:
     points = score.curve
     n = [p.streams for p in points]
     with figure(1, 2, figsize=(11, 3.6)) as (fig, (left, right)):
@@ -59,7 +59,7 @@ def _curve_figure(score: CapacityScore, target: float) -> str:
         return to_svg(fig)
 
 
-def capacity_section(bundle: RunBundle) -> str:
+def capacity_section(bundle: RunBundle) -> Markup:
     typed: Any = bundle.results.get("capacity")  # a CapacityResult (harness/runs/capacity.py imports this)
     if typed is None or not isinstance(getattr(typed, "score", None), CapacityScore):
         return absent(bundle.missing.get("capacity", "no capacity.json"))
@@ -70,18 +70,18 @@ def capacity_section(bundle: RunBundle) -> str:
         return absent(f"no point was measured ({why})")
     low, high = score.interval
     caption = (
-        f"{esc(typed.adapter)} served {esc(config.serving)} at a {score.deadline_ms:g} ms deadline: capacity "
-        f"{score.capacity} streams (interval [{low}, {'?' if high is None else high}], {esc(score.status)}). "
+        f"{typed.adapter} served {config.serving} at a {score.deadline_ms:g} ms deadline: capacity "
+        f"{score.capacity} streams (interval [{low}, {'?' if high is None else high}], {score.status}). "
         f"Left: deadline-miss rate and its {100 * config.confidence:g} % upper bound (LoadGen's "
         f"early-stopping rule), allowed {100 * config.target_miss_rate:g} %. Right: F1@deadline on the "
-        f"computation-aware clock against its reference ({esc(score.f1_reference)}; unloaded: the "
+        f"computation-aware clock against its reference ({score.f1_reference}; unloaded: the "
         "model's own F1 on the frames replayed unloaded), on an axis from 0 to 1. Knee: the first N whose "
         "p99 response exceeds half the deadline."
     )
     rows = [
         (
             str(p.streams),
-            esc(p.verdict),
+            p.verdict,
             num(p.miss_rate_bound),
             num(p.response_p50_ms, unit=" ms"),
             num(p.response_p99_ms, unit=" ms"),
@@ -91,5 +91,5 @@ def capacity_section(bundle: RunBundle) -> str:
         for p in score.curve
     ]
     headers = ["N", "verdict", "miss bound", "p50", "p99", "F1@deadline", "frames/s"]
-    notes = "".join(f"<p>{esc(note)}</p>" for note in score.notes)
+    notes = concat(markup("<p>{}</p>", note) for note in score.notes)
     return figure_block(_curve_figure(score, config.target_miss_rate), caption) + table(headers, rows) + notes

@@ -26,7 +26,7 @@ from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.executor import ProgressHook, failed_stream
 from streambench.harness.report.bundle import RunBundle, SectionSpec
 from streambench.harness.report.figures_quality import robustness_figure
-from streambench.harness.report.html import absent, esc, figure_block, num, table
+from streambench.harness.report.html import Markup, absent, figure_block, num, table
 from streambench.harness.results.files import EnvironmentRecord
 from streambench.harness.results.headline import Figure
 from streambench.harness.results.summary import print_robustness
@@ -213,7 +213,7 @@ def robustness_figures(result: RobustnessResult) -> list[Figure]:
     return figures
 
 
-def robustness_section(bundle: RunBundle) -> str:
+def robustness_section(bundle: RunBundle) -> Markup:
     rob = bundle.results.get("robustness")
     if not isinstance(rob, RobustnessResult):
         return absent(
@@ -223,7 +223,7 @@ def robustness_section(bundle: RunBundle) -> str:
     report = rob.report
     caption = (
         f"F1@{report.report_delta_ms:g} ms (Strict, frame) under each perturbation of the sweep, "
-        f"adapter {esc(rob.adapter)}; F1 counts {esc(report.f1_counts)}, as the online F1@Δt; "
+        f"adapter {rob.adapter}; F1 counts {report.f1_counts}, as the online F1@Δt; "
         "dashed: the clean run. A stream the adapter failed on (it raised) "
         "counts in its point's F1 as answered wrongly on every frame, never left out; such points are "
         "marked with a red x and their first failure is listed."
@@ -233,11 +233,11 @@ def robustness_section(bundle: RunBundle) -> str:
         unmeasured = "failed" if point.f1 is None else None  # a file written before failed streams counted
         rows.append(
             (
-                esc(point.variant.name),
+                point.variant.name,
                 num(point.f1, reason="failed"),
                 num(point.abs_drop, reason=unmeasured or "the clean run"),
                 num(point.rel_drop, reason=unmeasured or "the clean run, or clean F1 = 0"),
-                esc(_failed_text(point)),
+                _failed_text(point),
             )
         )
     return figure_block(robustness_figure(report), caption) + table(

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
 from pydantic import BaseModel, Field
 
 from streambench.harness.report.figures import figure, plain, to_svg
@@ -251,7 +252,7 @@ def _bar(line: KnobLine) -> tuple[list[float], list[float]]:
     return below, above
 
 
-def knob_figure(plot: KnobPlot, axis_label: str) -> str:
+def knob_figure(plot: KnobPlot, axis_label: str) -> Markup:
     """The figure against ``plot.knob`` as an inline SVG: a line per configuration of the other knobs,
     bars from the interval's low to its high end, an open triangle just above a point whose high end is
     open; lines dodged sideways so equal values stay visible; whole-number ticks for whole-number

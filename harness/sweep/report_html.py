@@ -25,7 +25,7 @@ from streambench.harness.report.figures_compare import (
     latency_cdf_figure,
     pareto_figure,
 )
-from streambench.harness.report.html import Group, Section, absent, esc, figure_block, page, table
+from streambench.harness.report.html import Group, Markup, Section, absent, figure_block, markup, page, table
 from streambench.harness.report.numbers import latency_ms
 from streambench.harness.results.files import ResultFileError
 from streambench.harness.runs import registry
@@ -53,10 +53,13 @@ from streambench.harness.sweep.report_headline import HeadlineGroup, knob_figure
 __all__ = ["pareto_points", "write_sweep_html"]
 
 
-def _cell(key: str, spread: Spread | None) -> str:
+_CELL = Markup('<span class="nw">{}</span><br><span class="{}">{}</span>')
+"""A figure's cell: the value on its own line (never broken), how it was had below it."""
+
+
+def _cell(key: str, spread: Spread | None) -> Markup:
     main, detail = spread_text(key, spread)
-    klass = "null" if spread is None else "small"
-    return f'<span class="nw">{esc(main)}</span><br><span class="{klass}">{esc(detail)}</span>'
+    return _CELL.format(main, "null" if spread is None else "small", detail)
 
 
 def _quality_sections(report: SweepReport) -> list[Section]:
@@ -65,11 +68,11 @@ def _quality_sections(report: SweepReport) -> list[Section]:
         columns, others = quality_columns(rows)
         body = []
         for r in rows:
-            cells = [esc(r.label), esc(r.config or "—"), f'<span class="nw">{esc(runs_text(r))}</span>']
+            cells = [r.label, r.config or "—", markup('<span class="nw">{}</span>', runs_text(r))]
             cells += [_cell(k, r.figures[k]) for k in columns]
             if others:
                 extra = [(k, v) for k, v in r.figures.items() if k not in columns]
-                cells.append("<br>".join(f"{esc(k)}: {_cell(k, v)}" for k, v in extra))
+                cells.append(Markup("<br>").join(markup("{}: {}", k, _cell(k, v)) for k, v in extra))
             body.append(cells)
         headers = ["label", "setting", "runs done", *columns, *(["other figures"] if others else [])]
         title = f"Quality: {protocol} (hardware-independent, every configuration)"
@@ -77,21 +80,24 @@ def _quality_sections(report: SweepReport) -> list[Section]:
     return sections
 
 
-def _headline_body(group: HeadlineGroup) -> str:
+def _headline_body(group: HeadlineGroup) -> Markup:
     """The configurations' table, then the figure against each knob that varies."""
-    body = [[esc(c) for c in headline_cells(r)] for r in group.rows]
-    html = table(HEADLINE_HEADERS, body)
+    html = table(HEADLINE_HEADERS, [headline_cells(r) for r in group.rows])
     plots = knob_plots(group.rows)
     if not plots:
         return html + absent("no grid knob varies among these configurations: nothing to plot against")
     where = "this environment" if group.fingerprint is not None else "every environment"
     for plot in plots:
         axis = "categorical axis" if plot.categorical else "at its values"
-        caption = (
-            f"{esc(group.name)} of each configuration on {where} against <code>{esc(plot.knob)}</code> "
-            f"({axis}), one line per value of the other knobs: the median of its runs; bars: its interval "
-            "(the widest of its runs'; capacity's: from the largest N that passed to the largest not shown "
-            "to fail); an open triangle above a point: no upper end was measured (the bracket is open)."
+        caption = markup(
+            "{} of each configuration on {} against <code>{}</code> ({}), one line per value of the other "
+            "knobs: the median of its runs; bars: its interval (the widest of its runs'; capacity's: from "
+            "the largest N that passed to the largest not shown to fail); an open triangle above a point: no "
+            "upper end was measured (the bracket is open).",
+            group.name,
+            where,
+            plot.knob,
+            axis,
         )
         html += figure_block(knob_figure(plot, group.axis_label()), caption)
     return html
@@ -120,7 +126,7 @@ def pareto_points(report: SweepReport, rows: Sequence[ConfigRow]) -> tuple[list[
     return points, key
 
 
-def _pareto(report: SweepReport, rows: Sequence[ConfigRow]) -> str:
+def _pareto(report: SweepReport, rows: Sequence[ConfigRow]) -> Markup:
     """Median mean latency against median F1 of each configuration with both, whiskers the ranges."""
     points, key = pareto_points(report, rows)
     if len(points) < 2 or key is None:
@@ -129,7 +135,7 @@ def _pareto(report: SweepReport, rows: Sequence[ConfigRow]) -> str:
         )
     caption = (
         f"Each configuration at the median mean latency per frame of its runs (right = slower, logarithmic "
-        f"axis) and their median {esc(key)} (up = more accurate); whiskers: the range of the runs. A "
+        f"axis) and their median {key} (up = more accurate); whiskers: the range of the runs. A "
         "configuration's repeats are one point, so no model is set against its own repeat. Red: the "
         "Pareto front, the configurations no other beats on both; grey: dominated."
     )
@@ -150,7 +156,7 @@ def _pooled_latency(row: ConfigRow, results_dir: Path) -> np.ndarray | None:
     return np.concatenate(pooled) if pooled else None
 
 
-def _latency(rows: Sequence[ConfigRow], results_dir: Path) -> str:
+def _latency(rows: Sequence[ConfigRow], results_dir: Path) -> Markup:
     curves, left_out = [], []
     for row in rows:
         latency = _pooled_latency(row, results_dir)
@@ -162,12 +168,12 @@ def _latency(rows: Sequence[ConfigRow], results_dir: Path) -> str:
         curves.append(LatencyCurve(label, latency, float(p50), float(p99)))
     if not curves:
         return absent("no run of this environment recorded per-frame latencies")
-    caption = (
+    caption = markup(
         "Per-frame latency of <code>predict()</code> of each configuration, its runs' test-stream frames "
         "pooled, on a logarithmic time axis. Left: the share of frames finished within a given time "
         "(further left is faster); right: the share slower than it, on a log scale, where the slow tail "
-        "shows. Markers: the pooled p50 and p99."
-        + (f" No recorded latencies: {esc(', '.join(left_out))}." if left_out else "")
+        "shows. Markers: the pooled p50 and p99.{}",
+        f" No recorded latencies: {', '.join(left_out)}." if left_out else "",
     )
     return figure_block(latency_cdf_figure(curves), caption)
 
@@ -180,9 +186,9 @@ def _timing_sections(report: SweepReport, results_dir: Path) -> list[Section]:
             continue
         body = [
             [
-                esc(r.label),
-                esc(r.config or "—"),
-                f'<span class="nw">{esc(runs_text(r))}</span>',
+                r.label,
+                r.config or "—",
+                markup('<span class="nw">{}</span>', runs_text(r)),
                 *(_cell(k, r.figures.get(k)) for k in TIMING_KEYS),
             ]
             for r in rows
@@ -201,9 +207,8 @@ def _speedup_section(report: SweepReport) -> Section:
     for fp in report.fingerprints():
         for r in report.timings(fp):
             main, detail = speedup_cell(r)
-            klass = "null" if main == "—" else "small"
-            cell = f'<span class="nw">{esc(main)}</span><br><span class="{klass}">{esc(detail)}</span>'
-            body.append([esc(r.label), esc(r.config or "—"), f"<code>{esc(fp)}</code>", cell])
+            cell = _CELL.format(main, "null" if main == "—" else "small", detail)
+            body.append([r.label, r.config or "—", markup("<code>{}</code>", fp), cell])
     title = f"Speed-up against {report.baseline} (same fingerprint; comparable across fingerprints)"
     return Section("speedup", title, table(["label", "setting", "environment", "speed-up"], body))
 
@@ -217,23 +222,23 @@ def write_sweep_html(report: SweepReport, output: Path, results_dir: Path) -> li
         sections.append(_speedup_section(report))
     failed = failed_rows(report)
     if failed:
-        rows = [[esc(c) for c in row] for row in failed]
         sections.append(
             Section(
-                "failed", "Failed runs", table(["run", "label", "protocol", "attempts", "last error"], rows)
+                "failed", "Failed runs", table(["run", "label", "protocol", "attempts", "last error"], failed)
             )
         )
-    every = table(RUN_HEADERS, [[esc(c) for c in row] for row in run_rows(report)])
-    hint = (
+    every = table(RUN_HEADERS, run_rows(report))
+    hint = Markup(
         "<p class='small'>A run's own report: <code>streambench report RUN</code>; several side by side: "
         "<code>streambench report RUN_A RUN_B</code>.</p>"
     )
     runs = Group(
         "runs", f"Every run ({len(report.rows)})", [Section("runs-list", "Runs", hint + every)], True
     )
-    intro = (
-        f"<p>{esc(summary_line(report))} Timings are shown per environment fingerprint and never mixed "
-        "across them; speed-ups against the baseline on the same fingerprint may be compared.</p>"
+    intro = markup(
+        "<p>{} Timings are shown per environment fingerprint and never mixed across them; speed-ups "
+        "against the baseline on the same fingerprint may be compared.</p>",
+        summary_line(report),
     )
     groups = [Group("sweep", f"Sweep {report.name}", sections), runs]
     atomic_write_text(output, page(f"streambench sweep: {report.name}", intro, groups))

@@ -13,7 +13,7 @@ from rich.console import Console
 from streambench.harness.execution.config import RunConfig
 from streambench.harness.execution.executor import ProgressHook
 from streambench.harness.report.bundle import RunBundle, SectionSpec
-from streambench.harness.report.html import absent, esc, missing, table
+from streambench.harness.report.html import Markup, absent, concat, markup, missing, table
 from streambench.harness.results.headline import Figure
 from streambench.harness.results.summary import print_causality
 from streambench.harness.runs.causality.checks import (
@@ -122,19 +122,23 @@ def causality_figures(result: CausalityResult) -> list[Figure]:
     return figures
 
 
-def _measured(name: str, value: float) -> str:
+def _measured(name: str, value: float) -> Markup | str:
     """What a check measured, named (:func:`streambench.protocols.causality.measured_label`); no figure as
     missing."""
     label = measured_label(name, value)
-    return missing(label) if math.isinf(value) else esc(label)
+    return missing(label) if math.isinf(value) else label
 
 
-def causality_section(bundle: RunBundle) -> str:
+def causality_section(bundle: RunBundle) -> Markup:
     causal = bundle.results.get("causality")
     if not isinstance(causal, CausalityResult):
         return absent(bundle.missing.get("causality", "no causality.json"))
     report = causal.report
-    verdict = '<span class="pass">passed</span>' if report.passed else '<span class="fail">FAILED</span>'
+    verdict = (
+        Markup('<span class="pass">passed</span>')
+        if report.passed
+        else Markup('<span class="fail">FAILED</span>')
+    )
     rows = []
     for check in report.checks:
         where = ""
@@ -144,16 +148,18 @@ def causality_section(bundle: RunBundle) -> str:
                 where += f", input {check.first_source}"
         rows.append(
             (
-                esc(check.name),
-                '<span class="pass">pass</span>' if check.passed else '<span class="fail">fail</span>',
-                esc(where),
+                check.name,
+                Markup('<span class="pass">pass</span>')
+                if check.passed
+                else Markup('<span class="fail">fail</span>'),
+                where,
                 _measured(check.name, check.max_difference),
-                esc(check.detail),
+                check.detail,
             )
         )
-    skipped = "".join(f"<li>{esc(name)}: {esc(why)}</li>" for name, why in causal.skipped.items())
+    skipped = concat(markup("<li>{}: {}</li>", name, why) for name, why in causal.skipped.items())
     return (
-        f"<p>Causality checks of adapter {esc(causal.adapter)}: {verdict}.</p>"
+        markup("<p>Causality checks of adapter {}: {}.</p>", causal.adapter, verdict)
         + table(["check", "result", "first offence", "measured", "detail"], rows)
-        + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else "")
+        + (markup("<p>Skipped:</p><ul>{}</ul>", skipped) if skipped else Markup())
     )

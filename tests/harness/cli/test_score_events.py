@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -101,7 +102,7 @@ def test_the_report_section_shows_the_results_numbers_and_says_what_they_mean(bi
         f"<td>all event classes</td><td>{pooled.reference_events}</td><td>{pooled.detected_events}</td>"
         in html
     )
-    assert "(&#x27;background&#x27;)" in html and "±200 ms" in html
+    assert escape("('background')") in html and "±200 ms" in html
     # where the data has no event labels: the reason, no table
     metrics = result.metrics.model_copy(
         update={"events": None, "events_reason": "the classes have no background"}

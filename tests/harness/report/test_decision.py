@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import cast
 
 import pytest
+from markupsafe import escape
 from typer.testing import CliRunner
 
 from streambench.harness.cli import app
@@ -163,7 +164,7 @@ def test_a_comparison_with_an_invalid_run_greys_its_timings_and_never_bolds_them
     sections = {section.anchor: section.body for section in comparison_sections(bundles[:2], None)}
     page = "".join(sections.values())
     # the comparison names a run by its model first (issue 37): #2 is the busy run's busywait adapter
-    assert f"#2 {bundles[1].title}: {BUSY}".replace("'", "&#x27;") in page and "Greyed, never bold" in page
+    assert escape(f"#2 {bundles[1].title}: {BUSY}") in page and "Greyed, never bold" in page
     assert page.count('<span class="fail">INVALID</span>') == 2  # in the verdict's table and the runs'
     headline = sections["compare-headline"].split("</table>")[0]
     timing = headline[headline.index("F1@1000 ms compute-aware") :]  # 7 rows: compute-aware F1 ... RTF
@@ -188,7 +189,7 @@ def test_the_single_run_report_shows_the_verdict_and_why_segment_and_frame_f1_di
     """The verdict above the run's speed table and above its latency pictures when INVALID; the sentence
     on segment against frame F1 under the table that shows both."""
     busy, ref = load_bundle(root / "busy"), load_bundle(root / "ref")
-    banner = '<span class="fail">Measurement INVALID</span>: ' + BUSY.replace("'", "&#x27;")
+    banner = '<span class="fail">Measurement INVALID</span>: ' + str(escape(BUSY))
     assert banner in summary_section(busy) and latency_section(busy).startswith(
         f'<p class="verdict-invalid">{banner}'
     )
@@ -196,7 +197,7 @@ def test_the_single_run_report_shows_the_verdict_and_why_segment_and_frame_f1_di
     assert "Measurement INVALID" not in latency_section(ref)
     f1 = f1_section(ref)
     assert "segment, algorithmic clock" in f1 and "frame, algorithmic clock" in f1  # side by side
-    assert SEGMENT_VS_FRAME.replace("'", "&#x27;").replace('"', "&quot;") in f1
+    assert escape(SEGMENT_VS_FRAME) in f1
 
 
 def test_report_budget_option_refuses_bad_input_in_one_line(root: Path, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 from typer.testing import CliRunner
 
 from streambench.harness.cli import app
@@ -250,7 +251,7 @@ def test_headline_figures_show_each_run_and_the_difference_with_its_interval(
             # the interval on its own line, in the value's unit
             assert re.fullmatch(r"[0-9.]+ (ns|µs|ms|s) \[[0-9.,]+, [0-9.,]+\] \1", cell), cell
         assert re.search(r"\[[−+±][0-9.,]+, [−+±][0-9.,]+\]", cells[3]), cells[3]
-    assert "MOVER" in headline and "bootstrap over each run&#x27;s test streams" in headline
+    assert "MOVER" in headline and escape("bootstrap over each run's test streams") in headline
     # energy was measured in no run, for one reason: one cell says so once, no difference
     energy = _row(headline, "GPU energy per frame")
     assert len(energy) == 2 and energy[1].startswith("— in no run: ")
@@ -287,7 +288,7 @@ def test_every_shown_string_is_escaped(root: Path) -> None:
     bundle.name = bundle.title = HOSTILE
     # the run's own sections, and the comparison (its Pareto labels carry the adapter name)
     compared = comparison_sections([bundle, load_bundle(root / "look")], None)
-    html = build_report([bundle]) + "".join(section.body for section in compared)
+    html = str(build_report([bundle])) + "".join(section.body for section in compared)  # both HTML
     pareto = next(section.body for section in compared if section.anchor == "compare-pareto")
     assert "#1 &lt;script&gt;" in pareto  # inside the Pareto SVG, as matplotlib text
     assert "<script" not in html.lower()
@@ -339,7 +340,9 @@ def test_failures_and_execution_mode_are_shown_escaped(tmp_path: Path) -> None:
     assert "adapter ran sealed; on error: continue; 1 session(s)" in summary  # the default (issue 24)
     # issue 24 item 5: the failed stream is in the figures, as answered wrongly, and the summary says so
     assert "2 of 3 planned streams by their outputs (250 frames); 1 failed, scored as answered" in summary
-    assert "stream syn-0002 failed at frame 4 (scored as answered wrongly): adapter &#x27;fail-at" in summary
+    assert (
+        escape("stream syn-0002 failed at frame 4 (scored as answered wrongly): adapter 'fail-at") in summary
+    )
 
 
 def test_a_causality_only_run_says_once_which_sections_need_which_run(root: Path, tmp_path: Path) -> None:

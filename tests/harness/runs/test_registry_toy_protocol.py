@@ -23,7 +23,7 @@ from streambench.harness.execution.engine import Engine
 from streambench.harness.execution.executor import ProgressHook
 from streambench.harness.execution.setup import build_adapter
 from streambench.harness.report.bundle import RunBundle, SectionSpec
-from streambench.harness.report.html import esc
+from streambench.harness.report.html import Markup, markup
 from streambench.harness.results.headline import Figure
 from streambench.harness.runs import registry
 from streambench.harness.runs.catalog import fix_data_seed, write_indexed
@@ -93,11 +93,13 @@ class ToyProtocol(Printed, Reported, Swept, RunProtocol):
         return (SectionSpec("toy", "Toy protocol", _section),)
 
 
-def _section(bundle: RunBundle) -> str:
+def _section(bundle: RunBundle) -> Markup:
     result = bundle.results.get("toy")
     if not isinstance(result, ToyResult):
-        return f"<p>Not shown: {esc(bundle.missing.get('toy', 'no toy.json'))}</p>"
-    return f'<p class="toy">toy mean top score {result.mean_top_score:.6f} over {result.frames} frames</p>'
+        return markup("<p>Not shown: {}</p>", bundle.missing.get("toy", "no toy.json"))
+    return markup(
+        '<p class="toy">toy mean top score {:.6f} over {} frames</p>', result.mean_top_score, result.frames
+    )
 
 
 @pytest.fixture

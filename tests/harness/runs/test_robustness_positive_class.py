@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile
+from markupsafe import escape
 from rich.console import Console
 
 from streambench.adapters.contract import AdapterInfo, Frame, Prediction
@@ -85,4 +86,4 @@ def test_robustness_f1_on_audio_files_is_the_positive_class_f1(tmp_path: Path) -
     assert "F1 counts binary task: F1 of the positive class 'speech'" in out.getvalue()
     html = robustness_section(load_bundle(run_dir))
     assert "ms (Strict, frame) under each perturbation" in html
-    assert "F1 counts binary task: F1 of the positive class &#x27;speech&#x27;" in html
+    assert escape("F1 counts binary task: F1 of the positive class 'speech'") in html
