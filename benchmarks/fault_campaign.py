@@ -8,6 +8,8 @@ environment active (the machine's other jobs make it slow: 20-40 minutes on 2 sh
     python benchmarks/fault_campaign.py --list               # the scenarios, by area
     python benchmarks/fault_campaign.py -k capacity_ -k ab_  # those whose name contains either string
     python benchmarks/fault_campaign.py --rerun OUT/outcomes.jsonl   # again, those that did not survive
+    python benchmarks/fault_campaign.py --tally OUT/outcomes.jsonl   # the tally of each scenario's latest
+    python benchmarks/fault_campaign.py --jobs 2             # two scenarios at a time (more load: more hung)
 
 Each scenario gets a fresh directory under ``--out`` (default ``/tmp/fault_campaign``) holding a copy of
 the campaign's own misbehaving model (benchmarks/fault_campaign_models.py, as ``campaign_models.py``) and
@@ -51,9 +53,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from fault_campaign_procs import session_processes
 
 HERE = Path(__file__).resolve().parent
 OUTCOMES = ("survived", "lost", "traceback", "hung", "wrong", "orphan", "escape")
@@ -124,122 +129,6 @@ class Scenario:
 
 def python_code(code: str) -> list[str]:
     return [sys.executable, "-c", code]
-
-
-# ---------------------------------------------------------------- process sessions and what is left of them
-
-
-def _stat(pid: str) -> tuple[int, int, int] | None:
-    """(ppid, pgid, sid) of a process, or None once it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()
-    return int(fields[1]), int(fields[2]), int(fields[3])
-
-
-def session_processes(leader: int, directory: Path) -> dict[int, str]:
-    """Live processes of ``leader``'s session or process group, or whose working directory lies in
-    ``directory``: pid -> command line."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        ids = _stat(entry)
-        if ids is None:
-            continue
-        inside = leader in ids[1:]
-        if not inside:
-            try:
-                inside = os.readlink(f"/proc/{entry}/cwd").startswith(str(directory))
-            except OSError:
-                inside = False
-        if inside:
-            try:
-                raw = Path(f"/proc/{entry}/cmdline").read_bytes()
-                cmd = raw.replace(b"\0", b" ").decode(errors="replace")
-                state = Path(f"/proc/{entry}/stat").read_text().split(") ")[1][:1]
-            except OSError:
-                continue
-            if state != "Z":
-                found[int(entry)] = cmd.strip()[:160]
-    return found
-
-
-def children(pid: int) -> list[int]:
-    """Every live descendant of ``pid``, parents first."""
-    ppids = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            ids = _stat(entry)
-            if ids is not None:
-                ppids[int(entry)] = ids[0]
-    out, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop(0)
-        kids = sorted(p for p, pp in ppids.items() if pp == parent)
-        out.extend(kids)
-        frontier.extend(kids)
-    return out
-
-
-def workers(ctx: Ctx, wait_s: float = 60.0, count: int = 1) -> list[int]:
-    """The pids of the run's worker processes (``python -I -S -c``), once ``count`` exist (or the wait
-    ends)."""
-    assert ctx.proc is not None
-    deadline = time.monotonic() + wait_s
-    found: list[int] = []
-    while time.monotonic() < deadline and ctx.proc.poll() is None:
-        found = []
-        for pid in children(ctx.proc.pid):
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"-I" in cmd and b"-c" in cmd:
-                found.append(pid)
-        if len(found) >= count:
-            return found
-        time.sleep(0.1)
-    return found
-
-
-def after(seconds: float, act: Callable[[Ctx], None]) -> Callable[[Ctx], None]:
-    def during(ctx: Ctx) -> None:
-        time.sleep(seconds)
-        if ctx.proc is not None and ctx.proc.poll() is None:
-            act(ctx)
-
-    return during
-
-
-def signal_main(sig: int) -> Callable[[Ctx], None]:
-    def act(ctx: Ctx) -> None:
-        assert ctx.proc is not None
-        os.kill(ctx.proc.pid, sig)
-        ctx.notes.append(f"sent {signal.Signals(sig).name} to the command")
-
-    return act
-
-
-def signal_worker(sig: int, after_s: float = 2.0, which: int = 0) -> Callable[[Ctx], None]:
-    """Once a worker exists: wait ``after_s``, then send ``sig`` to the ``which``-th worker."""
-
-    def during(ctx: Ctx) -> None:
-        found = workers(ctx, count=which + 1)
-        time.sleep(after_s)
-        found = workers(ctx, wait_s=5, count=which + 1) or found
-        if len(found) > which and ctx.proc is not None and ctx.proc.poll() is None:
-            try:
-                os.kill(found[which], sig)
-                ctx.notes.append(f"sent {signal.Signals(sig).name} to worker pid {found[which]}")
-            except ProcessLookupError:
-                ctx.notes.append("the worker had already ended")
-        else:
-            ctx.notes.append("no worker found to signal")
-
-    return during
 
 
 # ---------------------------------------------------------------------------------------------- running
@@ -398,36 +287,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/fault_campaign"))
     parser.add_argument("-k", action="append", default=[], help="run scenarios whose name contains this")
     parser.add_argument("--rerun", type=Path, help="an outcomes.jsonl: run again those that did not survive")
+    parser.add_argument("--tally", type=Path, help="an outcomes.jsonl: print its tally (latest per scenario)")
+    parser.add_argument("--jobs", type=int, default=1, help="scenarios run at the same time (default 1)")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args(argv)
+    if args.tally:
+        print(tally(list(latest_rows(args.tally).values())))
+        return 0
     chosen = all_scenarios()
     if args.k:
         chosen = [s for s in chosen if any(k in s.name for k in args.k)]
     if args.rerun:
-        again = not_survived(args.rerun)
+        again = {name for name, row in latest_rows(args.rerun).items() if row["outcome"] != "survived"}
         chosen = [s for s in chosen if s.name in again]
     if args.list:
         for s in chosen:
             print(f"{s.area:9} {s.via:6} {s.name}  {s.note}")
         print(f"{len(chosen)} scenarios")
         return 0
-    mounts = mount_available()
-    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1")
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    with open(args.out / "outcomes.jsonl", "a") as log:
-        for i, sc in enumerate(chosen, 1):
-            if sc.needs_mount and not mounts:
-                row = {"name": sc.name, "area": sc.area, "via": sc.via, "outcome": "skipped"}
-                row["why"] = "no unshare -m"
-            else:
-                row = run_scenario(sc, args.out, env)
-            rows.append(row)
-            log.write(json.dumps(row) + "\n")
-            log.flush()
-            shown = f"{row['outcome']:9} {sc.area:9} {sc.name}: {row['why'][:150]}"
-            print(f"[{i}/{len(chosen)}] {shown}", flush=True)
+    rows = run_all(chosen, args.out, max(args.jobs, 1))
     ran = [r for r in rows if r["outcome"] != "skipped"]
     table = tally(ran)
     (args.out / "tally.md").write_text(table + "\n")
@@ -435,14 +314,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def not_survived(outcomes: Path) -> set[str]:
-    """The scenarios whose latest line in ``outcomes`` (an outcomes.jsonl) is not ``survived``."""
+def run_all(chosen: Sequence[Scenario], out: Path, jobs: int) -> list[dict[str, Any]]:
+    """Each scenario, ``jobs`` at a time; each outcome appended to ``out/outcomes.jsonl`` and printed as it
+    ends."""
+    mounts = mount_available()
+    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    rows: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def one(sc: Scenario) -> None:
+        if sc.needs_mount and not mounts:
+            row = {"name": sc.name, "area": sc.area, "via": sc.via, "outcome": "skipped"}
+            row["why"] = "no unshare -m"
+        else:
+            row = run_scenario(sc, out, env)
+        with lock:
+            rows.append(row)
+            log.write(json.dumps(row) + "\n")
+            log.flush()
+            shown = f"{row['outcome']:9} {sc.area:9} {sc.name}: {row['why'][:150]}"
+            print(f"[{len(rows)}/{len(chosen)}] {shown}", flush=True)
+
+    with open(out / "outcomes.jsonl", "a") as log, ThreadPoolExecutor(jobs) as pool:
+        for future in [pool.submit(one, sc) for sc in chosen]:
+            future.result()
+    return rows
+
+
+def latest_rows(outcomes: Path) -> dict[str, dict[str, Any]]:
+    """Each scenario's latest line in ``outcomes`` (an outcomes.jsonl), skipped ones left out."""
     latest = {}
     for line in outcomes.read_text().splitlines():
         if line.strip():
             row = json.loads(line)
-            latest[row["name"]] = row["outcome"]
-    return {name for name, outcome in latest.items() if outcome != "survived"}
+            if row["outcome"] != "skipped":
+                latest[row["name"]] = row
+    return latest
 
 
 if __name__ == "__main__":

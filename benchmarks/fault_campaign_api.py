@@ -7,7 +7,8 @@ import json
 import signal
 import time
 
-from fault_campaign import Check, Ctx, Scenario, after, python_code, signal_main
+from fault_campaign import Check, Ctx, Scenario, python_code
+from fault_campaign_procs import after, signal_main
 
 # ------------------------------------------------------------------------------------------------- the API
 

@@ -8,8 +8,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from fault_campaign import Check, Ctx, Scenario, after, signal_main
+from fault_campaign import Check, Ctx, Scenario
 from fault_campaign_checks import write
+from fault_campaign_procs import after, signal_main
 
 LATENCY = """
 def test_it(streambench_latency):

@@ -8,8 +8,9 @@ import signal
 import subprocess
 import time
 
-from fault_campaign import Ctx, Scenario, after, signal_main, signal_worker
+from fault_campaign import Ctx, Scenario
 from fault_campaign_checks import ab_error, cap_failed, cap_ok, clear_error, in_tmpfs, json_alone_ab, write
+from fault_campaign_procs import after, signal_main, signal_worker
 
 CAPACITY_TOML = """streams = 4
 confidence = 0.8

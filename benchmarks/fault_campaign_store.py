@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +37,14 @@ _TEMPLATE: dict[str, Path] = {}
 def _prepared(base: Path) -> Path:
     """A store with a complete run ``r1`` (null, 3 streams) and an interrupted one ``r2`` (busywait, 2 or 3
     of 8 streams logged), made once per campaign and copied into each store scenario."""
-    template = base.parent / "_store_template"
+    with _PREPARING:
+        return _prepare(base.parent / "_store_template")
+
+
+_PREPARING = threading.Lock()
+
+
+def _prepare(template: Path) -> Path:
     if (template / "results" / "r2" / "events.jsonl").is_file():
         return template
     shutil.rmtree(template, ignore_errors=True)
