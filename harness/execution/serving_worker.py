@@ -234,7 +234,7 @@ class ServingCore:
                     if flags & LAST:
                         self._free.append(self._active.pop(key))
             return _encode_reply(outputs, self.num_classes)
-        except Exception as exc:
+        except BaseException as exc:  # SIGINT is ignored in a worker: a KeyboardInterrupt is the model's
             item = exc.item if isinstance(exc, ServingError) else position
             trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
             error = {"type": type(exc).__name__, "message": bounded(str(exc)), "item": item}
@@ -297,7 +297,7 @@ def serving_main(spec_json: str, conn: Connection, slot: Any) -> None:
             else:
                 core.reset()
                 answer = b"Z"
-        except Exception as exc:  # the adapter failed outside a batch (building, warming up, resetting)
+        except BaseException as exc:  # the adapter failed outside a batch (building, warming up, resetting)
             answer = b"E" + json.dumps({"type": type(exc).__name__, "message": str(exc), "item": -1}).encode()
         _send(conn, answer)
 

@@ -3,6 +3,8 @@ refuses are named; a replica gives each stream its own state."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -47,3 +49,25 @@ def test_a_replica_gives_each_stream_its_own_state() -> None:
     single = CausalReferenceAdapter(CausalReferenceAdapter.Options(**BOUND))
     for k in range(2):
         assert np.allclose(np.stack(got[k]), _alone(single, frames[k]), atol=1e-6)
+
+
+@pytest.mark.parametrize("fault", ["keyboard", "base", "genexit", "sysexit"])
+@pytest.mark.parametrize("serving", ["replicas", "batched"])
+def test_a_models_base_exception_in_a_batch_is_its_failure_at_that_frame(fault: str, serving: str) -> None:
+    """A ``KeyboardInterrupt``, ``GeneratorExit``, ``SystemExit`` or other ``BaseException`` out of the
+    model's ``predict()`` / ``predict_batch()`` is answered as the batch's error, naming the frame's place
+    in it and the type, as an ``Exception`` is: the worker ignores SIGINT, so none of them is a Ctrl-C."""
+    from streambench.harness.execution.sealed_feed import encode_frame
+    from streambench.harness.execution.serving_worker import FIRST, encode_batch
+
+    options = {"fault": fault, "stream_index": 0, "at_frame": 0, "max_batch_size": 4}
+    core = ServingCore(lambda: create_adapter("faulty", options, data_bound=BOUND), serving, 4)
+    core.prepare(1)
+    frame = next(iter(STREAMS[0].frames()))
+    reply = core.serve(encode_batch([(7, FIRST, encode_frame(frame))]))
+    assert reply[:1] == b"E"
+    error = json.loads(reply[1:])
+    expected = {"keyboard": "KeyboardInterrupt", "base": "PlantedBaseException", "genexit": "GeneratorExit"}
+    assert error["type"] == expected.get(fault, "SystemExit")
+    assert error["item"] == (0 if serving == "replicas" else -1)
+    assert "planted fault at frame 0" in error["message"] or fault == "sysexit"
