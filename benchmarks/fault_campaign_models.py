@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import field_validator
 
 from streambench import AdapterInfo, AdapterOptions, Frame, Prediction, StreamingAdapter
 
@@ -42,6 +43,13 @@ class EvilOptions(AdapterOptions):
     where: str = "predict"  # predict | reset | init | info
     at_call: int = 0  # the call (0-based, warm-up included) of predict/predict_batch that commits the act
     arg: str = ""  # a path or a size, by act; "@": the path in campaign_target.txt beside this file
+
+    @field_validator("arg", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        """``-o arg=600`` arrives as a number (option values are parsed): a size is text here too."""
+        return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
     max_batch_size: int = 0  # > 0: a batch mode (the capacity protocol's batched serving)
 
 

@@ -57,8 +57,15 @@ AB = [
 FAULTY_AT = '[{"fault":"%s","stream_index":%d,"at_frame":3}]'
 
 
+BATCH_WARMUP_KEYS = 8
+"""Batched serving warms up on ``max_batch`` (8) keys at once, each a stream the faulty adapter counts."""
+
+
 def _faulty_cap(fault: str, batched: bool) -> list[str]:
-    plants = ",".join(FAULTY_AT[1:-1] % (fault, i) for i in range(1, 24))
+    """The faulty adapter planting ``fault`` at frame 3 of every stream after the warm-up's (one stream
+    per replica; in batched mode, its 8 warm-up keys), so the fault comes during the search."""
+    first = 1 + (BATCH_WARMUP_KEYS if batched else 0)
+    plants = ",".join(FAULTY_AT[1:-1] % (fault, i) for i in range(first, first + 23))
     args = [*CAP, "--adapter", "faulty", "-o", f"more_faults=[{plants}]"]
     return args + (["-o", "max_batch_size=8", "-p", "serving=batched"] if batched else [])
 
