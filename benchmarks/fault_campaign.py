@@ -305,6 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{s.area:9} {s.via:6} {s.name}  {s.note}")
         print(f"{len(chosen)} scenarios")
         return 0
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # a background job's (nohup, cmd &): the
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # scenarios' commands must see Ctrl-C
     args.out.mkdir(parents=True, exist_ok=True)
     rows = run_all(chosen, args.out, max(args.jobs, 1))
     ran = [r for r in rows if r["outcome"] != "skipped"]

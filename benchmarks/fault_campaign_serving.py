@@ -237,6 +237,7 @@ def capacity() -> list[Scenario]:
             during=after(7.0, _remount_ro),
             needs_mount=True,
             check=clear_error("capacity.json", "read-only"),
+            ok=(2,),
         ),
         Scenario(
             "capacity_store_full",
@@ -246,6 +247,7 @@ def capacity() -> list[Scenario]:
             setup=setup,
             needs_mount=True,
             check=clear_error("No space left"),
+            ok=(2,),
         ),
         Scenario(
             "capacity_resume_refused",
