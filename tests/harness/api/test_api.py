@@ -106,6 +106,18 @@ def test_what_is_no_configuration_is_a_type_error_naming_the_argument(given: obj
         streambench.ab(streambench.RunConfig(adapter="null"), given)  # type: ignore[arg-type]
 
 
+def test_rounds_and_progress_that_are_none_of_theirs_are_type_errors_naming_the_argument() -> None:
+    """Checked before anything runs: ``rounds="x"`` was an AttributeError ('str' object has no attribute
+    'mode') deep in the rounds, ``progress="x"`` a TypeError ('str' object is not callable) mid-run."""
+    config = streambench.RunConfig(adapter="null")
+    with pytest.raises(TypeError, match=r"^rounds: expected a streambench.RoundsConfig or None, got a str"):
+        streambench.ab(config, config, rounds="x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^progress: expected a callable or None, got a str \('x'\)"):
+        streambench.ab(config, config, progress="x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^progress: expected a callable or None, got a int \(3\)"):
+        streambench.run(config, progress=3)  # type: ignore[arg-type]
+
+
 @pytest.mark.processes
 def test_a_mapping_of_run_config_fields_is_validated_into_one(tmp_path: Path) -> None:
     """Decided (docs/python.md): a mapping is a configuration file's table, validated as RunConfig
