@@ -220,9 +220,9 @@ def data_scenarios() -> list[Scenario]:
                 "data",
                 "cli",
                 [
-                    *base[:4],
+                    *base[:5],
                     "campaign_models:Evil",
-                    *base[5:],
+                    *base[6:],
                     "-o",
                     f"act={act}",
                     "-o",
@@ -256,7 +256,7 @@ def data_scenarios() -> list[Scenario]:
                 "cli",
                 base,
                 ok=(2,),
-                check=clear_error(kind),
+                check=clear_error("data.toml", "Field required"),  # names the file and each missing field
                 setup=write("data.toml", f'[data]\nkind = "{kind}"\n'),
             )
         )
