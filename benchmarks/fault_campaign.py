@@ -322,15 +322,19 @@ def run_all(chosen: Sequence[Scenario], out: Path, jobs: int) -> list[dict[str, 
     mounts = mount_available()
     env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    os.environ["PATH"] = env["PATH"]  # the setups' own commands (the store's template runs) find it too
     rows: list[dict[str, Any]] = []
     lock = threading.Lock()
 
     def one(sc: Scenario) -> None:
+        row = {"name": sc.name, "area": sc.area, "via": sc.via, "outcome": "skipped"}
         if sc.needs_mount and not mounts:
-            row = {"name": sc.name, "area": sc.area, "via": sc.via, "outcome": "skipped"}
             row["why"] = "no unshare -m"
         else:
-            row = run_scenario(sc, out, env)
+            try:
+                row = run_scenario(sc, out, env)
+            except Exception as exc:  # the campaign's own failure (a setup): named, the others go on
+                row["why"] = f"the campaign failed to run it: {type(exc).__name__}: {exc}"
         with lock:
             rows.append(row)
             log.write(json.dumps(row) + "\n")

@@ -99,14 +99,14 @@ def pytest_scenarios() -> list[Scenario]:
             AB_TEST,
             'adapter="faulty", base_adapter="faulty", options={"fault": "raise", '
             '"stream_index": 1, "at_frame": 3}, streams=2, duration_s=1.0, warmup_frames=10, rounds=2, '
-            "budget_s=0",
+            "budget_s=None",
             "fail",
             ("head",),
         ),
         (
             "ab_base_path_empty",
             AB_TEST,
-            'adapter="campaign_models:Evil", streams=2, duration_s=1.0, rounds=2, budget_s=0',
+            'adapter="campaign_models:Evil", streams=2, duration_s=1.0, rounds=2, budget_s=None',
             "fail",
             ("base",),
         ),

@@ -215,7 +215,7 @@ def capacity() -> list[Scenario]:
             [*good, "-p", "min_point_s=3"],
             ok=(130,),
             setup=setup,
-            during=after(6.0, signal_main(signal.SIGINT)),
+            during=after(12.0, signal_main(signal.SIGINT)),  # once a point is decided
             check=_cap_interrupted,
         ),
         Scenario(
@@ -225,7 +225,7 @@ def capacity() -> list[Scenario]:
             [*good, "-p", "min_point_s=3"],
             ok=(130, 143),
             setup=setup,
-            during=after(6.0, signal_main(signal.SIGTERM)),
+            during=after(12.0, signal_main(signal.SIGTERM)),
             check=_cap_interrupted,
         ),
         Scenario(
@@ -394,7 +394,7 @@ def ab() -> list[Scenario]:
             ok=(2,),
             during=signal_worker(signal.SIGSTOP, 1.0),
             check=ab_error(),
-            timeout=300,
+            timeout=420,  # stopped while it starts: ended at the start timeout (300 s), as a slow start is
         ),
         Scenario("ab_sigint", "ab", "cli", longer, ok=(130,), during=after(8.0, signal_main(signal.SIGINT))),
         Scenario(

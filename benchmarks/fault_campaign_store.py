@@ -299,7 +299,7 @@ def store_scenarios() -> list[Scenario]:
         ("resume_concurrent", sh(f"{resume} > a.txt 2>&1 & {resume}; wait"), None, (0, 2), _one_holder),
         (
             "same_run_id_concurrent",
-            sh(" ".join(RUN) + " --run-id same > a.txt 2>&1 &", " ".join(RUN) + " --run-id same; wait"),
+            ["sh", "-c", f"{' '.join(RUN)} --run-id same > a.txt 2>&1 & {' '.join(RUN)} --run-id same; wait"],
             None,
             (0, 2),
             _one_holder,
@@ -314,7 +314,7 @@ def store_scenarios() -> list[Scenario]:
             clear_error("afile"),
         ),
         ("show_unknown", sh("streambench show nope"), None, (2,), clear_error("nope")),
-        ("runs_no_store", sh("streambench runs --results-dir nowhere"), None, (0,), None),
+        ("runs_no_store", sh("streambench runs --results-dir nowhere"), None, (2,), clear_error("nowhere")),
         (
             "sigkill_then_resume",
             sh(
