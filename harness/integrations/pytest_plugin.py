@@ -243,6 +243,8 @@ class StreambenchLatency:
         instead (the other arguments are then ignored). The run is written under pytest's temporary
         directory (``run.run_dir``).
         """
+        from streambench.harness.execution.adapter_errors import AdapterError
+        from streambench.harness.execution.worker_errors import WorkerError
         from streambench.harness.runs.session import execute_run
         from streambench.protocols.online_speed import measured_latency
 
@@ -252,9 +254,20 @@ class StreambenchLatency:
                 "parametrize the test to benchmark several adapters"
             )
         self.used = True
-        if config is None:
-            config = run_config(adapter, options, streams, duration_s, warmup_frames, self.output_dir)
-        result, recordings, run_dir = execute_run(config)
+        try:
+            if config is None:
+                config = run_config(adapter, options, streams, duration_s, warmup_frames, self.output_dir)
+            result, recordings, run_dir = execute_run(config)
+        except (ValueError, AdapterError, WorkerError) as exc:  # the configuration, or every stream failed
+            failure = f"{FIXTURE}: {exc}"
+        else:
+            failure = None
+        if failure is not None:  # outside the except: no chained traceback through the harness
+            pytest.fail(failure, pytrace=False)
+        if result.failures:  # as streambench run's exit 1: the frames left are not the model's latency
+            shown = "; ".join(f.message for f in result.failures)  # each names the adapter, stream and frame
+            failed = f"the adapter failed on {len(result.failures)} stream(s)"
+            pytest.fail(f"{FIXTURE}: {failed}: {shown} (the run: {run_dir})", pytrace=False)
         latency_ns = np.concatenate([measured_latency(r) for r in recordings if r.role == "test"])
         self.benchmark.extra_info[EXTRA_KEY] = extra_info(result, latency_ns)
         self.timer.load(latency_ns)

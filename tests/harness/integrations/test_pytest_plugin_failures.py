@@ -1,0 +1,66 @@
+"""The ``streambench_latency`` fixture (harness/integrations/pytest_plugin.py) when the model or its
+configuration fails: the test fails with one line naming what failed (pytest.fail, no traceback through
+the harness), as ``streambench run`` says it. A run whose adapter failed on a stream fails the test (the
+command exits 1 for it) instead of passing on the frames that remained."""
+
+from __future__ import annotations
+
+import pytest
+
+from streambench.adapters.faulty import stream_fingerprint
+from streambench.harness.datasets.synthetic import SyntheticConfig, make_streams
+from tests.harness.integrations.test_pytest_plugin import _run
+
+pytest_plugins = ["pytester"]
+
+TEST = """
+import streambench
+
+
+def test_it(streambench_latency):
+    run = streambench_latency({args})
+    assert run.latency.n > 0
+"""
+SMALL = "streams=2, duration_s=1.0, warmup_frames=10"
+DATA = {"num_streams": 2, "duration_s": 1.0, "max_event_segments": 1, "min_event_segments": 1, "seed": 0}
+SECOND = make_streams(SyntheticConfig(**DATA))[1]
+FAULTY = {
+    "adapter": "faulty",
+    "adapter_options": {
+        "fault": "raise",
+        "stream_fingerprint": stream_fingerprint(next(iter(SECOND.frames()))),
+        "at_frame": 3,
+    },
+    "data": DATA,
+    "engine": {"warmup_frames": 10},
+}
+"""A run whose second stream (by its first frame: in every worker, audit copies too) fails at frame 3."""
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            f"config=streambench.RunConfig.model_validate({FAULTY!r})",
+            "streambench_latency: the adapter failed on 1 stream(s): adapter 'faulty', stream 'syn-0001', "
+            "frame 3: predict() raised RuntimeError: planted fault at frame 3 (the run: results/",
+        ),
+        (
+            f'adapter="no_such_mod:X", {SMALL}',
+            "streambench_latency: adapter 'no_such_mod:X': cannot import module 'no_such_mod'",
+        ),
+        (
+            f'adapter="null", options={{"bogus": 1}}, {SMALL}',
+            "streambench_latency: adapter 'null' has no option 'bogus'",
+        ),
+    ],
+    ids=["a failed stream", "no such module", "no such option"],
+)
+def test_a_failure_fails_the_test_in_one_line(pytester: pytest.Pytester, args: str, says: str) -> None:
+    pytester.makepyfile(test_case=TEST.format(args=args))
+    result = _run(pytester, "-rf")
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert says in text, text
+    assert "Traceback" not in text and "streambench/harness/" not in text, text
