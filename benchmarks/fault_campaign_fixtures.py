@@ -25,7 +25,8 @@ def test_it(streambench_ab):
 
 
 def pytest_case(template: str, args: str) -> tuple[list[str], Callable[[Path], None]]:
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "test_case.py"]
+    plugins = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest"]  # hypothesis: slow to import, unused
+    argv = [sys.executable, "-m", "pytest", "-q", *plugins, "-rA", "test_case.py"]
     return argv, write("test_case.py", template.format(args=args))
 
 
@@ -137,7 +138,7 @@ def pytest_scenarios() -> list[Scenario]:
             )
         )
     argv, setup = pytest_case(
-        LATENCY, 'adapter="busywait", options={"duration_us": 3000}, streams=6, duration_s=2.0'
+        LATENCY, 'adapter="busywait", options={"duration_us": 20000}, streams=6, duration_s=2.0'
     )
     out.append(
         Scenario(
