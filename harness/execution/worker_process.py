@@ -278,7 +278,15 @@ def start_worker(
         cpus,
         harness_package(command),
     ]
-    popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), **_DETACHED)
+    try:
+        popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), **_DETACHED)
+    except OSError as exc:  # no such interpreter, or not executable: a side's configuration (--base-python)
+        child.close()
+        parent.close()
+        from streambench.harness.execution.worker_errors import WorkerError  # numpy: only when failing
+
+        why = exc.strerror or str(exc)
+        raise WorkerError(f"the worker's interpreter {command.python!r} cannot be started: {why}") from None
     child.close()
     conn = Connection(parent.detach())
     _hand_over(conn, config_json.encode())

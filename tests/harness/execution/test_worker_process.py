@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from streambench.harness.execution import worker_process
+from streambench.harness.execution.worker_errors import WorkerError
 from streambench.harness.execution.worker_process import SharedSlot, WorkerCommand, start_worker
 
 
@@ -31,3 +32,11 @@ def test_a_worker_gone_before_its_configuration_is_sent_is_found_by_the_first_re
     with pytest.raises((EOFError, ConnectionResetError)):
         conn.recv_bytes()
     assert process.exitcode == 1
+
+
+@pytest.mark.processes
+def test_an_interpreter_that_cannot_be_started_is_a_worker_error_naming_it() -> None:
+    """``ab --base-python /nonexistent/python3``: a ``WorkerError`` naming the interpreter (the command
+    line's clear error, after the side's name), not a ``FileNotFoundError`` traceback."""
+    with pytest.raises(WorkerError, match=r"^the worker's interpreter '/nonexistent/python3' cannot be"):
+        start_worker(WorkerCommand(python="/nonexistent/python3"), "{}", None, SharedSlot())
