@@ -125,7 +125,9 @@ def sealed() -> list[Scenario]:
         ("init", "raise_sysexit_1", clear_error("evil")),
         ("reset", "raise_keyboard", recorded(frame=None)),
     ):
-        out.append(evil(f"{where}_{act}", act, check, "-o", f"where={where}", ok=(0, 1, 2)))
+        # a constructor that never returns is ended at the start timeout (300 s), as a slow start is
+        wait = 400.0 if (where, act) == ("init", "sleep_forever") else 240.0
+        out.append(evil(f"{where}_{act}", act, check, "-o", f"where={where}", ok=(0, 1, 2), timeout=wait))
     for name in ("read_store", "write_cwd"):
         act, arg = READS[name]
         argv = [*EVIL, "-o", f"act={act}", "-o", f"arg={arg}"]
