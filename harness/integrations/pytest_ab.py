@@ -234,6 +234,7 @@ def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
     ) -> ABReport:
         base_paths = [str(Path(base_path).resolve())] if base_path else None
         head_paths = [str(Path(head_path).resolve())] if head_path else None
+        failure: str | None = None
         try:
             base, head = ab_sides(
                 adapter, options, base_adapter, base_options, config=config, data=data, engine=engine,
@@ -249,8 +250,6 @@ def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
             report = run_ab(base, head, rounds_config, rules, on, confidence, pass_confidence=pass_confidence)
         except (ConfigError, ValidationError, ValueError, AdapterError, WorkerError) as exc:
             failure = f"streambench_ab: {exc}"  # a FailOnSpecError, refused sides, a side's adapter failing
-        else:
-            failure = None
         if failure is not None:  # outside the except: no chained traceback through the harness
             pytest.fail(failure, pytrace=False)
         request.node.user_properties.append(("streambench_ab", report.model_dump_json()))

@@ -254,14 +254,13 @@ class StreambenchLatency:
                 "parametrize the test to benchmark several adapters"
             )
         self.used = True
+        failure: str | None = None
         try:
             if config is None:
                 config = run_config(adapter, options, streams, duration_s, warmup_frames, self.output_dir)
             result, recordings, run_dir = execute_run(config)
         except (ValueError, AdapterError, WorkerError) as exc:  # the configuration, or every stream failed
             failure = f"{FIXTURE}: {exc}"
-        else:
-            failure = None
         if failure is not None:  # outside the except: no chained traceback through the harness
             pytest.fail(failure, pytrace=False)
         if result.failures:  # as streambench run's exit 1: the frames left are not the model's latency
