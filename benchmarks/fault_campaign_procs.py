@@ -99,6 +99,21 @@ def after(seconds: float, act: Callable[[Ctx], None]) -> Callable[[Ctx], None]:
     return during
 
 
+def once_written(pattern: str, act: Callable[[Ctx], None], wait_s: float = 120.0) -> Callable[[Ctx], None]:
+    """``act`` once a file matching ``pattern`` (under the scenario's directory) exists, while the command
+    runs: a signal once a search has decided its first point, whatever the machine's load."""
+
+    def during(ctx: Ctx) -> None:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and ctx.proc is not None and ctx.proc.poll() is None:
+            if any(ctx.dir.glob(pattern)):
+                act(ctx)
+                return
+            time.sleep(0.05)
+
+    return during
+
+
 def signal_main(sig: int) -> Callable[[Ctx], None]:
     def act(ctx: Ctx) -> None:
         assert ctx.proc is not None
