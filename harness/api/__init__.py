@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, NoReturn
 
 from pydantic import BaseModel
@@ -55,6 +56,7 @@ def run(
 
     config = _as_run_config(config, "config")
     _callable_or_none(progress, "progress")
+    _a_directory(config.output_dir)
     chosen = registry.get(protocol)
     if protocol_config is None:
         protocol_config = chosen.load_config(None)
@@ -105,6 +107,15 @@ def _as_run_config(value: object, name: str) -> RunConfig:
         return RunConfig.model_validate(dict(value))
     shown = "None" if value is None else f"a {type(value).__name__} ({value!r:.60})"
     raise TypeError(f"{name}: expected a streambench.RunConfig or a mapping of its fields, got {shown}")
+
+
+def _a_directory(path: Path) -> None:
+    """A ``ValueError`` naming ``output_dir`` when it cannot be a directory (it, or the first of its
+    ancestors that exists, is a file), before anything runs, as the command line's ``--output-dir``."""
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)  # "." or "/" at the latest
+    if existing is not None and not existing.is_dir():
+        what = "is a file" if existing == path else f"is inside {existing}, which is a file"
+        raise ValueError(f"output_dir {path}: {what}, not a directory")
 
 
 def _callable_or_none(value: object, name: str) -> None:
