@@ -263,10 +263,9 @@ class StreambenchLatency:
             failure = f"{FIXTURE}: {exc}"
         if failure is not None:  # outside the except: no chained traceback through the harness
             pytest.fail(failure, pytrace=False)
-        if result.failures:  # as streambench run's exit 1: the frames left are not the model's latency
-            shown = "; ".join(f.message for f in result.failures)  # each names the adapter, stream and frame
-            failed = f"the adapter failed on {len(result.failures)} stream(s)"
-            pytest.fail(f"{FIXTURE}: {failed}: {shown} (the run: {run_dir})", pytrace=False)
+        problems = run_problems(result)
+        if problems:  # as streambench run's exit 1: the frames left are not the model's latency
+            pytest.fail(f"{FIXTURE}: {'; '.join(problems)} (the run: {run_dir})", pytrace=False)
         latency_ns = np.concatenate([measured_latency(r) for r in recordings if r.role == "test"])
         self.benchmark.extra_info[EXTRA_KEY] = extra_info(result, latency_ns)
         self.timer.load(latency_ns)
@@ -278,6 +277,23 @@ class StreambenchLatency:
                 "so its rounds would not be the engine's per-frame latencies"
             )
         return LatencyRun(result=result, run_dir=run_dir, latency_ns=latency_ns)
+
+
+def run_problems(result: RunResult) -> list[str]:
+    """What makes ``streambench run`` exit 1 for a run (harness/runs/online.py ``print_result``): the
+    adapter's failures (each naming the adapter, stream and frame), a failed session audit, the parent's
+    clock disagreeing with the worker's."""
+    problems = []
+    if result.failures:
+        shown = "; ".join(f.message for f in result.failures)
+        problems.append(f"the adapter failed on {len(result.failures)} stream(s): {shown}")
+    audit = result.session_audit
+    if audit is not None and audit.passed is False:
+        failed = [f"{c.name}: {c.detail}" if c.detail else c.name for c in audit.checks if not c.passed]
+        problems.append(f"the session's audit failed ({'; '.join(failed)})")
+    if result.host_timing is not None and result.host_timing.verdict == "disagree":
+        problems.append(f"the parent's clock disagrees with the worker's ({result.host_timing.reason})")
+    return problems
 
 
 def _no_op() -> None:

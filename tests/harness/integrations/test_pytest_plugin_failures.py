@@ -64,3 +64,26 @@ def test_a_failure_fails_the_test_in_one_line(pytester: pytest.Pytester, args: s
     text = result.stdout.str()
     assert says in text, text
     assert "Traceback" not in text and "streambench/harness/" not in text, text
+
+
+def test_the_problems_are_those_streambench_run_exits_1_for() -> None:
+    """A failed session audit and clocks that disagree fail the fixture's test too, as they make ``run``
+    exit 1 (harness/runs/online.py); an honest run has none."""
+    from types import SimpleNamespace
+
+    from streambench.harness.integrations.pytest_plugin import run_problems
+
+    check = SimpleNamespace(name="replay", passed=False, detail="stream 'syn-0001' frame 4 differs")
+    passed = SimpleNamespace(name="order", passed=True, detail="")
+    audit = SimpleNamespace(passed=False, checks=[check, passed])
+    timing = SimpleNamespace(verdict="disagree", reason="the worker's clock stopped")
+    failure = SimpleNamespace(message="adapter 'x', stream 's', frame 3: raised")
+    result = SimpleNamespace(failures=[failure], session_audit=audit, host_timing=timing)
+    assert run_problems(result) == [  # type: ignore[arg-type]
+        "the adapter failed on 1 stream(s): adapter 'x', stream 's', frame 3: raised",
+        "the session's audit failed (replay: stream 'syn-0001' frame 4 differs)",
+        "the parent's clock disagrees with the worker's (the worker's clock stopped)",
+    ]
+    clean = SimpleNamespace(passed=True, checks=[])
+    honest = SimpleNamespace(failures=[], session_audit=clean, host_timing=None)
+    assert run_problems(honest) == []  # type: ignore[arg-type]
