@@ -98,7 +98,7 @@ def pytest_scenarios() -> list[Scenario]:
         (
             "ab_head_raises",
             AB_TEST,
-            'adapter="faulty", base_adapter="faulty", options={"fault": "raise", '
+            'adapter="faulty", base_adapter="faulty", base_options={}, options={"fault": "raise", '
             '"stream_index": 1, "at_frame": 3}, streams=2, duration_s=1.0, warmup_frames=10, rounds=2, '
             "budget_s=None",
             "fail",
