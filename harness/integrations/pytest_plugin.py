@@ -263,6 +263,7 @@ class StreambenchLatency:
             failure = f"{FIXTURE}: {exc}"
         if failure is not None:  # outside the except: no chained traceback through the harness
             pytest.fail(failure, pytrace=False)
+        raise_if_interrupted(result, run_dir)
         problems = run_problems(result)
         if problems:  # as streambench run's exit 1: the frames left are not the model's latency
             pytest.fail(f"{FIXTURE}: {'; '.join(problems)} (the run: {run_dir})", pytrace=False)
@@ -277,6 +278,19 @@ class StreambenchLatency:
                 "so its rounds would not be the engine's per-frame latencies"
             )
         return LatencyRun(result=result, run_dir=run_dir, latency_ns=latency_ns)
+
+
+def raise_if_interrupted(result: RunResult, run_dir: Path | str) -> None:
+    """A run that Ctrl-C (or SIGTERM) interrupted ends incomplete, what was measured written: raise the
+    interruption (``KeyboardInterrupt``; ``RunInterrupted`` for SIGTERM) so pytest stops, as
+    ``streambench.run`` does (harness/api), instead of benchmarking the streams that finished."""
+    from streambench.harness.execution.executor import RunInterrupted
+    from streambench.harness.sweep.interrupts import interrupted_by
+
+    reason = result.incomplete_reason or "" if result.status == "incomplete" else ""
+    if reason.startswith("interrupted"):
+        why = f"{reason}; what was measured is kept: streambench run --resume {run_dir}"
+        raise RunInterrupted(why) if interrupted_by(why) == "SIGTERM" else KeyboardInterrupt(why)
 
 
 def run_problems(result: RunResult) -> list[str]:

@@ -87,3 +87,21 @@ def test_the_problems_are_those_streambench_run_exits_1_for() -> None:
     clean = SimpleNamespace(passed=True, checks=[])
     honest = SimpleNamespace(failures=[], session_audit=clean, host_timing=None)
     assert run_problems(honest) == []  # type: ignore[arg-type]
+
+
+def test_an_interrupted_run_reaches_pytest_as_the_interruption() -> None:
+    """Ctrl-C (or SIGTERM) during the fixture's run: the run writes what was measured and ends
+    incomplete; the fixture raises ``KeyboardInterrupt`` (``RunInterrupted``), so pytest stops as it does
+    for Ctrl-C anywhere. It returned the incomplete run, and the test passed on one stream of six."""
+    from types import SimpleNamespace
+
+    from streambench.harness.execution.executor import RunInterrupted
+    from streambench.harness.integrations.pytest_plugin import raise_if_interrupted
+
+    for signal, kind in (("KeyboardInterrupt", KeyboardInterrupt), ("signal SIGTERM", RunInterrupted)):
+        reason = f"interrupted ({signal}) after 1 stream"
+        result = SimpleNamespace(status="incomplete", incomplete_reason=reason)
+        with pytest.raises(kind, match=r"stream; what was measured is kept: streambench run --resume r/x$"):
+            raise_if_interrupted(result, "r/x")  # type: ignore[arg-type]
+    for status, reason in (("complete", None), ("incomplete", "stopped at a failure (--on-error stop)")):
+        raise_if_interrupted(SimpleNamespace(status=status, incomplete_reason=reason), "r/x")  # type: ignore[arg-type]
