@@ -226,6 +226,7 @@ def create_adapter(
                 f"adapter {name!r}: invalid options:\n{problems}\n(streambench adapters {name} lists them)"
             ) from None
         instance = _construct(name, cls, (parsed,))
+    _read_info(name, instance)
     if not isinstance(instance, Adapter):
         raise AdapterLoadError(
             f"adapter {name!r}: {type(instance).__name__} lacks the adapter interface "
@@ -277,13 +278,29 @@ def describe_options(name: str) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+_MODEL_EXITS = (Exception, SystemExit, GeneratorExit)
+"""What a model's own code raises when it fails (``sys.exit()`` too); ``KeyboardInterrupt`` (Ctrl-C) and a
+harness's own interrupts pass."""
+
+
 def _construct(name: str, cls: type, args: tuple[Any, ...]) -> Any:
-    """``cls(*args)``; an exception of the adapter's constructor (weights not found, a missing device)
-    becomes an :class:`AdapterLoadError` naming the adapter, the class and the cause."""
+    """``cls(*args)``; an exception of the adapter's constructor (weights not found, a missing device, a
+    ``sys.exit()``) becomes an :class:`AdapterLoadError` naming the adapter, the class and the cause."""
     try:
         return cls(*args)
-    except Exception as exc:
+    except _MODEL_EXITS as exc:
         raise AdapterLoadError(f"adapter {name!r}: {cls.__name__}() failed: {_cause(exc)}") from exc
+
+
+def _read_info(name: str, instance: Any) -> None:
+    """Read the built adapter's ``info`` once (the model's property, which the harness reads first): an
+    exception there becomes an :class:`AdapterLoadError` naming the adapter, the class and the cause. An
+    object without ``info`` is left to the interface check."""
+    try:
+        getattr(instance, "info", None)
+    except _MODEL_EXITS as exc:
+        cls = type(instance).__name__
+        raise AdapterLoadError(f"adapter {name!r}: {cls}.info failed: {_cause(exc)}") from exc
 
 
 def _cause(exc: BaseException) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, NoReturn
 
 from pydantic import BaseModel
@@ -55,6 +56,8 @@ def run(
     from streambench.harness.runs.contract import options_set
 
     config = _as_run_config(config, "config")
+    _callable_or_none(progress, "progress")
+    _a_directory(config.output_dir)
     chosen = registry.get(protocol)
     if protocol_config is None:
         protocol_config = chosen.load_config(None)
@@ -107,6 +110,21 @@ def _as_run_config(value: object, name: str) -> RunConfig:
     raise TypeError(f"{name}: expected a streambench.RunConfig or a mapping of its fields, got {shown}")
 
 
+def _a_directory(path: Path) -> None:
+    """A ``ValueError`` naming ``output_dir`` when it cannot be a directory (it, or the first of its
+    ancestors that exists, is a file), before anything runs, as the command line's ``--output-dir``."""
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)  # "." or "/" at the latest
+    if existing is not None and not existing.is_dir():
+        what = "is a file" if existing == path else f"is inside {existing}, which is a file"
+        raise ValueError(f"output_dir {path}: {what}, not a directory")
+
+
+def _callable_or_none(value: object, name: str) -> None:
+    """A ``TypeError`` naming the argument unless ``value`` is None or callable."""
+    if value is not None and not callable(value):
+        raise TypeError(f"{name}: expected a callable or None, got a {type(value).__name__} ({value!r:.60})")
+
+
 def _interrupted(why: str) -> NoReturn:
     """Raise the interruption the caller would have seen without the run: ``KeyboardInterrupt`` for
     Ctrl-C (SIGINT), :class:`RunInterrupted` for SIGTERM."""
@@ -143,6 +161,10 @@ def ab(
     from streambench.harness.results.compare import FailOnSpec
 
     base, head = _as_run_config(base, "base"), _as_run_config(head, "head")
+    if rounds is not None and not isinstance(rounds, RoundsConfig):
+        shown = f"a {type(rounds).__name__} ({rounds!r:.60})"
+        raise TypeError(f"rounds: expected a streambench.RoundsConfig or None, got {shown}")
+    _callable_or_none(progress, "progress")
     sides = [
         Side(label=label, run=config, command=command or WorkerCommand())
         for label, config, command in (("base", base, base_command), ("head", head, head_command))

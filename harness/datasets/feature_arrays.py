@@ -226,7 +226,7 @@ def _make_stream(
     shapes = {k: list(stream.shapes[k][1:]) for k in keys}
 
     def frame_source() -> Iterator[Frame]:
-        arrays = [np.asarray(stream.load(k), dtype=np.float32) for k in keys]
+        arrays = [_numbers(stream, k) for k in keys]
         for i in range(num_frames):
             yield Frame(
                 index=i, t=float(times[i]), inputs={k: a[i] for k, a in zip(keys, arrays, strict=True)}
@@ -293,3 +293,13 @@ def warmup_stream(config: FeatureArraysConfig, num_frames: int) -> Stream:
     warm = noise_warmup(first, num_frames, shapes, draw, WARMUP_SEED, config.background_class)
     warm.stream_id = "features-warmup"
     return warm
+
+
+def _numbers(stream: ArrayStream, key: str) -> np.ndarray:
+    """The array ``key`` of ``stream``'s file as float32 frames; an array of text or objects is an
+    :class:`ArrayFileError` naming the file and the array."""
+    raw = stream.load(key)
+    try:
+        return np.asarray(raw, dtype=np.float32)
+    except (ValueError, TypeError) as exc:
+        raise ArrayFileError(stream.where, f"holds {raw.dtype}, not numbers ({exc})", key) from None

@@ -309,7 +309,17 @@ class IsolatedEngine:
         self._note_peak(header)
 
     def count_flops(self, stream_id: str) -> tuple[int | None, str | None]:
-        """:meth:`streambench.harness.engine.Engine.count_flops` on a stream's first frame, in the worker."""
+        """:meth:`streambench.harness.engine.Engine.count_flops` on a stream's first frame, in the worker.
+        A worker that fails meanwhile (it dies, hangs, or fails outside the adapter's calls) leaves the
+        count ``(None, reason)``, as a model that raises does: the figure is optional, and the run's
+        streams were measured before it."""
+        try:
+            return self._count_flops(stream_id)
+        except (AdapterError, WorkerError) as exc:
+            problem = exc.problem if isinstance(exc, AdapterError) else str(exc)
+            return None, f"not counted: on the first frame of {stream_id!r}, {problem}"
+
+    def _count_flops(self, stream_id: str) -> tuple[int | None, str | None]:
         message: dict[str, Any] = {"kind": "flops", "stream_id": stream_id}
         if self.sealed:
             self._ensure_worker()

@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -47,6 +48,7 @@ from streambench.harness.execution.isolation import IsolatedEngine
 from streambench.harness.execution.lockstep import Lockstep
 from streambench.harness.execution.rounds_plan import LookPlan, Stop, fits, plan_looks
 from streambench.harness.execution.sandbox import SandboxRecord
+from streambench.harness.execution.worker_errors import on_side
 from streambench.harness.execution.worker_process import WorkerCommand, pin, runs_this_harness
 from streambench.protocols.recording import StreamRecording
 
@@ -358,7 +360,7 @@ def _pair(
     """One pair of rounds in ``mode``: each side's recordings, and how the pair ran (the order, the side
     that went first, or the cores)."""
     if mode == "interleaved":
-        return {label: _run(engines[label], chosen) for label in order}, " then ".join(order)
+        return {label: _run(engines[label], chosen, label) for label in order}, " then ".join(order)
     if mode == "alternate":  # both on one core drawn per pair: the same neighbours for both sides' frames
         core = rng.choice(sorted(os.sched_getaffinity(0)))
         for label in order:
@@ -369,7 +371,7 @@ def _pair(
 
         def in_turn(label: str) -> list[StreamRecording]:
             with engines[label].taking_turns(lockstep.turn(label)):
-                return _run(engines[label], chosen)
+                return _run(engines[label], chosen, label)
 
         futures = {label: pool.submit(in_turn, label) for label in order}
         return {
@@ -380,7 +382,7 @@ def _pair(
         pid = engines[label].worker_pid
         if pid is not None:
             pin(pid, (core,))
-    futures = {label: pool.submit(_run, engines[label], chosen) for label in order}
+    futures = {label: pool.submit(_run, engines[label], chosen, label) for label in order}
     shown = ", ".join(f"{label}@cpu{core}" for label, core in zip(order, placed, strict=True))
     return {label: f.result() for label, f in futures.items()}, shown
 
@@ -420,8 +422,8 @@ def _restart(
         engine.close()
     engines.clear()
     for label, spec in specs.items():
-        engines[label] = IsolatedEngine(spec.run, isolation, command=spec.command)
-    for future in [pool.submit(engine.warm_up) for engine in engines.values()]:
+        engines[label] = on_side(label, partial(IsolatedEngine, spec.run, isolation, command=spec.command))
+    for future in [pool.submit(on_side, label, engine.warm_up) for label, engine in engines.items()]:
         future.result()
     first, second = engines.values()
     if first.stream_ids != second.stream_ids:
@@ -433,5 +435,5 @@ def _clock_verdict(engine: IsolatedEngine, recordings: list[StreamRecording]) ->
     return judge_host_timing(recordings, engine.floor, engine.start_times).verdict
 
 
-def _run(engine: IsolatedEngine, stream_ids: Sequence[str]) -> list[StreamRecording]:
-    return [engine.run_stream(stream_id) for stream_id in stream_ids]
+def _run(engine: IsolatedEngine, stream_ids: Sequence[str], label: str) -> list[StreamRecording]:
+    return on_side(label, lambda: [engine.run_stream(stream_id) for stream_id in stream_ids])

@@ -83,6 +83,11 @@ class InProcessLane:
 class SealedLane:
     """A sealed serving worker (harness/execution/serving_worker.py) in its own process and sandbox."""
 
+    builds = True
+    """Replicas: a ``P`` may build instances; batched serving builds none after its start."""
+    prepared = 0
+    """The instances the worker holds (its answer to the last ``P``)."""
+
     def __init__(
         self, spec: ServingSpec, sandbox_json: str, start_timeout_s: float = 120.0, stall_s: float = 30.0
     ) -> None:
@@ -96,6 +101,7 @@ class SealedLane:
         self.reader = ReplyReader(self.conn, stall_s)
         self.tree = WorkerTree(self.process.pid)
         self.timeout_s, self.stall_s = start_timeout_s, stall_s
+        self.builds = spec.serving == "replicas"
         self.sandbox: dict[str, Any] | None = None
         header = self._header(start_timeout_s)
         if header.get("kind") == "sandbox":
@@ -167,8 +173,8 @@ class SealedLane:
 
     def request(self, message: bytes, timeout_s: float | None = None) -> bytes:
         """A control message (``P``, ``W``, ``Z``, or a batch outside a point) and its answer (not timed),
-        within ``timeout_s`` (default: the start timeout)."""
-        limit = self.timeout_s if timeout_s is None else timeout_s
+        within ``timeout_s`` (default: :meth:`limit`)."""
+        limit = self.limit(message) if timeout_s is None else timeout_s
         self.send(message)
         try:
             answered = self.conn.poll(limit)
@@ -191,7 +197,20 @@ class SealedLane:
             raise ServingError(failed)
         if len(answer) != _ANSWERS.get(kind, -1) or (kind == b"Z" and answer != b"Z"):
             raise self._bad(BadReply(f"{answer[:40]!r} in answer to {kind!r}"))
+        if kind == b"P":
+            self.prepared = int.from_bytes(answer, "little")
         return answer
+
+    def limit(self, message: bytes) -> float:
+        """How long a control message may take: the start timeout where the adapter is built or warmed up
+        (``W``; a ``P`` asking for more instances than the worker holds), the frame timeout (``stall_s``)
+        for the rest (``Z`` resets, a ``P`` that builds nothing, a batch): a worker stopped between points
+        is ended as one stopped in a point is."""
+        kind = message[:1]
+        wanted = int.from_bytes(message[1:5], "little") if kind == b"P" else 0
+        if kind == b"W" or (kind == b"P" and self.builds and wanted > self.prepared):
+            return self.timeout_s
+        return self.stall_s
 
     def warm(self, frames: Sequence[bytes]) -> None:
         self.request(b"W" + join_frames(frames))

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from streambench.adapters.contract import Adapter, Frame, Prediction, PredictOutput, StreamKey
 from streambench.harness.execution.adapter_errors import TRACEBACK_LIMIT, bounded
+from streambench.harness.execution.outputs import MAX_REF
 from streambench.harness.execution.sealed_feed import decode_frame, pipe_lost
 from streambench.harness.instruments.threads import ThreadConfig
 
@@ -122,11 +123,25 @@ def _encode_reply(outputs: Sequence[PredictOutput], num_classes: int) -> bytes:
                 raise ServingError(
                     f"scores of shape {np.shape(prediction.scores)}, expected ({num_classes},)", b
                 )
-            refers.append(-1 if prediction.refers_to is None else int(prediction.refers_to))
+            refers.append(_frame_index(prediction.refers_to, b))
             scores.append(row)
     block = np.stack(scores) if scores else np.zeros((0, num_classes), dtype=np.float32)
     head = b"R" + _REPLY.pack(len(outputs), len(refers))
     return head + counts.tobytes() + np.asarray(refers, dtype=np.int64).tobytes() + block.tobytes()
+
+
+def _frame_index(ref: object, item: int) -> int:
+    """A prediction's ``refers_to`` as a reply carries it (-1: the frame itself): an int that an int64
+    holds, not negative, as the online engine checks it (harness/execution/outputs.py ``check_ref``); a
+    string, a float or a bool is not converted."""
+    if ref is None:
+        return -1
+    if isinstance(ref, bool) or not isinstance(ref, (int, np.integer)):
+        raise ServingError(f"refers_to={ref!r} is not a frame index (int)", item)
+    value = int(ref)
+    if not 0 <= value <= MAX_REF:
+        raise ServingError(f"refers_to={value} is outside [0, 2**63 - 1]", item)
+    return value
 
 
 def decode_reply(
@@ -234,7 +249,7 @@ class ServingCore:
                     if flags & LAST:
                         self._free.append(self._active.pop(key))
             return _encode_reply(outputs, self.num_classes)
-        except Exception as exc:
+        except BaseException as exc:  # SIGINT is ignored in a worker: a KeyboardInterrupt is the model's
             item = exc.item if isinstance(exc, ServingError) else position
             trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
             error = {"type": type(exc).__name__, "message": bounded(str(exc)), "item": item}
@@ -297,7 +312,7 @@ def serving_main(spec_json: str, conn: Connection, slot: Any) -> None:
             else:
                 core.reset()
                 answer = b"Z"
-        except Exception as exc:  # the adapter failed outside a batch (building, warming up, resetting)
+        except BaseException as exc:  # the adapter failed outside a batch (building, warming up, resetting)
             answer = b"E" + json.dumps({"type": type(exc).__name__, "message": str(exc), "item": -1}).encode()
         _send(conn, answer)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from streambench.adapters.registry import AdapterLoadError
 from streambench.harness.execution.adapter_errors import (
@@ -29,6 +29,7 @@ __all__ = [
     "WorkerLoadError",
     "crash_error",
     "exit_meaning",
+    "on_side",
     "reply_error",
     "timeout_error",
 ]
@@ -148,3 +149,17 @@ def reply_error(
         error = WorkerError(failed, kind=type_name, remote_traceback=remote)
     error.__cause__ = cause
     return error
+
+
+T = TypeVar("T")
+
+
+def on_side(label: str, call: Callable[[], T]) -> T:
+    """``call()``; an adapter's or its worker's failure in it names the side it happened on first
+    (``head: adapter 'faulty', stream ...``): both sides of ``streambench ab`` often run one adapter
+    (``faulty`` against ``faulty``), whose name, stream and frame alone do not say which side failed."""
+    try:
+        return call()
+    except (AdapterError, WorkerError) as exc:
+        exc.args = (f"{label}: {exc}", *exc.args[1:])
+        raise

@@ -151,8 +151,7 @@ def start_sealed_worker(
     popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), **_DETACHED)
     child.close()
     conn = Connection(parent.detach())
-    conn.send_bytes(json.dumps(first).encode())
-    conn.send_bytes(spec_json.encode())
+    _hand_over(conn, json.dumps(first).encode(), spec_json.encode())
     return ChildProcess(popen), conn
 
 
@@ -279,11 +278,30 @@ def start_worker(
         cpus,
         harness_package(command),
     ]
-    popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), **_DETACHED)
+    try:
+        popen = subprocess.Popen(argv, env=env, pass_fds=(child.fileno(), slot.file.fileno()), **_DETACHED)
+    except OSError as exc:  # no such interpreter, or not executable: a side's configuration (--base-python)
+        child.close()
+        parent.close()
+        from streambench.harness.execution.worker_errors import WorkerError  # numpy: only when failing
+
+        why = exc.strerror or str(exc)
+        raise WorkerError(f"the worker's interpreter {command.python!r} cannot be started: {why}") from None
     child.close()
     conn = Connection(parent.detach())
-    conn.send_bytes(config_json.encode())
+    _hand_over(conn, config_json.encode())
     return ChildProcess(popen), conn
+
+
+def _hand_over(conn: Connection, *messages: bytes) -> None:
+    """Send a new worker what it reads first. A worker already gone (an interpreter that is no Python, a
+    crash at start) is found by the caller's first read, which says how it ended: the pipe broken here
+    would be a ``BrokenPipeError`` that click takes for its own output's (exit 1, no word)."""
+    try:
+        for message in messages:
+            conn.send_bytes(message)
+    except (BrokenPipeError, ConnectionResetError):
+        return
 
 
 def pin(pid: int, cpus: tuple[int, ...]) -> None:

@@ -54,8 +54,10 @@ from typing import Any, Literal
 import pytest
 from pydantic import ValidationError
 
+from streambench.harness.execution.adapter_errors import AdapterError
 from streambench.harness.execution.config import RunConfig, user_field_path
 from streambench.harness.execution.rounds import RoundsConfig, Side
+from streambench.harness.execution.worker_errors import WorkerError
 from streambench.harness.execution.worker_process import WorkerCommand
 from streambench.harness.io.config_file import ConfigError, load_config_file
 from streambench.harness.results.compare import FailOnSpec
@@ -222,6 +224,7 @@ def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
     ) -> ABReport:
         base_paths = [str(Path(base_path).resolve())] if base_path else None
         head_paths = [str(Path(head_path).resolve())] if head_path else None
+        failure: str | None = None
         try:
             base, head = ab_sides(
                 adapter, options, base_adapter, base_options, config=config, data=data, engine=engine,
@@ -235,8 +238,10 @@ def make_gate(request: pytest.FixtureRequest) -> Callable[..., ABReport]:
             )  # fmt: skip
             rules = FailOnSpec.parse(fail_on).rules
             report = run_ab(base, head, rounds_config, rules, on, confidence, pass_confidence=pass_confidence)
-        except (ConfigError, ValidationError, ValueError) as exc:  # a FailOnSpecError, refused sides too
-            pytest.fail(f"streambench_ab: {exc}", pytrace=False)
+        except (ConfigError, ValidationError, ValueError, AdapterError, WorkerError) as exc:
+            failure = f"streambench_ab: {exc}"  # a FailOnSpecError, refused sides, a side's adapter failing
+        if failure is not None:  # outside the except: no chained traceback through the harness
+            pytest.fail(failure, pytrace=False)
         request.node.user_properties.append(("streambench_ab", report.model_dump_json()))
         if report.verdict == "regression":
             pytest.fail("streambench ab: latency regression\n" + ab_markdown(report), pytrace=False)

@@ -245,6 +245,8 @@ class StreambenchLatency:
         arguments are then ignored). The run is written under pytest's temporary directory
         (``run.run_dir``).
         """
+        from streambench.harness.execution.adapter_errors import AdapterError
+        from streambench.harness.execution.worker_errors import WorkerError
         from streambench.harness.runs.session import execute_run
         from streambench.protocols.online_speed import measured_latency
 
@@ -254,9 +256,19 @@ class StreambenchLatency:
                 "parametrize the test to benchmark several adapters"
             )
         self.used = True
-        if config is None:
-            config = run_config(adapter, options, streams, duration_s, warmup_frames, self.output_dir)
-        result, recordings, run_dir = execute_run(config)
+        failure: str | None = None
+        try:
+            if config is None:
+                config = run_config(adapter, options, streams, duration_s, warmup_frames, self.output_dir)
+            result, recordings, run_dir = execute_run(config)
+        except (ValueError, AdapterError, WorkerError) as exc:  # the configuration, or every stream failed
+            failure = f"{FIXTURE}: {exc}"
+        if failure is not None:  # outside the except: no chained traceback through the harness
+            pytest.fail(failure, pytrace=False)
+        raise_if_interrupted(result, run_dir)
+        problems = run_problems(result)
+        if problems:  # as streambench run's exit 1: the frames left are not the model's latency
+            pytest.fail(f"{FIXTURE}: {'; '.join(problems)} (the run: {run_dir})", pytrace=False)
         latency_ns = np.concatenate([measured_latency(r) for r in recordings if r.role == "test"])
         self.benchmark.extra_info[EXTRA_KEY] = extra_info(result, latency_ns)
         self.timer.load(latency_ns)
@@ -268,6 +280,36 @@ class StreambenchLatency:
                 "so its rounds would not be the engine's per-frame latencies"
             )
         return LatencyRun(result=result, run_dir=run_dir, latency_ns=latency_ns)
+
+
+def raise_if_interrupted(result: RunResult, run_dir: Path | str) -> None:
+    """A run that Ctrl-C (or SIGTERM) interrupted ends incomplete, what was measured written: raise the
+    interruption (``KeyboardInterrupt``; ``RunInterrupted`` for SIGTERM) so pytest stops, as
+    ``streambench.run`` does (harness/api), instead of benchmarking the streams that finished."""
+    from streambench.harness.execution.executor import RunInterrupted
+    from streambench.harness.sweep.interrupts import interrupted_by
+
+    reason = result.incomplete_reason or "" if result.status == "incomplete" else ""
+    if reason.startswith("interrupted"):
+        why = f"{reason}; what was measured is kept: streambench run --resume {run_dir}"
+        raise RunInterrupted(why) if interrupted_by(why) == "SIGTERM" else KeyboardInterrupt(why)
+
+
+def run_problems(result: RunResult) -> list[str]:
+    """What makes ``streambench run`` exit 1 for a run (harness/runs/online.py ``print_result``): the
+    adapter's failures (each naming the adapter, stream and frame), a failed session audit, the parent's
+    clock disagreeing with the worker's."""
+    problems = []
+    if result.failures:
+        shown = "; ".join(f.message for f in result.failures)
+        problems.append(f"the adapter failed on {len(result.failures)} stream(s): {shown}")
+    audit = result.session_audit
+    if audit is not None and audit.passed is False:
+        failed = [f"{c.name}: {c.detail}" if c.detail else c.name for c in audit.checks if not c.passed]
+        problems.append(f"the session's audit failed ({'; '.join(failed)})")
+    if result.host_timing is not None and result.host_timing.verdict == "disagree":
+        problems.append(f"the parent's clock disagrees with the worker's ({result.host_timing.reason})")
+    return problems
 
 
 def _no_op() -> None:

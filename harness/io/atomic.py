@@ -22,7 +22,8 @@ def _file_mode() -> int:
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> Path:
-    """Call ``write(handle)`` on a temporary binary file, then rename it over ``path``."""
+    """Call ``write(handle)`` on a temporary binary file, then rename it over ``path``. An ``OSError``
+    that names no file (``[Errno 28] No space left on device``) is raised again naming ``path``."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
@@ -32,9 +33,12 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], obje
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+            # a write's own error (a full disk, a file size limit) names no file: the one being written
+            raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
         raise
     return target
 

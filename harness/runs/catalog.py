@@ -373,9 +373,10 @@ def resolve_run(ref: str, results_dir: Path) -> Path:
         raise StoreError(
             f"run {ref!r} is ambiguous in {results_dir}: {len(matches)} runs start with it ({shown})"
         )
-    if given.is_dir():
-        files = result_files()
-        raise StoreError(f"{given}: a directory, but it holds no {', '.join(files[:-1])} or {files[-1]}")
+    for where in (given, results_dir / ref if ref else given):  # a path, or a run id whose result is gone
+        if where.is_dir():
+            files = result_files()
+            raise StoreError(f"{where}: a directory, but it holds no {', '.join(files[:-1])} or {files[-1]}")
     close = store.close_matches(ref, names)
     close += [n for n in names if ref and ref in n and n not in close][: 3 - len(close)]
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

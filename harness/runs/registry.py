@@ -162,7 +162,11 @@ def protocols() -> list[RunProtocol]:
 
 
 def resumer(run_dir: Path) -> RunProtocol:
-    """The protocol that can finish ``run_dir`` (``streambench run --resume``); none can: the default one,
-    whose resume says what is missing there."""
+    """The protocol that can finish ``run_dir`` (``streambench run --resume``); none can: the one whose
+    result file the directory holds (its resume says it cannot resume a run), else the default one, whose
+    resume says what is missing there."""
     able = [p for p in protocols() if p.can_resume(run_dir)]
-    return able[0] if able else get(DEFAULT)
+    if able:
+        return able[0]
+    owners = [p for p in protocols() if (run_dir / p.result_file).is_file()]
+    return owners[0] if owners else get(DEFAULT)

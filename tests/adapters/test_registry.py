@@ -132,3 +132,41 @@ def test_streambench_adapters_name_lists_the_options() -> None:
     assert "lookahead_frames" in done.output and "data-bound" in done.output
     wrong = CliRunner().invoke(app, ["adapters", "torch-modul"])
     assert wrong.exit_code == 2 and "Did you mean 'torch-module'" in wrong.output
+
+
+class _Exits(_Toy):
+    def __init__(self, options: _Opts | None = None) -> None:
+        super().__init__(options)
+        sys.exit(1)  # a model's constructor that ends its process's interpreter
+
+
+class _BadInfo(_Toy):
+    @property
+    def info(self) -> AdapterInfo:
+        raise ValueError("no info today")
+
+
+def test_a_constructor_that_exits_and_an_info_that_raises_are_load_errors_naming_the_adapter(
+    toy_module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.modules[toy_module], "_Exits", _Exits, raising=False)
+    monkeypatch.setattr(sys.modules[toy_module], "_BadInfo", _BadInfo, raising=False)
+    with pytest.raises(
+        AdapterLoadError, match=r"adapter 'toy_adapters:_Exits': _Exits\(\) failed: SystemExit: 1 \("
+    ):
+        create_adapter(f"{toy_module}:_Exits")
+    with pytest.raises(
+        AdapterLoadError,
+        match=r"adapter 'toy_adapters:_BadInfo': _BadInfo\.info failed: ValueError: no info today",
+    ):
+        create_adapter(f"{toy_module}:_BadInfo")
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C while a model is built is no load error
+        registry._construct("x", _raises(KeyboardInterrupt()), ())
+
+
+def _raises(exc: BaseException) -> type:
+    class Raises:
+        def __init__(self) -> None:
+            raise exc
+
+    return Raises

@@ -106,6 +106,27 @@ def test_what_is_no_configuration_is_a_type_error_naming_the_argument(given: obj
         streambench.ab(streambench.RunConfig(adapter="null"), given)  # type: ignore[arg-type]
 
 
+def test_rounds_and_progress_that_are_none_of_theirs_are_type_errors_naming_the_argument() -> None:
+    """Checked before anything runs: ``rounds="x"`` was an AttributeError ('str' object has no attribute
+    'mode') deep in the rounds, ``progress="x"`` a TypeError ('str' object is not callable) mid-run."""
+    config = streambench.RunConfig(adapter="null")
+    with pytest.raises(TypeError, match=r"^rounds: expected a streambench.RoundsConfig or None, got a str"):
+        streambench.ab(config, config, rounds="x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^progress: expected a callable or None, got a str \('x'\)"):
+        streambench.ab(config, config, progress="x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^progress: expected a callable or None, got a int \(3\)"):
+        streambench.run(config, progress=3)  # type: ignore[arg-type]
+
+
+def test_an_output_dir_that_is_a_file_is_a_value_error_naming_it(tmp_path: Path) -> None:
+    """As ``--output-dir``: refused before anything runs (it was a NotADirectoryError once the run began)."""
+    (tmp_path / "afile").write_text("")
+    for output_dir, what in (("afile", "is a file"), ("afile/sub", "is inside .*afile, which is a file")):
+        config = streambench.RunConfig(adapter="null", output_dir=tmp_path / output_dir)
+        with pytest.raises(ValueError, match=rf"^output_dir .*{output_dir}: {what}, not a directory$"):
+            streambench.run(config)
+
+
 @pytest.mark.processes
 def test_a_mapping_of_run_config_fields_is_validated_into_one(tmp_path: Path) -> None:
     """Decided (docs/python.md): a mapping is a configuration file's table, validated as RunConfig

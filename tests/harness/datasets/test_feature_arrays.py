@@ -137,3 +137,13 @@ def test_a_directory_without_array_files_and_two_label_files_are_refused(tmp_pat
     (tmp_path / "a.csv").write_text("")
     with pytest.raises(ArrayFileError, match=r"a\.npy: has 2 label files of the same stem"):
         make_streams(data(directory=str(tmp_path), frame_rate_hz=10))
+
+
+def test_an_array_that_is_no_numbers_is_an_error_naming_the_file_and_the_array(tmp_path: Path) -> None:
+    """The frames of an array of text (or of objects) cannot be float32: the error names the file and the
+    array, as every other fault of the data's files does (it said only 'could not convert string to
+    float: np.str_('a')')."""
+    np.savez(tmp_path / "s.npz", mel=np.array([["a", "b"]] * 3), labels=np.array([0, 1, 0]))
+    (stream,) = make_streams(data(directory=str(tmp_path), classes=["background", "yes"], frame_rate_hz=10))
+    with pytest.raises(ArrayFileError, match=r"s\.npz: array 'mel': holds <U1, not numbers \(could not conv"):
+        next(iter(stream.frames()))

@@ -17,7 +17,13 @@ import pytest
 
 from streambench.adapters.faulty import GARBAGE
 from streambench.harness.execution.sealed_feed import PIPE_LOST
-from streambench.harness.execution.serving_lanes import BadServingReply, SealedLane, ServingError, WorkerEnded
+from streambench.harness.execution.serving_lanes import (
+    BadServingReply,
+    SealedLane,
+    ServingError,
+    ServingTimeout,
+    WorkerEnded,
+)
 from streambench.harness.execution.worker_replies import ReplyReader
 
 STALL_S = 0.3
@@ -112,3 +118,31 @@ def test_a_control_message_the_adapter_failed_on_is_its_error(pair: tuple[Sealed
     assert not isinstance(raised.value, BadServingReply)
     worker.sendall(_framed(b"Z"))
     assert lane.request(b"Z", timeout_s=5.0) == b"Z"
+
+
+@pytest.mark.parametrize(
+    ("serving", "prepared", "message", "limit"),
+    [
+        ("batched", 0, b"P" + (4).to_bytes(4, "little"), STALL_S),  # batched serving builds no instance
+        ("replicas", 4, b"P" + (3).to_bytes(4, "little"), STALL_S),  # the worker holds enough: none built
+        ("replicas", 0, b"Z", STALL_S),  # forgetting every stream is a reset, no build
+        ("replicas", 2, b"P" + (3).to_bytes(4, "little"), 5.0),  # builds one more: the start timeout
+    ],
+)
+def test_a_worker_that_stops_answering_between_points_is_ended_at_the_frame_timeout_unless_it_builds(
+    pair: tuple[SealedLane, socket.socket], serving: str, prepared: int, message: bytes, limit: float
+) -> None:
+    """A control message waits as long as its work may take: the start timeout (5 s here) when it builds
+    instances, else the frame timeout (``stall_s``): a stopped worker between points (SIGSTOP) ended the
+    search only after the start timeout (300 s by default) whatever ``--frame-timeout`` said."""
+    lane, _ = pair
+    lane.builds, lane.prepared = serving == "replicas", prepared
+    with pytest.raises(ServingTimeout, match=rf"did not answer {message[:1]!r} in {limit:g} s"):
+        lane.request(message)
+
+
+def test_a_prepare_answer_is_what_the_worker_holds(pair: tuple[SealedLane, socket.socket]) -> None:
+    lane, worker = pair
+    worker.sendall(_framed((5).to_bytes(4, "little")))
+    lane.request(b"P" + (5).to_bytes(4, "little"))
+    assert lane.prepared == 5

@@ -185,6 +185,10 @@ def test_resolve_run(results: Path, tmp_path: Path) -> None:
         catalog.resolve_run(str(tmp_path), results)
     with pytest.raises(StoreError, match=r"zzz.*does not exist"):
         catalog.resolve_run("zzz", tmp_path / "nowhere")
+    broken = results / "20260102-000000-null-cccccc"  # a run id whose result file is gone (or a directory)
+    (broken / RESULT_FILE).mkdir(parents=True)
+    with pytest.raises(StoreError, match=r"null-cccccc: a directory, but it holds no result.json"):
+        catalog.resolve_run("20260102-000000-null-cccccc", results)
 
 
 def test_cli_runs_show_reindex(copy: Path) -> None:

@@ -4,6 +4,8 @@ one, answers for itself."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from streambench.harness.runs import registry
@@ -36,3 +38,15 @@ def test_a_protocol_registered_in_a_built_in_ones_place_names_its_own_file() -> 
     finally:
         registry.unregister("online")
     assert registry.result_file("online") == "result.json"
+
+
+def test_a_run_no_protocol_can_resume_is_refused_by_the_protocol_that_wrote_it(tmp_path: Path) -> None:
+    """``run --resume`` on a finished capacity run (capacity.json, no event log): the capacity protocol
+    answers that it cannot resume a run; it said 'no such event log (was the run started by this
+    streambench?)', the default protocol's word, of a run this streambench did start."""
+    (tmp_path / registry.result_file("capacity")).write_text("{}")
+    chosen = registry.resumer(tmp_path)
+    assert chosen.name == "capacity"
+    with pytest.raises(ValueError, match=r"the capacity protocol cannot resume a run"):
+        chosen.resume(tmp_path, None)
+    assert registry.resumer(tmp_path / "nothing").name == registry.DEFAULT
