@@ -17,16 +17,14 @@ offenders themselves: ``offender-load-shedder,offender-session-cache``).
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchmarks.ab_gate import two_hogs
+from benchmarks.cli_runs import run_streambench
 
 pytestmark = pytest.mark.benchmark
 __all__ = ["two_hogs"]
@@ -44,16 +42,7 @@ def _search(workdir: Path, adapter: str, run_id: str) -> dict[str, Any]:
         argv += ["-p", setting]
     argv += ["-p", "deadline_ms=40", "--streams", "4", "--duration", "4", "--seed", "1"]
     argv += ["--no-report", "--no-progress", "--output-dir", str(workdir / "store"), "--run-id", run_id]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    command = [sys.executable, "-c", "from streambench.harness.cli import main; main()", *argv]
-    done = subprocess.run(
-        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=900, check=False
-    )
-    result_file = workdir / "store" / run_id / "capacity.json"
-    if not result_file.exists():
-        raise AssertionError(f"{adapter}: no result (exit {done.returncode}): {done.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(result_file.read_text())
-    return result
+    return run_streambench(workdir, argv, workdir / "store" / run_id / "capacity.json", timeout_s=900)
 
 
 def test_capacity_twins_under_two_hogs(two_hogs: None, tmp_path: Path) -> None:

@@ -15,18 +15,16 @@ reported against the model's true cost per frame. ``TRUST_RUNS`` sets the runs p
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchmarks.ab_gate import two_hogs
+from benchmarks.cli_runs import run_streambench
 
 pytestmark = pytest.mark.benchmark
 __all__ = ["two_hogs"]
@@ -53,18 +51,7 @@ def _run(workdir: Path, adapter: str, options: dict[str, Any], run_id: str) -> d
     argv += ["--output-dir", str(workdir / "store"), "--run-id", run_id]
     for key, value in options.items():
         argv += ["--option", f"{key}={value}"]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if BEFORE:
-        env["PYTHONPATH"] = BEFORE
-    command = [sys.executable, "-c", "from streambench.harness.cli import main; main()", *argv]
-    done = subprocess.run(
-        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    result_file = workdir / "store" / run_id / "result.json"
-    if not result_file.exists():
-        raise AssertionError(f"{adapter}: no result (exit {done.returncode}): {done.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(result_file.read_text())
-    return result
+    return run_streambench(workdir, argv, workdir / "store" / run_id / "result.json", BEFORE)
 
 
 def test_hidden_work_under_two_hogs(two_hogs: None, tmp_path: Path) -> None:
