@@ -61,6 +61,11 @@ BATCH_WARMUP_KEYS = 8
 """Batched serving warms up on ``max_batch`` (8) keys at once, each a stream the faulty adapter counts."""
 
 
+FRAME_FAULTS = ("raise", "nan", "shape", "huge_ref", "exit", "segv", "garbage", "raw", "close_fds",
+                "keyboard", "base", "genexit", "sysexit")  # fmt: skip
+"""The campaign model's per-frame faults that capacity (both serving modes) and ab are each given."""
+
+
 def _faulty_cap(fault: str, batched: bool) -> list[str]:
     """The faulty adapter planting ``fault`` at frame 3 of every stream after the warm-up's (one stream
     per replica; in batched mode, its 8 warm-up keys), so the fault comes during the search."""
@@ -84,21 +89,7 @@ def capacity() -> list[Scenario]:
     out = []
     for batched in (False, True):
         mode = "batched" if batched else "replicas"
-        faults = [
-            "raise",
-            "nan",
-            "shape",
-            "huge_ref",
-            "exit",
-            "segv",
-            "garbage",
-            "raw",
-            "close_fds",
-            "keyboard",
-            "base",
-            "genexit",
-            "sysexit",
-        ] + (["short", "long", "nothing"] if batched else [])
+        faults = [*FRAME_FAULTS, *(["short", "long", "nothing"] if batched else [])]
         for fault in faults:
             out.append(
                 Scenario(
@@ -279,21 +270,7 @@ def _cap_interrupted(ctx: Ctx) -> tuple[str, str] | None:
 
 def ab() -> list[Scenario]:
     out = []
-    for fault in (
-        "raise",
-        "nan",
-        "shape",
-        "huge_ref",
-        "exit",
-        "segv",
-        "garbage",
-        "raw",
-        "close_fds",
-        "keyboard",
-        "base",
-        "genexit",
-        "sysexit",
-    ):
+    for fault in FRAME_FAULTS:
         args = [
             *AB,
             "--base-adapter",
