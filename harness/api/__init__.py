@@ -19,6 +19,7 @@ from streambench.harness.execution.config import IsolationConfig, RunConfig
 from streambench.harness.execution.executor import ProgressHook, RunInterrupted
 from streambench.harness.execution.rounds import Rounds, RoundsConfig, Side
 from streambench.harness.execution.worker_process import WorkerCommand
+from streambench.harness.io.store_layout import check_results_dir
 from streambench.harness.runs import registry
 from streambench.harness.runs.ab import ABReport, On, run_ab
 from streambench.harness.runs.ab_settings import DEFAULT_GATE
@@ -57,7 +58,7 @@ def run(
 
     config = _as_run_config(config, "config")
     _callable_or_none(progress, "progress")
-    _a_directory(config.output_dir)
+    check_results_dir(config.output_dir, "output_dir")
     chosen = registry.get(protocol)
     if protocol_config is None:
         protocol_config = chosen.load_config(None)
@@ -85,8 +86,6 @@ def resume(run_dir: str | os.PathLike[str], progress: ProgressHook | None = None
     the protocol that can finish it does (none can: the default protocol's resume raises, saying what is
     missing there). ``outcome.unchanged`` is true when the run was complete and nothing ran. Interruptions
     reach the caller as in :func:`run`."""
-    from pathlib import Path
-
     directory = Path(run_dir)
     chosen = registry.resumer(directory)
     try:
@@ -108,15 +107,6 @@ def _as_run_config(value: object, name: str) -> RunConfig:
         return RunConfig.model_validate(dict(value))
     shown = "None" if value is None else f"a {type(value).__name__} ({value!r:.60})"
     raise TypeError(f"{name}: expected a streambench.RunConfig or a mapping of its fields, got {shown}")
-
-
-def _a_directory(path: Path) -> None:
-    """A ``ValueError`` naming ``output_dir`` when it cannot be a directory (it, or the first of its
-    ancestors that exists, is a file), before anything runs, as the command line's ``--output-dir``."""
-    existing = next((p for p in (path, *path.parents) if p.exists()), None)  # "." or "/" at the latest
-    if existing is not None and not existing.is_dir():
-        what = "is a file" if existing == path else f"is inside {existing}, which is a file"
-        raise ValueError(f"output_dir {path}: {what}, not a directory")
 
 
 def _callable_or_none(value: object, name: str) -> None:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import os
 import traceback
-from pathlib import Path
 
 import typer
 from rich.console import Console, ConsoleDimensions
 
 from streambench.harness.io.safe_text import plain, safe
 
-__all__ = ["check_output_dir", "err", "fail", "out", "set_debug", "show_traceback"]
+__all__ = ["err", "fail", "out", "set_debug", "show_traceback"]
 
 NON_TERMINAL_WIDTH = 200
 """Columns of output that goes to no terminal (a CI log, a file): rich's 80 would clip tables."""
@@ -65,14 +64,3 @@ def fail(message: str) -> typer.Exit:
     """Print ``message`` as an error (escaped: it may quote user input) and return the exit to raise."""
     err.print(f"[bold red]error:[/] {safe(message)}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code=2)
-
-
-def check_output_dir(path: Path, option: str = "--output-dir") -> None:
-    """Refuse an output directory that cannot be one (it, or the first of its ancestors that exists, is
-    a file) before anything runs, naming the option and the path."""
-    for candidate in (path, *path.parents):
-        if candidate.exists():
-            if not candidate.is_dir():
-                what = "is a file" if candidate == path else f"is inside {candidate}, which is a file"
-                raise fail(f"{option} {path}: {what}, not a directory")
-            return

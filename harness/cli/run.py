@@ -11,10 +11,11 @@ import typer
 from rich.console import Console
 
 from streambench.harness.cli import completion
-from streambench.harness.cli.common import check_output_dir, err, fail, out, show_traceback
+from streambench.harness.cli.common import err, fail, out, show_traceback
 from streambench.harness.cli.hygiene import command_stdout
 from streambench.harness.cli.options import RUN_OPTIONS, declare, refuse_retired, retired_parameters
 from streambench.harness.io.safe_text import safe
+from streambench.harness.io.store_layout import check_results_dir
 from streambench.harness.runs import registry
 
 if TYPE_CHECKING:  # the run's machinery (and the progress bar) is imported by the command that runs
@@ -92,9 +93,9 @@ def run(
     try:
         config = build_run_config(options, given, config_file)
         chosen = registry.get(protocol)
-    except ValueError as exc:  # ConfigError, UnknownProtocolError
+        check_results_dir(config.output_dir, "--output-dir")
+    except ValueError as exc:  # ConfigError, UnknownProtocolError, a file where the results go
         raise fail(str(exc)) from None
-    check_output_dir(config.output_dir)
     if protocol_config is not None and not chosen.config_file:
         takers = ", ".join(p.name for p in registry.protocols() if p.config_file)
         raise fail(f"--protocol-config applies to {takers}, not to --protocol {protocol}")

@@ -8,7 +8,8 @@ atomic writes). :func:`reserved_reason` says why a run id would collide with one
 a name starting with ``-`` is refused too, since every command would read it as an option.
 
 A run directory that is a symbolic link would be written through to wherever it points, outside the
-store: :func:`check_run_dir` refuses it before anything is written. This module sits
+store: :func:`check_run_dir` refuses it before anything is written; a results directory that cannot be
+one (a file on its path) is refused by :func:`check_results_dir` before anything runs. This module sits
 at the bottom of the harness (it imports nothing of ours), so the run configuration, the event log, the
 result writers and the store all share one rule.
 """
@@ -21,6 +22,7 @@ __all__ = [
     "DAMAGED_SUFFIX",
     "DB_FILE",
     "DB_SIDECARS",
+    "check_results_dir",
     "check_run_dir",
     "reserved_reason",
 ]
@@ -65,3 +67,14 @@ def check_run_dir(run_dir: Path) -> Path:
     if run_dir.exists() and not run_dir.is_dir():
         raise ValueError(f"{run_dir}: exists and is not a directory; use another --run-id")
     return run_dir
+
+
+def check_results_dir(path: Path, name: str) -> Path:
+    """``path`` if it can be a results directory: it, or the first of its ancestors that exists, is a
+    directory (it is created when the first run is written). Raises ValueError naming the setting
+    (``name``: ``--output-dir`` on the command line, ``output_dir`` in Python) and the path."""
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)  # "." or "/" at the latest
+    if existing is not None and not existing.is_dir():
+        what = "is a file" if existing == path else f"is inside {existing}, which is a file"
+        raise ValueError(f"{name} {path}: {what}, not a directory")
+    return path
