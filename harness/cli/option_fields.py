@@ -146,6 +146,10 @@ FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
         'per frame). False: the worker builds the data set itself (--no-sealed)',
         (),
     ),
+    'RunConfig.isolation.start_timeout_s': (
+        'longest starting a worker may take: imports, adapter, warm-up',
+        (),
+    ),
     'RunConfig.isolation.stream_timeout_s': (
         'longest one stream may take, decoding included',
         (),
@@ -217,6 +221,7 @@ DEFAULTS: dict[str, object] = {
     'RunConfig.isolation.memory_limit_mb': None,
     'RunConfig.isolation.sandbox': 'auto',
     'RunConfig.isolation.sealed': True,
+    'RunConfig.isolation.start_timeout_s': 300.0,
     'RunConfig.isolation.stream_timeout_s': 600.0,
     'RunConfig.on_error': 'continue',
     'RunConfig.output_dir': Path('results'),

@@ -158,6 +158,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("sealed", "RunConfig.isolation.sealed", bool, ("--sealed/--no-sealed",)),
     Option("frame_timeout", "RunConfig.isolation.frame_timeout_s", float, isolate_only=True),
     Option("stream_timeout", "RunConfig.isolation.stream_timeout_s", float, isolate_only=True),
+    Option("start_timeout", "RunConfig.isolation.start_timeout_s", float, isolate_only=True),
     Option("memory_limit_mb", "RunConfig.isolation.memory_limit_mb", int | None, isolate_only=True),
     Option("sandbox", "RunConfig.isolation.sandbox", str, isolate_only=True),
 )  # fmt: skip

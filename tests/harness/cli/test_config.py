@@ -53,6 +53,7 @@ def defaults() -> dict[str, object]:
         "sealed": True,
         "frame_timeout": 30.0,
         "stream_timeout": 600.0,
+        "start_timeout": 300.0,
         "memory_limit_mb": None,
         "sandbox": "auto",
     }

@@ -70,3 +70,26 @@ def test_an_output_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
         assert "--output-dir" in res.output and "not a directory" in res.output
         assert "Traceback" not in res.output
     assert taken.read_text() == "not a directory"
+
+
+@pytest.mark.processes
+def test_a_worker_that_does_not_start_ends_at_the_start_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--start-timeout``: a constructor that never returns (a download that hangs) ends the run at the
+    limit typed, with the adapter and the limit named (the frame timeout, longer, is not what ends it)."""
+    name = f"hung_start_{next(_names)}"
+    (tmp_path / f"{name}.py").write_text(
+        "import time\n\nfrom tests.support import FailAtAdapter\n\n"
+        "class Model(FailAtAdapter):\n"
+        "    def __init__(self, options=None):\n"
+        "        time.sleep(3600)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{Path(__file__).resolve().parents[3]}")  # the worker
+    args = ["run", "--adapter", f"{name}:Model", "--output-dir", str(tmp_path / "out"), *SMALL]
+    res = CliRunner().invoke(app, [*args, "--isolate", "--start-timeout", "2", "--frame-timeout", "600"])
+    flat = " ".join(res.output.split())
+    assert res.exit_code != 0, res.output
+    assert "did not start and warm up within the start timeout of 2 s" in flat, res.output
+    assert f"{name}:Model" in flat and "Traceback" not in res.output
