@@ -94,9 +94,10 @@ def build_run_config(options: BaseModel, explicit: set[str], config_file: Path |
     typed = [name for name in ISOLATE_ONLY if name in explicit]
     if typed and not config.isolate:
         flags = ", ".join("--" + name.replace("_", "-") for name in typed)
+        verb, them = ("applies", "it") if len(typed) == 1 else ("apply", "them")
         raise ConfigError(
-            f"{flags} apply to an isolated run only (the limits are enforced on the worker process); "
-            "leave out --in-process, or leave them out"
+            f"{flags} {verb} to an isolated run only (the limits are enforced on the worker process); "
+            f"leave out --in-process, or leave {them} out"
         )
     return config
 

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from streambench.harness.cli import app
+from streambench.harness.cli.config import ISOLATE_ONLY
 from streambench.harness.execution.config import RunConfig
 
 SMALL = ["--streams", "2", "--duration", "5", "--warmup-frames", "0", "--no-progress", "--no-report"]
@@ -34,12 +35,36 @@ def test_a_config_file_run_id_is_checked_too(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "run_id" in res.output and str(config) in res.output
 
 
-@pytest.mark.parametrize(
-    "option", [["--frame-timeout", "5"], ["--stream-timeout", "60"], ["--memory-limit-mb", "512"]]
-)
-def test_isolation_limits_without_isolate_are_refused(tmp_path: Path, option: list[str]) -> None:
-    # isolation is the default (issue 24): the limits are refused when the run is typed --in-process
+LIMITS = {
+    "frame_timeout": "5",
+    "stream_timeout": "60",
+    "start_timeout": "30",
+    "memory_limit_mb": "512",
+    "sandbox": "off",
+}
+"""A value of each option that applies to the worker only (``ISOLATE_ONLY``)."""
+
+
+def test_every_isolate_only_option_is_tried_here() -> None:
+    assert set(LIMITS) == set(ISOLATE_ONLY)
+
+
+@pytest.mark.parametrize("name", sorted(LIMITS))
+def test_isolation_limits_without_isolate_are_refused(tmp_path: Path, name: str) -> None:
+    # isolation is the default: the limits are refused when the run is typed --in-process
+    option = ["--" + name.replace("_", "-"), LIMITS[name]]
     res = CliRunner().invoke(app, ["run", "--output-dir", str(tmp_path), "--in-process", *option, *SMALL])
     assert res.exit_code == 2, res.output
-    assert option[0] in res.output and "--in-process" in res.output
+    flat = " ".join(res.output.split())
+    assert f"{option[0]} applies to an isolated run only" in flat and "leave it out" in flat
+    assert "--in-process" in res.output
     assert not any(tmp_path.iterdir())  # refused before anything ran
+
+
+def test_two_isolation_limits_without_isolate_are_named_together(tmp_path: Path) -> None:
+    limits = ["--frame-timeout", "5", "--start-timeout", "30"]
+    res = CliRunner().invoke(app, ["run", "--output-dir", str(tmp_path), "--in-process", *limits, *SMALL])
+    assert res.exit_code == 2, res.output
+    flat = " ".join(res.output.split())
+    assert "--frame-timeout, --start-timeout apply to an isolated run only" in flat
+    assert "leave them out" in flat
