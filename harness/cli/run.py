@@ -15,7 +15,6 @@ from streambench.harness.cli.common import err, fail, out, show_traceback
 from streambench.harness.cli.hygiene import command_stdout
 from streambench.harness.cli.options import RUN_OPTIONS, declare, refuse_retired, retired_parameters
 from streambench.harness.io.safe_text import safe
-from streambench.harness.io.store_layout import check_results_dir
 from streambench.harness.runs import registry
 
 if TYPE_CHECKING:  # the run's machinery (and the progress bar) is imported by the command that runs
@@ -76,6 +75,7 @@ def run(
     """Run an adapter through a protocol (--protocol; default online) and write results/<run_id>/."""
     from streambench.harness import api
     from streambench.harness.cli.config import CLI_FIELDS, RunOptions, build_run_config, with_protocol_options
+    from streambench.harness.io.store_layout import check_results_dir
     from streambench.harness.runs.catalog import check_joinable
 
     refusal = refuse_retired(typed_options)  # --deadline-ms 40: -p deadline_ms=40 is the one route
