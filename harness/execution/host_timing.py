@@ -16,8 +16,8 @@ a thread the engine does not wait for before asking for the next frame), shows a
 figure stays the fine-grained one (the floor's noise is tens of µs); the parent's is the one it cannot
 fake. ``reset_state()`` (from the request to the first frame asked for) and the worker's start
 (interpreter, imports, construction, warm-up) are timed by the parent too, and the worker's CPU time
-over all its threads, those that exited included (:func:`process_cpu_ns`), is read from ``/proc`` by
-the parent at each stream's edges and between streams.
+over all its threads, those that exited included (:func:`process_cpu_ns`: the kernel's CPU clock of the
+process), is read by the parent at each stream's edges and between streams.
 """
 
 from __future__ import annotations
@@ -55,11 +55,11 @@ honest torch model's round trip exceeds the null adapter's floor by ~50-100 µs 
 threads spin after predict() returned, on the core the parent needs to take the reply) ..."""
 EXCESS_OF_HOST = 0.5
 """... and half of the parent's own median figure (its round trip less the floor), a threshold the
-worker cannot move: where ``/proc`` cannot tell the worker's CPU time, the worker is called when it
+worker cannot move: where the worker's CPU time cannot be read, the worker is called when it
 reports less than half of what the parent saw. (Seen here: an honest 3 ms model on a loaded 2-core
 machine had a median excess of 0.56 ms, a fifth of its cost; the planted cheats report 1-2 % of theirs.)"""
 CPU_EXCESS_OF_HOST = 0.25
-"""Where ``/proc`` tells the worker's CPU time (every thread's, those that exited included; no process of
+"""Where the worker's CPU time can be read (every thread's, those that exited included; no process of
 its own: harness/execution/no_processes.py), a quarter of the parent's figure is enough when the CPU
 confirms it: work hidden from the worker's clock is CPU its clock did not count. Judged on means over
 frames, as the CPU is a total over them."""
@@ -184,7 +184,9 @@ class HostTimingRecord(BaseModel):
     reset_max_ns: int | None = None
     start: StartTimes | None = None
     worker_cpu_ns: int | None = Field(
-        None, description="the worker's CPU time over all its threads during the timed streams (/proc)"
+        None,
+        description="the worker's CPU time over all its threads during the timed streams (the process's CPU "
+        "clock)",
     )
     worker_cpu_idle_ns: int | None = Field(
         None, description="the worker's CPU time between streams, when it should be idle"
@@ -224,7 +226,7 @@ def judge_host_timing(
     resets = [r.host_reset_ns for r in timed if r.host_reset_ns is not None]
     cpu = [r.worker_cpu_ns for r in timed]
     # a busy machine delays the parent's wake-ups too (two CPU hogs: an honest 3 ms model "disagreed");
-    # where /proc tells the worker's CPU time, hidden work must also show as CPU its clock did not count
+    # where the worker's CPU time is read, hidden work must also show as CPU its clock did not count
     cpu_total = sum(c for c in cpu if c is not None) if cpu and all(c is not None for c in cpu) else None
     # the worker's side of the pipe costs CPU every frame (the floor's frames measured it): not hidden work
     own = floor.cpu_per_frame_ns or 0
